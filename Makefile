@@ -1,0 +1,28 @@
+# The two commands of the README: `make run` and `make test`. Both create .venv when missing.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.calbench-installed
+CORES ?= all
+
+.PHONY: run test bench report clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables
+	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml
+
+test: $(STAMP)  ## the whole test suite
+	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+
+bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json
+	$(PY) -m calbench.bench --out results/bench/bench.json
+
+report: $(STAMP)  ## HTML report of the last run
+	$(VENV)/bin/snakemake --cores 1 --report results/report.html
+
+clean:
+	rm -rf results logs benchmarks .snakemake

@@ -1,0 +1,1 @@
+"""Sources of classifier outputs and their HDF5 dumps (ARCHITECTURE.md §3)."""

@@ -1,0 +1,118 @@
+"""Read classifier outputs from files: ``.npy``, ``.npz`` and the NN_calibration pickle.
+
+Layouts (see config/README.md):
+
+* ``npy``: one file per field, ``files: {logits: a.npy, labels: b.npy}`` (a pool) or per split
+  ``files: {cal: {logits: .., labels: ..}, test: {...}}``; optional ``embeddings``.
+* ``npz``: ``files: {archive: x.npz}`` with arrays ``logits``/``labels`` (a pool) or
+  ``{split}_{field}`` (``cal_logits``, ``test_labels``, ``train_embeddings``, ...).
+* ``pickle``: ``files: {archive: x.p}`` holding ``((logits_val, y_val), (logits_test, y_test))``, the
+  format of github.com/markus93/NN_calibration used by the LECE and Dirichlet papers; val → cal.
+
+Declared probabilities (``scores: probs``) become log-probabilities, clipped at
+:data:`calbench.scores.PROB_EPS`. A declaration that does not fit the data (rows of "probabilities"
+that do not sum to one, or "logits" that all do) is an error, not a guess.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import numpy as np
+
+from calbench.scores import PROB_EPS
+
+SPLITS = ("train", "cal", "test", "all")
+
+
+def _load_npy(path) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as err:
+        raise ValueError(f"{path}: cannot read as .npy ({err})") from None
+
+
+def _looks_like_probs(arr: np.ndarray) -> bool:
+    return bool(arr.min() >= 0 and arr.max() <= 1 and np.allclose(arr.sum(axis=1), 1.0, atol=1e-3))
+
+
+def convert_scores(logits: np.ndarray, declared: str, where: str) -> np.ndarray:
+    """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data."""
+    arr = np.asarray(logits, dtype=np.float64)
+    if arr.ndim != 2:
+        raise ValueError(f"{where}: expected a 2-D array [n_samples, n_classes], got shape {arr.shape}")
+    if declared == "probs":
+        if not _looks_like_probs(arr):
+            raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
+                             "(values outside [0, 1] or rows not summing to 1); declare `scores: logits`")
+        return np.log(np.clip(arr, PROB_EPS, 1.0))
+    if declared == "logits":
+        if arr.shape[0] > 1 and _looks_like_probs(arr):
+            raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
+                             "declare `scores: probs` so they are converted to log-probabilities")
+        return arr
+    raise ValueError(f"{where}: scores must be 'logits' or 'probs', got {declared!r}")
+
+
+def _from_npy(files: dict) -> dict[str, dict]:
+    if "logits" in files:
+        return {"all": {field: _load_npy(path) for field, path in files.items()}}
+    return {split: {field: _load_npy(path) for field, path in fields.items()} for split, fields in files.items()}
+
+
+def _from_npz(archive) -> dict[str, dict]:
+    try:
+        data = dict(np.load(archive, allow_pickle=False))
+    except (ValueError, OSError) as err:
+        raise ValueError(f"{archive}: cannot read as .npz ({err})") from None
+    if "logits" in data:
+        return {"all": data}
+    groups: dict[str, dict] = {}
+    for key, arr in data.items():
+        split, _, field = key.partition("_")
+        if split not in SPLITS or not field:
+            raise ValueError(f"{archive}: array {key!r} is not named {{split}}_{{field}} with split in {SPLITS}")
+        groups.setdefault(split, {})[field] = arr
+    return groups
+
+
+def _from_pickle(archive) -> dict[str, dict]:
+    try:
+        with open(archive, "rb") as fh:
+            (logits_val, y_val), (logits_test, y_test) = pickle.load(fh, encoding="latin1")
+    except (pickle.UnpicklingError, ValueError, TypeError, EOFError) as err:
+        raise ValueError(f"{archive}: expected the NN_calibration pickle ((logits_val, y_val), (logits_test, y_test)) "
+                         f"({type(err).__name__}: {err})") from None
+    squeeze = lambda y: np.asarray(y).reshape(-1)  # noqa: E731  (some pickles store labels as [N, 1])
+    return {"cal": {"logits": logits_val, "labels": squeeze(y_val)},
+            "test": {"logits": logits_test, "labels": squeeze(y_test)}}
+
+
+def read_files(fmt: str, files: dict, scores: str, origin: str) -> dict[str, dict]:
+    """Groups ``{split: {field: array}}`` from local ``files`` in format ``fmt``.
+
+    ``origin`` names the config entry in error messages.
+    """
+    readers = {"npy": lambda: _from_npy(files), "npz": lambda: _from_npz(files["archive"]),
+               "pickle": lambda: _from_pickle(files["archive"])}
+    if fmt not in readers:
+        raise ValueError(f"{origin}.format: expected one of {sorted(readers)}, got {fmt!r}")
+    if fmt in ("npz", "pickle") and "archive" not in files:
+        raise ValueError(f"{origin}.files: format {fmt} needs `archive: <path>`")
+    for path in _paths(files):
+        if not Path(path).exists():
+            raise FileNotFoundError(f"{origin}.files: {path} does not exist")
+    groups = readers[fmt]()
+    for split, arrays in groups.items():
+        if "logits" in arrays:
+            arrays["logits"] = convert_scores(arrays["logits"], scores, f"{origin} ({split}/logits)")
+    return groups
+
+
+def _paths(files: dict):
+    for value in files.values():
+        if isinstance(value, dict):
+            yield from _paths(value)
+        else:
+            yield value

@@ -1,0 +1,45 @@
+"""Build a source's dump from its config entry (dispatch on ``type``)."""
+
+from __future__ import annotations
+
+import calbench
+from calbench.data import download, importers, store, synthetic
+
+
+def _resolve_downloads(files: dict, cache_dir: str, origin: str) -> dict:
+    resolved = {}
+    for key, value in files.items():
+        if isinstance(value, dict) and "url" in value:
+            if "sha256" not in value:
+                raise ValueError(f"{origin}.files.{key}: a download needs `sha256` beside `url`")
+            resolved[key] = str(download.fetch(value["url"], value["sha256"], cache_dir))
+        elif isinstance(value, dict):
+            resolved[key] = _resolve_downloads(value, cache_dir, f"{origin}.files.{key}")
+        else:
+            raise ValueError(f"{origin}.files.{key}: a download source needs {{url, sha256}}, got {value!r}")
+    return resolved
+
+
+def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/downloads") -> dict[str, dict]:
+    """The groups of the dump of source ``name`` (config entry ``entry``)."""
+    origin = f"sources.{name}"
+    kind = entry.get("type")
+    if kind == "synthetic":
+        options = {k: v for k, v in entry.items() if k not in ("type", "task", "n_cal", "n_test", "seeds", "split")}
+        groups = {}
+        for seed in seeds:
+            data = synthetic.generate(entry["task"], seed, entry["n_cal"], entry["n_test"], **options)
+            groups.update({f"seed{seed}/{part}": arrays for part, arrays in data.items()})
+        return groups
+    if kind == "import":
+        return importers.read_files(entry["format"], entry["files"], entry.get("scores", "logits"), origin)
+    if kind == "download":
+        files = _resolve_downloads(entry["files"], cache_dir, origin)
+        return importers.read_files(entry["format"], files, entry.get("scores", "logits"), origin)
+    raise ValueError(f"{origin}.type: expected synthetic, import, download or train, got {kind!r}")
+
+
+def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:
+    """Build and atomically write ``results/dumps/{name}.h5``."""
+    groups = build_groups(name, entry, seeds, cache_dir)
+    store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": calbench.__version__})

@@ -1,0 +1,60 @@
+"""Calibration/test splits of a source, reproducible from the seed alone.
+
+A dump with fixed ``cal``/``test`` groups is used as is. A dump with one ``all`` pool is split per
+seed (the Mix-n-Match and KCal papers re-split held-out data this way); a dump with ``seed{s}``
+groups carries data drawn for that seed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+
+from calbench.data import store
+
+
+def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,
+               stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows."""
+    n = labels.size
+    if (cal_size is None) == (cal_fraction is None):
+        raise ValueError("split: give exactly one of cal_size (a count) or cal_fraction (in (0, 1))")
+    size = cal_size if cal_size is not None else cal_fraction
+    if cal_size is not None and not 0 < cal_size < n:
+        raise ValueError(f"split.cal_size: must lie in (0, {n}) for a pool of {n} rows, got {cal_size}")
+    if cal_fraction is not None and not 0 < cal_fraction < 1:
+        raise ValueError(f"split.cal_fraction: must lie in (0, 1), got {cal_fraction}")
+    counts = np.bincount(labels)
+    strat = labels if stratify and counts[counts > 0].min() >= 2 else None
+    try:
+        cal, test = train_test_split(np.arange(n), train_size=size, random_state=seed, stratify=strat)
+    except ValueError:  # too few rows per class for a stratified split of this size
+        cal, test = train_test_split(np.arange(n), train_size=size, random_state=seed)
+    return np.sort(cal), np.sort(test)
+
+
+def load_split(dump_path, seed: int, split: dict | None = None) -> dict:
+    """The calibration and test data of ``dump_path`` for ``seed``.
+
+    Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index"}`` where each part holds the
+    dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``) and the indices
+    locate the rows within their group (``all`` for pools, else their own group).
+    """
+    groups = store.list_groups(dump_path)
+    if f"seed{seed}/cal" in groups:
+        cal, test = (store.read_group(dump_path, f"seed{seed}/{part}") for part in ("cal", "test"))
+        return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
+                "test_index": np.arange(len(test["labels"]))}
+    if "cal" in groups and "test" in groups:
+        cal, test = (store.read_group(dump_path, part) for part in ("cal", "test"))
+        return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
+                "test_index": np.arange(len(test["labels"]))}
+    if "all" in groups:
+        if not split:
+            raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
+                             "or {cal_fraction: f} in config")
+        pool = store.read_group(dump_path, "all")
+        cal_index, test_index = split_pool(pool["labels"], seed, **split)
+        take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
+        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index}
+    raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")

@@ -1,0 +1,112 @@
+"""HDF5 dumps and calibrated outputs (ARCHITECTURE.md §3).
+
+A dump holds one group per split: ``train``/``cal``/``test`` (fixed splits), ``all`` (one pool,
+re-split per seed by :mod:`calbench.data.splits`), or ``seed{s}/cal`` and ``seed{s}/test`` (data
+drawn afresh per seed, as the LECE paper's synthetic study does). Each group holds ``logits``
+float32 [N, C], ``labels`` int64 [N] and optionally ``embeddings`` float32 [N, D] and
+``true_probs`` float64 [N, C]. Readers open files with HDF5 file locking off so that they work
+on network file systems.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from calbench.data.atomic import atomic_path
+from calbench.scores import check_labels, check_logits
+
+FIELDS = {"logits": np.float32, "labels": np.int64, "embeddings": np.float32, "true_probs": np.float64}
+
+
+def _open_for_reading(path) -> h5py.File:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        return h5py.File(path, "r", locking=False)
+    except OSError as err:
+        raise ValueError(
+            f"{path}: not a readable HDF5 file ({err}); it is truncated or corrupted: delete it and rerun "
+            "the job that makes it"
+        ) from None
+
+
+def validate_split(arrays: dict, where: str) -> dict:
+    """Check one split's arrays (shapes, dtypes, finiteness, label range); return them typed."""
+    if "logits" not in arrays or "labels" not in arrays:
+        raise ValueError(f"{where}: needs 'logits' and 'labels', found {sorted(arrays)}")
+    logits = check_logits(arrays["logits"], name=f"{where}/logits")
+    out = {"logits": logits.astype(np.float32),
+           "labels": check_labels(arrays["labels"], logits.shape[1], logits.shape[0], name=f"{where}/labels")}
+    for field in ("embeddings", "true_probs"):
+        if arrays.get(field) is not None:
+            arr = np.asarray(arrays[field], dtype=FIELDS[field])
+            if arr.ndim != 2 or arr.shape[0] != logits.shape[0]:
+                raise ValueError(f"{where}/{field}: expected shape [{logits.shape[0]}, ...], got {arr.shape}")
+            if not np.isfinite(arr).all():
+                raise ValueError(f"{where}/{field}: contains NaN or infinite values")
+            out[field] = arr
+    return out
+
+
+def write_dump(path, groups: dict[str, dict], attrs: dict) -> None:
+    """Write ``{group_path: {field: array}}`` and root ``attrs`` atomically; validates every group."""
+    checked = {name: validate_split(arrays, f"{path}:{name}") for name, arrays in groups.items()}
+    classes = {a["logits"].shape[1] for a in checked.values()}
+    if len(classes) != 1:
+        raise ValueError(f"{path}: splits disagree on the number of classes: {sorted(classes)}")
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        for name, arrays in checked.items():
+            group = f.require_group(name)
+            for field, arr in arrays.items():
+                group.create_dataset(field, data=arr, compression="gzip", compression_opts=1, shuffle=True)
+        f.attrs["num_classes"] = classes.pop()
+        for key, value in attrs.items():
+            f.attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+
+
+def read_attrs(path) -> dict:
+    with _open_for_reading(path) as f:
+        return dict(f.attrs)
+
+
+def list_groups(path) -> list[str]:
+    """Paths of the groups that hold a ``logits`` dataset."""
+    found = []
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Group) and "logits" in obj:
+            found.append(name)
+
+    with _open_for_reading(path) as f:
+        f.visititems(visit)
+    return sorted(found)
+
+
+def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
+    """Arrays of one group (all fields, or those named)."""
+    with _open_for_reading(path) as f:
+        if group not in f:
+            raise KeyError(f"{path}: has no group {group!r}; groups: {list_groups(path)}")
+        g = f[group]
+        names = [k for k in g.keys() if fields is None or k in fields]
+        try:
+            return {k: g[k][()] for k in names}
+        except OSError as err:
+            raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and rerun") from None
+
+
+def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
+    """The calibrate stage's output: in-sample and test probabilities, indices, labels, attributes."""
+    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+        f["cal/probs"] = np.asarray(cal_probs, dtype=np.float64)
+        f["cal/index"] = np.asarray(cal_index, dtype=np.int64)
+        f["test/probs"] = np.asarray(test_probs, dtype=np.float64)
+        f["test/index"] = np.asarray(test_index, dtype=np.int64)
+        f["test/labels"] = np.asarray(test_labels, dtype=np.int64)
+        for key, value in attrs.items():
+            f.attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)

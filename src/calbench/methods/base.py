@@ -1,0 +1,79 @@
+"""The calibrator interface (ARCHITECTURE.md §4), in scikit-learn's conventions.
+
+Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` (so that
+``get_params``/``set_params``/``clone`` work), learn in ``_fit`` and predict in ``_predict_proba``.
+The public ``fit``/``predict_proba`` validate the boundary once, so implementations see a
+:class:`~calbench.scores.Scores` and int64 labels in ``[0, C)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from calbench.scores import Scores, as_scores, check_labels
+
+
+class Calibrator(BaseEstimator):
+    """Base class of every calibration method.
+
+    Class attributes
+    ----------------
+    needs : what the method reads from :class:`Scores`: ``{"logits"}`` or ``{"embeddings"}`` or both.
+    default_grid : hyperparameter grid searched by cross-validation when the config gives none
+        (``None``: the method has no hyperparameters to tune).
+    default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
+    preserves_argmax : True for methods whose output never changes the predicted class.
+    """
+
+    needs: frozenset[str] = frozenset({"logits"})
+    default_grid: dict | None = None
+    default_cv: dict = {}
+    preserves_argmax: bool = False
+
+    def fit(self, scores, y) -> "Calibrator":
+        """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``."""
+        scores = self._check_scores(scores)
+        y = check_labels(y, scores.num_classes, scores.n)
+        self.num_classes_ = scores.num_classes
+        self._fit(scores, y)
+        return self
+
+    def predict_proba(self, scores) -> np.ndarray:
+        """Calibrated probabilities ``[N, C]`` (float64, rows sum to 1)."""
+        scores = self._check_scores(scores)
+        if not hasattr(self, "num_classes_"):
+            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit(scores, y) first")
+        if scores.num_classes != self.num_classes_:
+            raise ValueError(
+                f"{type(self).__name__} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
+            )
+        return self._predict_proba(scores)
+
+    def transform(self, scores) -> Scores:
+        """The calibrated output as :class:`Scores` for the next stage of a chain.
+
+        The default takes the logarithm of :meth:`predict_proba`; methods that produce logits
+        (temperature scaling, matrix scaling) override it to pass them on without clipping.
+        """
+        scores = as_scores(scores)
+        return Scores.from_probs(self.predict_proba(scores), scores.embeddings)
+
+    def fitted_summary(self) -> dict:
+        """Small fitted parameters worth recording with the results (JSON-serialisable)."""
+        return {}
+
+    def _check_scores(self, scores) -> Scores:
+        scores = as_scores(scores)
+        if "embeddings" in self.needs and scores.embeddings is None:
+            raise ValueError(
+                f"{type(self).__name__} needs embeddings, but the scores carry none; "
+                "use a source that dumps embeddings (e.g. a `train` source) or the logits variant"
+            )
+        return scores
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        raise NotImplementedError

@@ -1,0 +1,48 @@
+"""Composition of calibrators: ``ts+lece`` means fit TS, then LECE on TS's output.
+
+As in LECE paper §4.2.2 (spec lece_dirichlet.md §1.0): stage A is fitted on the whole calibration
+set, the calibration set is transformed with A, stage B is fitted on A(cal), and predictions are
+B(A(x)). Each stage receives the previous stage's output through ``transform``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench.methods.base import Calibrator
+from calbench.scores import Scores
+
+
+class Chain(Calibrator):
+    """Apply ``steps`` in order, each fitted on the output of the previous ones."""
+
+    def __init__(self, steps):
+        self.steps = steps
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return frozenset().union(*(step.needs for step in self.steps))
+
+    @property
+    def preserves_argmax(self) -> bool:
+        return all(step.preserves_argmax for step in self.steps)
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        for step in self.steps[:-1]:
+            scores = step.fit(scores, y).transform(scores)
+        self.steps[-1].fit(scores, y)
+
+    def _through(self, scores: Scores) -> Scores:
+        for step in self.steps[:-1]:
+            scores = step.transform(scores)
+        return scores
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return self.steps[-1].predict_proba(self._through(scores))
+
+    def transform(self, scores) -> Scores:
+        return self.steps[-1].transform(self._through(self._check_scores(scores)))
+
+    def fitted_summary(self) -> dict:
+        return {f"{i}:{getattr(step, 'method_name', type(step).__name__)}": step.fitted_summary()
+                for i, step in enumerate(self.steps)}

@@ -1,0 +1,117 @@
+"""Registry of calibration methods and the front door :func:`make`.
+
+A method is one class decorated with :func:`register` in a module of this package; the package
+imports every module once, so registering needs no other edit. Method names are lower-case
+identifiers; ``+`` joins names into a :class:`~calbench.methods.chain.Chain`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+from pathlib import Path
+
+_REGISTRY: dict[str, type] = {}
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: Modules of this package that hold infrastructure, not methods.
+_INFRASTRUCTURE = {"base", "registry", "chain", "tuning"}
+
+
+def register(name: str):
+    """Class decorator: make the calibrator available as ``name`` in config and :func:`make`."""
+    if not _NAME.match(name):
+        raise ValueError(f"method name {name!r} must match {_NAME.pattern}")
+
+    def decorate(cls):
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"method {name!r} is registered twice ({_REGISTRY[name]} and {cls})")
+        _REGISTRY[name] = cls
+        cls.method_name = name
+        return cls
+
+    return decorate
+
+
+def _load_all() -> None:
+    package = importlib.import_module("calbench.methods")
+    for info in pkgutil.iter_modules(package.__path__):
+        if info.name not in _INFRASTRUCTURE:
+            importlib.import_module(f"calbench.methods.{info.name}")
+
+
+def available() -> list[str]:
+    """Sorted names of every registered method."""
+    _load_all()
+    return sorted(_REGISTRY)
+
+
+def split_chain(name: str) -> list[str]:
+    """``"ts+lece"`` → ``["ts", "lece"]``; raises with the allowed names on an unknown one."""
+    parts = name.split("+")
+    known = available()
+    unknown = [p for p in parts if p not in _REGISTRY]
+    if unknown or not name:
+        raise ValueError(
+            f"unknown method {', '.join(repr(u) for u in unknown) or repr(name)} in {name!r}; "
+            f"allowed: {', '.join(known)} (join names with '+' to chain them)"
+        )
+    return parts
+
+
+def method_class(name: str) -> type:
+    """The class registered as ``name``."""
+    (single,) = split_chain(name)
+    return _REGISTRY[single]
+
+
+def source_files(name: str) -> list[str]:
+    """Source files whose edit must rerun the jobs of method (or chain) ``name``.
+
+    The modules of each stage's class and of its base classes inside calbench, plus the chain and
+    tuning machinery; used as Snakemake ``input:`` so a code change reruns exactly those jobs.
+    """
+    here = Path(__file__).parent
+    files = {str(here / "chain.py"), str(here / "tuning.py")}
+    for part in split_chain(name):
+        for klass in inspect.getmro(_REGISTRY[part]):
+            module = inspect.getmodule(klass)
+            if module is not None and module.__name__.startswith("calbench."):
+                files.add(inspect.getsourcefile(klass))
+    return sorted(files)
+
+
+def make(name: str, **settings):
+    """Build a calibrator from its registered name and settings.
+
+    Parameters
+    ----------
+    name : a registered name (``"ts"``) or a chain (``"ts+lece"``).
+    settings : for a single method, its hyperparameters plus the optional reserved keys ``grid``
+        (a dict of lists searched by k-fold CV; ``None`` switches the class's default grid off) and
+        ``cv`` (settings of :class:`~calbench.methods.tuning.GridSearch`). For a chain, one dict
+        per stage name, e.g. ``make("ts+lece", lece={"q": 0.1, "grid": None})``.
+    """
+    from calbench.methods.chain import Chain
+    from calbench.methods.tuning import GridSearch
+
+    parts = split_chain(name)
+    if len(parts) > 1:
+        unknown = set(settings) - set(parts)
+        if unknown:
+            raise ValueError(f"settings for {sorted(unknown)} given to chain {name!r}; key them by stage name {parts}")
+        return Chain([make(part, **(settings.get(part) or {})) for part in parts])
+    cls = _REGISTRY[parts[0]]
+    settings = dict(settings)
+    grid = settings.pop("grid", cls.default_grid)
+    cv = {**cls.default_cv, **(settings.pop("cv", None) or {})}
+    try:
+        estimator = cls(**settings)
+    except TypeError as err:
+        allowed = sorted(inspect.signature(cls.__init__).parameters)
+        allowed = [a for a in allowed if a != "self"]
+        raise ValueError(f"method {name!r}: {err}; allowed settings: {allowed + ['grid', 'cv']}") from None
+    if grid:
+        return GridSearch(estimator, grid, **cv)
+    return estimator

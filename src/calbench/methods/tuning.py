@@ -1,0 +1,128 @@
+"""k-fold cross-validated grid search around any calibrator.
+
+Used as LECE paper §4.2.2 tunes (q, t) (10-fold CV on log-loss) and as the Dirichlet paper tunes
+(λ, μ) (5-fold CV on log-loss, the fold models averaged at prediction time, its §4.2/Supp. E.5).
+Configured, not coded, per method: ``make(name, grid={...}, cv={...})``.
+
+An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_scores)`` returning
+one probability matrix per grid point, to share work across the grid (one distance computation per
+fold for LECE, warm starts for Dirichlet); otherwise each point is fitted separately.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.model_selection import KFold, StratifiedKFold
+
+from calbench.methods.base import Calibrator
+from calbench.scores import Scores
+
+#: Probabilities are clipped at this value before the log in the CV score (LECE, IR and binning
+#: can output exact zeros; sklearn's ``log_loss`` clips the same way).
+SCORE_EPS = 1e-15
+
+
+def fold_loss(probs: np.ndarray, y: np.ndarray, scoring: str) -> float:
+    """Mean log-loss (``"nll"``) or Brier score summed over classes (``"brier"``) of one fold."""
+    if scoring == "nll":
+        return float(-np.mean(np.log(np.clip(probs[np.arange(y.size), y], SCORE_EPS, None))))
+    if scoring == "brier":
+        onehot = np.zeros_like(probs)
+        onehot[np.arange(y.size), y] = 1.0
+        return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
+    raise ValueError(f"cv.scoring: expected 'nll' or 'brier', got {scoring!r}")
+
+
+def expand_grid(grid: dict) -> list[dict]:
+    """``{"a": [1, 2], "b": [3]}`` → ``[{"a": 1, "b": 3}, {"a": 2, "b": 3}]`` (first key slowest)."""
+    keys = list(grid)
+    for key in keys:
+        if not isinstance(grid[key], (list, tuple)) or not grid[key]:
+            raise ValueError(f"grid.{key}: expected a non-empty list of values, got {grid[key]!r}")
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+class GridSearch(Calibrator):
+    """Choose hyperparameters of ``estimator`` by k-fold CV, then refit (or average fold models).
+
+    Parameters
+    ----------
+    estimator : the calibrator to tune (its other settings stay fixed).
+    grid : dict of hyperparameter name → list of candidate values.
+    folds : number of CV folds (stratified by label when every class has ``folds`` members).
+    scoring : ``"nll"`` (log-loss) or ``"brier"``; lower is better. Ties keep the first point.
+    ensemble : False refits the best point on all data (LECE paper); True averages the
+        predictions of the ``folds`` fold models at the best point (Dirichlet paper).
+    seed : seed of the fold assignment.
+    """
+
+    def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0):
+        self.estimator = estimator
+        self.grid = grid
+        self.folds = folds
+        self.scoring = scoring
+        self.ensemble = ensemble
+        self.seed = seed
+
+    @property
+    def needs(self) -> frozenset[str]:
+        return self.estimator.needs
+
+    @property
+    def preserves_argmax(self) -> bool:
+        return self.estimator.preserves_argmax
+
+    @property
+    def method_name(self) -> str:
+        return getattr(self.estimator, "method_name", type(self.estimator).__name__)
+
+    def _splits(self, y: np.ndarray):
+        counts = np.bincount(y, minlength=self.num_classes_)
+        if counts.min() >= self.folds:
+            splitter = StratifiedKFold(self.folds, shuffle=True, random_state=self.seed)
+        else:
+            splitter = KFold(self.folds, shuffle=True, random_state=self.seed)
+        return list(splitter.split(np.zeros(y.size), y))
+
+    def _grid_predictions(self, points, train: Scores, y_train, val: Scores):
+        if hasattr(self.estimator, "predict_grid"):
+            return self.estimator.predict_grid(points, train, y_train, val)
+        return [clone(self.estimator).set_params(**p).fit(train, y_train).predict_proba(val) for p in points]
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        if self.folds < 2 or self.folds > y.size:
+            raise ValueError(f"cv.folds: expected 2 <= folds <= {y.size} (the calibration size), got {self.folds}")
+        points = expand_grid(self.grid)
+        losses = np.zeros((len(points), self.folds))
+        splits = self._splits(y)
+        for f, (tr, va) in enumerate(splits):
+            preds = self._grid_predictions(points, scores.subset(tr), y[tr], scores.subset(va))
+            losses[:, f] = [fold_loss(p, y[va], self.scoring) for p in preds]
+        self.cv_losses_ = losses.mean(axis=1)
+        self.best_index_ = int(np.argmin(self.cv_losses_))
+        self.best_params_ = points[self.best_index_]
+        if self.ensemble:
+            self.estimators_ = [
+                clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(tr), y[tr]) for tr, _ in splits
+            ]
+        else:
+            self.estimators_ = [clone(self.estimator).set_params(**self.best_params_).fit(scores, y)]
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return np.mean([est.predict_proba(scores) for est in self.estimators_], axis=0)
+
+    def transform(self, scores) -> Scores:
+        if len(self.estimators_) == 1:
+            return self.estimators_[0].transform(scores)
+        return super().transform(scores)
+
+    def fitted_summary(self) -> dict:
+        return {
+            "best_params": self.best_params_,
+            "cv_loss": float(self.cv_losses_[self.best_index_]),
+            "cv_scoring": self.scoring,
+            **({"fitted": self.estimators_[0].fitted_summary()} if len(self.estimators_) == 1 else {}),
+        }

@@ -1,0 +1,23 @@
+"""The uncalibrated baseline: the classifier's own softmax (every table's ``uncal`` column)."""
+
+import numpy as np
+
+from calbench.methods.base import Calibrator
+from calbench.methods.registry import register
+from calbench.scores import Scores
+
+
+@register("uncal")
+class Uncalibrated(Calibrator):
+    """Identity map: p̂ = σ(z)."""
+
+    preserves_argmax = True
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        pass
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return scores.probs
+
+    def transform(self, scores) -> Scores:
+        return self._check_scores(scores)

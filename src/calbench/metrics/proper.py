@@ -1,0 +1,37 @@
+"""Accuracy and proper scoring rules.
+
+* ``nll``: mean −ln p̂_y (natural log, both papers); probabilities are clipped at ``NLL_EPS``
+  first, as sklearn's ``log_loss`` does, because non-parametric methods can output exact zeros.
+* ``brier``: (1/n) Σ_i Σ_j (p̂_ij − y_ij)², summed over classes (LECE paper; Table 1 ≈ 0.44).
+  ``brier.mean`` divides by C as well (Dirichlet paper's Supp. Table 14 convention).
+* ``brier.top``: the binary Brier score of the top-label confidence against correctness.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+NLL_EPS = 1e-15
+
+
+def accuracy(probs, labels) -> float:
+    return float(np.mean(np.argmax(probs, axis=1) == labels))
+
+
+def log_loss(probs, labels) -> float:
+    p_true = np.asarray(probs)[np.arange(labels.size), labels]
+    return float(-np.mean(np.log(np.clip(p_true, NLL_EPS, None))))
+
+
+def brier(probs, labels, *, mean_over_classes: bool = False) -> float:
+    sq = np.asarray(probs, dtype=np.float64) ** 2
+    p_true = np.asarray(probs)[np.arange(labels.size), labels]
+    per_row = sq.sum(axis=1) - 2 * p_true + 1.0
+    value = float(np.mean(per_row))
+    return value / probs.shape[1] if mean_over_classes else value
+
+
+def brier_top(probs, labels) -> float:
+    probs = np.asarray(probs)
+    hits = (probs.argmax(axis=1) == labels).astype(np.float64)
+    return float(np.mean((probs.max(axis=1) - hits) ** 2))

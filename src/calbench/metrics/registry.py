@@ -1,0 +1,65 @@
+"""Metric ids (ARCHITECTURE.md §5) → functions, with how tables display and rank them.
+
+An id is ``<family>.<target>.<binning>.<norm>`` or a plain name. Families register a regular
+expression whose named groups become keyword arguments of the function, so ``ece.cw.em15.l1`` and
+``ece.cw.ew20.l2`` are both understood without listing every bin count.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class MetricContext:
+    """What a metric may read: calibrated probabilities, labels, and optional extras."""
+
+    probs: np.ndarray
+    labels: np.ndarray
+    true_probs: np.ndarray | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class MetricFamily:
+    pattern: re.Pattern
+    function: Callable[..., float]
+    higher_is_better: bool = False
+    needs_true_probs: bool = False
+    #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
+    scale: float = 1.0
+    decimals: int = 3
+    description: str = ""
+
+
+_FAMILIES: list[MetricFamily] = []
+
+
+def metric(pattern: str, **meta):
+    """Decorator registering ``function(ctx, **groups) -> float`` for ids matching ``pattern``."""
+
+    def decorate(function):
+        _FAMILIES.append(MetricFamily(re.compile(f"^{pattern}$"), function, **meta))
+        return function
+
+    return decorate
+
+
+def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
+    """The family of ``metric_id`` and the parsed groups; raises with the known patterns."""
+    for family in _FAMILIES:
+        match = family.pattern.match(metric_id)
+        if match:
+            return family, match.groupdict()
+    raise ValueError(
+        f"unknown metric id {metric_id!r}; known patterns: "
+        + ", ".join(f.pattern.pattern[1:-1] for f in _FAMILIES)
+    )
+
+
+def known_patterns() -> list[str]:
+    return [f.pattern.pattern[1:-1] for f in _FAMILIES]

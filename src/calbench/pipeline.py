@@ -1,0 +1,117 @@
+"""The jobs of the workflow as plain functions: Snakemake scripts call them, so does ``python -m calbench``.
+
+Each job reads the files of the stage before it and writes its output atomically.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import calbench
+from calbench.data import sources, splits, store
+from calbench.data.atomic import write_text_atomic
+from calbench.methods import make, split_chain
+from calbench.metrics import evaluate, lookup
+from calbench.report.tables import write_tables
+from calbench.scores import Scores
+
+log = logging.getLogger("calbench")
+
+
+def dump_job(source: str, entry: dict, seeds, output, cache_dir="resources/downloads") -> None:
+    """Build the HDF5 dump of one source."""
+    log.info("building dump of source %s (%s)", source, entry.get("type"))
+    sources.make_dump(source, entry, seeds, output, cache_dir)
+
+
+def build_method(method: str, settings: dict, seed: int):
+    """The calibrator of a job: ``settings`` maps each stage name to its config slice."""
+    parts = split_chain(method)
+    estimator = make(method, **settings[parts[0]]) if len(parts) == 1 else make(method, **settings)
+    _set_seed(estimator, seed)
+    return estimator
+
+
+def _set_seed(estimator, seed: int) -> None:
+    """The job seed drives every source of randomness (CV folds, initialisations, sampling)."""
+    for child in getattr(estimator, "steps", []):
+        _set_seed(child, seed)
+    if hasattr(estimator, "estimator"):
+        _set_seed(estimator.estimator, seed)
+    if "seed" in estimator.get_params(deep=False):
+        estimator.set_params(seed=seed)
+
+
+def _scores(part: dict) -> Scores:
+    return Scores(part["logits"], part.get("embeddings"))
+
+
+def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None) -> None:
+    """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict cal and test."""
+    data = splits.load_split(dump, seed, split)
+    estimator = build_method(method, settings, seed)
+    cal, test = _scores(data["cal"]), _scores(data["test"])
+    log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
+    start = time.perf_counter()
+    estimator.fit(cal, data["cal"]["labels"])
+    fit_seconds = time.perf_counter() - start
+    start = time.perf_counter()
+    test_probs = estimator.predict_proba(test)
+    predict_seconds = time.perf_counter() - start
+    cal_probs = estimator.predict_proba(cal)
+    log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
+    store.write_calibrated(output, cal_probs, test_probs, data["cal_index"], data["test_index"],
+                           data["test"]["labels"],
+                           {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
+                            "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
+                            "calbench_version": calbench.__version__})
+
+
+def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,
+                 split: dict | None = None) -> None:
+    """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map."""
+    out = store.read_group(calibrated, "test")
+    wanted = list(metrics)
+    true_probs = None
+    if any(lookup(m)[0].needs_true_probs for m in wanted):
+        true_probs = splits.load_split(dump, seed, split)["test"].get("true_probs")
+        if true_probs is None:
+            wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]
+    values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed)
+    record = {"source": source, "method": method, "seed": seed, **values}
+    write_text_atomic(output, json.dumps(record, indent=1) + "\n")
+
+
+def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
+    """Fold every metrics JSON into the tables of ``results/tables``."""
+    write_tables(metric_files, out_dir, metrics, methods)
+
+
+@contextlib.contextmanager
+def job_logging(log_file=None):
+    """Send calbench's log (and warnings) to the job's log file, or to stderr outside Snakemake."""
+    handler = logging.FileHandler(log_file, mode="w") if log_file else logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    logging.captureWarnings(True)
+    try:
+        yield
+    except Exception:
+        log.exception("job failed")
+        raise
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def snakemake_log(smk) -> str | None:
+    return smk.log[0] if smk is not None and len(smk.log) else None

@@ -1,0 +1,1 @@
+"""Result tables, rankings and figures."""

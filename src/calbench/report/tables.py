@@ -1,0 +1,97 @@
+"""Aggregate per-job metrics into the long CSV and ranked per-metric tables.
+
+Ranking follows the LECE paper's tables (spec lece_dirichlet.md §2.10): within each row (source),
+methods are ranked on the *displayed* mean (scaled and rounded as the metric's table shows it),
+ties get the minimum rank, lower is better except for higher-is-better metrics such as accuracy.
+The last row is each method's average rank over sources.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calbench.data.atomic import write_text_atomic
+from calbench.metrics import lookup
+
+ID_COLUMNS = ("source", "method", "seed")
+
+
+def long_table(metric_files) -> pd.DataFrame:
+    """``source,method,seed,metric,value`` rows from flat metrics JSON files (ARCHITECTURE.md §3)."""
+    rows = []
+    for path in metric_files:
+        record = json.loads(Path(path).read_text())
+        ids = {k: record[k] for k in ID_COLUMNS}
+        rows += [{**ids, "metric": k, "value": v} for k, v in record.items() if k not in ID_COLUMNS]
+    frame = pd.DataFrame(rows, columns=[*ID_COLUMNS, "metric", "value"])
+    return frame.sort_values([*ID_COLUMNS, "metric"], kind="stable").reset_index(drop=True)
+
+
+def summary(long: pd.DataFrame, metric_id: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Mean, std (ddof=0, as the LECE code) and rank tables (rows = sources, columns = methods)."""
+    family, _ = lookup(metric_id)
+    sub = long[long["metric"] == metric_id]
+    grouped = sub.groupby(["source", "method"])["value"]
+    mean = grouped.mean().unstack("method")
+    std = grouped.std(ddof=0).unstack("method")
+    shown = (mean * family.scale).round(family.decimals)
+    ranks = shown.rank(axis=1, method="min", ascending=not family.higher_is_better)
+    return mean, std, ranks
+
+
+def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
+    """One metric as a Markdown table: ``mean ± std (rank)`` cells and an average-rank row."""
+    family, _ = lookup(metric_id)
+    mean, std, ranks = summary(long, metric_id)
+    methods = [m for m in (method_order or mean.columns) if m in mean.columns]
+    scale, dec = family.scale, family.decimals
+    direction = "higher is better" if family.higher_is_better else "lower is better"
+    scale_note = f", ×{scale:g}" if scale != 1 else ""
+    lines = [f"### {metric_id}{scale_note} ({direction}; mean ± std over seeds, rank in parentheses)", "",
+             "| source | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
+    for source in mean.index:
+        cells = []
+        for m in methods:
+            if np.isnan(mean.at[source, m]):
+                cells.append("–")
+                continue
+            cells.append(f"{mean.at[source, m] * scale:.{dec}f} ± {std.at[source, m] * scale:.{dec}f} "
+                         f"({int(ranks.at[source, m])})")
+        lines.append(f"| {source} | " + " | ".join(cells) + " |")
+    avg = ranks[methods].mean(axis=0)
+    lines.append("| **average rank** | " + " | ".join(f"**{avg[m]:.1f}**" for m in methods) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
+    """Average rank of each method over sources, one column per metric."""
+    return pd.DataFrame({m: summary(long, m)[2].mean(axis=0) for m in metric_ids})
+
+
+def write_tables(metric_files, out_dir, metric_ids, method_order=None) -> list[Path]:
+    """Write ``metrics_long.csv``, ``{metric}.md`` per metric, ``average_ranks.md`` and ``summary.md``."""
+    out_dir = Path(out_dir)
+    long = long_table(metric_files)
+    written = [out_dir / "metrics_long.csv"]
+    write_text_atomic(written[0], long.to_csv(index=False, float_format="%.10g"))
+    present = [m for m in metric_ids if m in set(long["metric"])]
+    sections = []
+    for metric_id in present:
+        text = markdown_table(long, metric_id, method_order)
+        sections.append(text)
+        written.append(out_dir / f"{metric_id}.md")
+        write_text_atomic(written[-1], text)
+    ranks = average_ranks(long, present)
+    order = [m for m in (method_order or ranks.index) if m in ranks.index]
+    rank_md = ["### Average rank over sources (lower is better)", "",
+               "| method | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
+    rank_md += [f"| {m} | " + " | ".join(f"{ranks.at[m, c]:.2f}" for c in present) + " |" for m in order]
+    written.append(out_dir / "average_ranks.md")
+    write_text_atomic(written[-1], "\n".join(rank_md) + "\n")
+    written.append(out_dir / "summary.md")
+    write_text_atomic(written[-1], "# calbench results\n\n" + "\n".join(sections) + "\n" + "\n".join(rank_md) + "\n")
+    return written

@@ -1,0 +1,34 @@
+# Every metrics JSON → results/tables (long CSV, ranked per-metric Markdown tables).
+
+
+localrules:
+    aggregate,
+
+
+rule aggregate:
+    input:
+        metric_files(),
+    output:
+        long=report(
+            "results/tables/metrics_long.csv",
+            caption="../report/metrics_long.rst",
+            category="Tables",
+        ),
+        summary=report(
+            "results/tables/summary.md",
+            caption="../report/summary.rst",
+            category="Tables",
+        ),
+        ranks="results/tables/average_ranks.md",
+        per_metric=[f"results/tables/{m}.md" for m in METRICS],
+    params:
+        metrics=METRICS,
+        methods=METHODS,
+    log:
+        "logs/aggregate.log",
+    benchmark:
+        "benchmarks/aggregate.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/aggregate.py"

@@ -1,0 +1,25 @@
+# Fit each method on the calibration split of each source and seed; predict cal and test.
+
+
+rule calibrate:
+    input:
+        dump="results/dumps/{source}.h5",
+        code=method_code,
+    output:
+        "results/calibrated/{source}/{method}/seed{seed}.h5",
+    params:
+        settings=method_settings,
+        split=source_split,
+    log:
+        "logs/calibrate/{source}/{method}/seed{seed}.log",
+    benchmark:
+        "benchmarks/calibrate/{source}/{method}/seed{seed}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    group:
+        "calibrate_evaluate"
+    resources:
+        mem_mb=4000,
+        runtime=60,
+    script:
+        "../scripts/calibrate.py"

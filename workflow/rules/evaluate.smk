@@ -1,0 +1,26 @@
+# Metrics of each calibrated output (one flat JSON per source, method and seed).
+
+
+rule evaluate:
+    input:
+        calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
+        dump="results/dumps/{source}.h5",
+        code=package_files(_calbench_metrics),
+    output:
+        "results/metrics/{source}/{method}/seed{seed}.json",
+    params:
+        metrics=METRICS,
+        split=source_split,
+    log:
+        "logs/evaluate/{source}/{method}/seed{seed}.log",
+    benchmark:
+        "benchmarks/evaluate/{source}/{method}/seed{seed}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    group:
+        "calibrate_evaluate"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/evaluate.py"

@@ -1,0 +1,26 @@
+# Sources → results/dumps/{source}.h5 (ARCHITECTURE.md §3). Model-backed sources (train, pretrained)
+# have their own GPU rules.
+
+
+rule dump_source:
+    input:
+        code=package_files(_calbench_data),
+    output:
+        "results/dumps/{source}.h5",
+    params:
+        entry=source_entry,
+        seeds=source_seed_list,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives(DATA_SOURCES),
+    log:
+        "logs/dump/{source}.log",
+    benchmark:
+        "benchmarks/dump/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/dump_source.py"
