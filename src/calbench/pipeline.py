@@ -60,7 +60,11 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
-    estimator.fit(cal, data["cal"]["labels"])
+    train = None
+    if "train" in estimator.needs:
+        train_part = store.read_group(dump, "train")
+        train = (_scores(train_part), train_part["labels"])
+    estimator.fit(cal, data["cal"]["labels"], train=train)
     fit_seconds = time.perf_counter() - start
     start = time.perf_counter()
     test_probs = estimator.predict_proba(test)

@@ -19,7 +19,9 @@ class Calibrator(BaseEstimator):
 
     Class attributes
     ----------------
-    needs : what the method reads from :class:`Scores`: ``{"logits"}`` or ``{"embeddings"}`` or both.
+    needs : what the method reads: ``"logits"`` and/or ``"embeddings"`` of :class:`Scores`, and
+        ``"train"`` for methods that also learn from the classifier's training split (KCal's projection);
+        those receive ``train=(train_scores, train_labels)`` in ``fit``.
     default_grid : hyperparameter grid searched by cross-validation when the config gives none
         (``None``: the method has no hyperparameters to tune).
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
@@ -31,12 +33,24 @@ class Calibrator(BaseEstimator):
     default_cv: dict = {}
     preserves_argmax: bool = False
 
-    def fit(self, scores, y) -> "Calibrator":
-        """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``."""
+    def fit(self, scores, y, train=None) -> "Calibrator":
+        """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``.
+
+        ``train`` is ``(train_scores, train_labels)`` of the classifier's training split; only
+        methods whose ``needs`` include ``"train"`` use it (and require it).
+        """
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
         self.num_classes_ = scores.num_classes
-        self._fit(scores, y)
+        if "train" in self.needs:
+            if train is None:
+                raise ValueError(f"{type(self).__name__} learns from the training split: pass train=(scores, labels) "
+                                 "(in the workflow: a source with a `train` group, e.g. a `train` source)")
+            train_scores = self._check_scores(train[0])
+            self._fit(scores, y, train=(train_scores, check_labels(train[1], scores.num_classes, train_scores.n,
+                                                                   name="train labels")))
+        else:
+            self._fit(scores, y)
         return self
 
     def predict_proba(self, scores) -> np.ndarray:

@@ -27,10 +27,19 @@ class Chain(Calibrator):
     def preserves_argmax(self) -> bool:
         return all(step.preserves_argmax for step in self.steps)
 
-    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+    def fit(self, scores, y, train=None) -> "Chain":
+        """Fit every stage in order; ``train`` is passed on (transformed) to stages that use it."""
+        scores = self._check_scores(scores)
+        self.num_classes_ = scores.num_classes
+        self._fit(scores, y, train=train)
+        return self
+
+    def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         for step in self.steps[:-1]:
-            scores = step.fit(scores, y).transform(scores)
-        self.steps[-1].fit(scores, y)
+            scores = step.fit(scores, y, train=train).transform(scores)
+            if train is not None:
+                train = (step.transform(train[0]), train[1])
+        self.steps[-1].fit(scores, y, train=train)
 
     def _through(self, scores: Scores) -> Scores:
         for step in self.steps[:-1]:

@@ -87,29 +87,32 @@ class GridSearch(Calibrator):
             splitter = KFold(self.folds, shuffle=True, random_state=self.seed)
         return list(splitter.split(np.zeros(y.size), y))
 
-    def _grid_predictions(self, points, train: Scores, y_train, val: Scores):
+    def _grid_predictions(self, points, train: Scores, y_train, val: Scores, fit_kwargs: dict):
         if hasattr(self.estimator, "predict_grid"):
             return self.estimator.predict_grid(points, train, y_train, val)
-        return [clone(self.estimator).set_params(**p).fit(train, y_train).predict_proba(val) for p in points]
+        return [clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs).predict_proba(val)
+                for p in points]
 
-    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+    def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
             raise ValueError(f"cv.folds: expected 2 <= folds <= {y.size} (the calibration size), got {self.folds}")
         points = expand_grid(self.grid)
+        fit_kwargs = {"train": train} if train is not None else {}
         losses = np.zeros((len(points), self.folds))
         splits = self._splits(y)
         for f, (tr, va) in enumerate(splits):
-            preds = self._grid_predictions(points, scores.subset(tr), y[tr], scores.subset(va))
+            preds = self._grid_predictions(points, scores.subset(tr), y[tr], scores.subset(va), fit_kwargs)
             losses[:, f] = [fold_loss(p, y[va], self.scoring) for p in preds]
         self.cv_losses_ = losses.mean(axis=1)
         self.best_index_ = int(np.argmin(self.cv_losses_))
         self.best_params_ = points[self.best_index_]
         if self.ensemble:
             self.estimators_ = [
-                clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(tr), y[tr]) for tr, _ in splits
+                clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(tr), y[tr], **fit_kwargs)
+                for tr, _ in splits
             ]
         else:
-            self.estimators_ = [clone(self.estimator).set_params(**self.best_params_).fit(scores, y)]
+            self.estimators_ = [clone(self.estimator).set_params(**self.best_params_).fit(scores, y, **fit_kwargs)]
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         return np.mean([est.predict_proba(scores) for est in self.estimators_], axis=0)

@@ -1,0 +1,57 @@
+"""Shared fixtures: repository paths, the ../shared/data skip, and a Snakemake runner for workflow tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def shared_data(*parts) -> Path:
+    """Path inside ../shared/data; skips the test with a clear message where the folder is absent."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"needs the real classifier outputs of {path} (the ../shared/data folder beside the repository); "
+                    "absent here")
+    return path
+
+
+def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: bool = True,
+                  env: dict | None = None) -> subprocess.CompletedProcess:
+    """Run the repository's Snakefile in ``workdir`` with ``config`` written to ``workdir/config.yaml``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    if config is not None:
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+           "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
+    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True,
+                            env={**os.environ, **(env or {})}, timeout=900)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}")
+    return result
+
+
+def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
+    """Job counts per rule that ``snakemake -n`` would run (empty when nothing is to do)."""
+    result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args)
+    counts = {}
+    in_table = False
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if parts[:2] == ["job", "count"]:
+            in_table = True
+            continue
+        if in_table and len(parts) == 2 and parts[1].isdigit():
+            if parts[0] != "total":
+                counts[parts[0]] = int(parts[1])
+        elif in_table and parts and not set(parts[0]) <= {"-"}:
+            in_table = False
+    return counts
