@@ -16,7 +16,7 @@ from pathlib import Path
 _REGISTRY: dict[str, type] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Modules of this package that hold infrastructure, not methods.
-_INFRASTRUCTURE = {"base", "registry", "chain", "tuning"}
+_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr"}
 
 
 def register(name: str):
@@ -73,7 +73,7 @@ def source_files(name: str) -> list[str]:
     tuning machinery; used as Snakemake ``input:`` so a code change reruns exactly those jobs.
     """
     here = Path(__file__).parent
-    files = {str(here / "chain.py"), str(here / "tuning.py")}
+    files = {str(here / "chain.py"), str(here / "tuning.py")}  # base classes (base.py, ovr.py) come from the MRO
     for part in split_chain(name):
         for klass in inspect.getmro(_REGISTRY[part]):
             module = inspect.getmodule(klass)
