@@ -26,3 +26,40 @@ def table_texts(workdir: Path) -> dict[str, str]:
     """Every file of ``results/tables`` but runtime.md (timings differ between runs), by name."""
     tables = Path(workdir) / "results" / "tables"
     return {p.name: p.read_text() for p in sorted(tables.iterdir()) if p.name != "runtime.md"}
+
+
+def planned_jobs(workdir: Path, **run_options) -> set[tuple[str, str]]:
+    """``(rule, wildcards)`` of every job ``snakemake -n`` would run, e.g. ``("calibrate", "tiny/ts/0")``."""
+    from conftest import run_snakemake
+
+    result = run_snakemake(Path(workdir), None, "-n", **run_options)
+    jobs, rule = set(), None
+    for line in result.stdout.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in ("rule", "localrule") and words[1].endswith(":"):
+            if rule is not None:
+                jobs.add((rule, ""))
+            rule = words[1][:-1]
+        elif rule is not None and words[:1] == ["wildcards:"]:
+            values = [w.split("=", 1)[1].rstrip(",") for w in words[1:]]
+            jobs.add((rule, "/".join(values)))
+            rule = None
+    if rule is not None:
+        jobs.add((rule, ""))
+    return {job for job in jobs if job[0] != "all"}
+
+
+def copy_repository(repo: Path, dest: Path) -> Path:
+    """A copy of the tracked workflow and package (no results, venvs or caches) for tests that edit code."""
+    import shutil
+
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", "logs", "benchmarks", ".snakemake", "__pycache__",
+                                    "*.egg-info", ".pytest_cache", "resources")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "workflow", "src", "profiles", "envs", "config"):
+        source = repo / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(source, dest / name)
+    return dest
