@@ -64,7 +64,10 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     if "train" in estimator.needs:
         train_part = store.read_group(dump, "train")
         train = (_scores(train_part), train_part["labels"])
-    estimator.fit(cal, data["cal"]["labels"], train=train)
+    try:
+        estimator.fit(cal, data["cal"]["labels"], train=train)
+    except ValueError as err:
+        raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
     fit_seconds = time.perf_counter() - start
     start = time.perf_counter()
     test_probs = estimator.predict_proba(test)

@@ -106,12 +106,11 @@ def make(name: str, **settings):
     settings = dict(settings)
     grid = settings.pop("grid", cls.default_grid)
     cv = {**cls.default_cv, **(settings.pop("cv", None) or {})}
-    try:
-        estimator = cls(**settings)
-    except TypeError as err:
-        allowed = sorted(inspect.signature(cls.__init__).parameters)
-        allowed = [a for a in allowed if a != "self"]
-        raise ValueError(f"method {name!r}: {err}; allowed settings: {allowed + ['grid', 'cv']}") from None
+    allowed = sorted(cls._get_param_names())
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
+    estimator = cls(**settings)
     if grid:
         return GridSearch(estimator, grid, **cv)
     return estimator
