@@ -21,7 +21,7 @@ METHODS = ("uncal", "ts", "uncal+ts")
 
 
 def _jobs_of(*methods, rules=("calibrate", "evaluate")):
-    return {(rule, f"tiny/{m}/0") for m in methods for rule in rules} | {("aggregate", "")}
+    return {(rule, f"tiny/{m}/0") for m in methods for rule in rules} | {("aggregate", ""), ("runtime_table", "")}
 
 
 @pytest.fixture(scope="module")

@@ -28,11 +28,12 @@ def table_texts(workdir: Path) -> dict[str, str]:
     return {p.name: p.read_text() for p in sorted(tables.iterdir()) if p.name != "runtime.md"}
 
 
-def planned_jobs(workdir: Path, **run_options) -> set[tuple[str, str]]:
-    """``(rule, wildcards)`` of every job ``snakemake -n`` would run, e.g. ``("calibrate", "tiny/ts/0")``."""
+def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]:
+    """``(rule, wildcards)`` of every job ``snakemake -n`` (plus ``extra`` arguments) would run, e.g.
+    ``("calibrate", "tiny/ts/0")``."""
     from conftest import run_snakemake
 
-    result = run_snakemake(Path(workdir), None, "-n", **run_options)
+    result = run_snakemake(Path(workdir), None, "-n", *extra, **run_options)
     jobs, rule = set(), None
     for line in result.stdout.splitlines():
         words = line.split()

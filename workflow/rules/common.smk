@@ -67,7 +67,7 @@ def table_files():
 
 
 def get_final_output():
-    return table_files()
+    return table_files() + ["results/tables/runtime.md"]
 
 
 def package_files(package):
