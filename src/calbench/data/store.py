@@ -64,7 +64,7 @@ def write_dump(path, groups: dict[str, dict], attrs: dict) -> None:
     classes = {a["logits"].shape[1] for a in checked.values()}
     if len(classes) != 1:
         raise ValueError(f"{path}: splits disagree on the number of classes: {sorted(classes)}")
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", locking=False) as f:
         for name, arrays in checked.items():
             group = f.require_group(name)
             for field, arr in arrays.items():
@@ -107,7 +107,7 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
 
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
     """The calibrate stage's output: in-sample and test probabilities, indices, labels, attributes."""
-    with atomic_path(path) as tmp, h5py.File(tmp, "w") as f:
+    with atomic_path(path) as tmp, h5py.File(tmp, "w", locking=False) as f:
         _create(f, "cal/probs", np.asarray(cal_probs, dtype=np.float64))
         _create(f, "cal/index", np.asarray(cal_index, dtype=np.int64))
         _create(f, "test/probs", np.asarray(test_probs, dtype=np.float64))
