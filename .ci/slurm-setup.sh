@@ -20,6 +20,10 @@ if ((${#need[@]})); then
     apt-get install -y -q --no-install-recommends slurmctld slurmd slurm-client munge
 fi
 
+if [[ -f /etc/slurm/slurm.conf ]] && ! grep -q "Written by calbench" /etc/slurm/slurm.conf; then
+    echo "slurm-setup: keeping the existing /etc/slurm/slurm.conf (not written by calbench)"
+    exit 0
+fi
 host=$(hostname -s)
 cpus=$(nproc)
 # RealMemory a little under the machine's memory (MiB), so that slurmd does not drain the node.

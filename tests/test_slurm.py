@@ -68,7 +68,9 @@ def slurm_cluster(tmp_path_factory):
     logs = tmp_path_factory.mktemp("slurm-daemons")
     procs = []
     try:
-        for cmd in (["munged", "-F", "--force"], ["slurmctld", "-D", "-c"], ["slurmd", "-D"]):
+        munge_up = subprocess.run(["munge", "-n"], capture_output=True, timeout=20).returncode == 0
+        daemons = ([] if munge_up else [["munged", "-F", "--force"]]) + [["slurmctld", "-D", "-c"], ["slurmd", "-D"]]
+        for cmd in daemons:
             out = open(logs / f"{cmd[0]}.log", "w")
             procs.append(subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True))
             time.sleep(1.0)
