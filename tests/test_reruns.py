@@ -24,7 +24,7 @@ def _jobs_of(*methods, rules=("calibrate", "evaluate")):
     return {(rule, f"tiny/{m}/0") for m in methods for rule in rules} | {("aggregate", ""), ("runtime_table", "")}
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # session: kept when xdist interleaves tests of other modules
 def done(tmp_path_factory):
     """(repository copy, work dir, run options) after one complete run of a three-method config."""
     root = tmp_path_factory.mktemp("reruns")
