@@ -109,8 +109,7 @@ def make(name: str, **settings):
     try:
         estimator = cls(**settings)
     except TypeError as err:
-        allowed = sorted(inspect.signature(cls.__init__).parameters)
-        allowed = [a for a in allowed if a != "self"]
+        allowed = cls._get_param_names()  # scikit-learn: the keyword arguments of __init__
         raise ValueError(f"method {name!r}: {err}; allowed settings: {allowed + ['grid', 'cv']}") from None
     if grid:
         return GridSearch(estimator, grid, **cv)
