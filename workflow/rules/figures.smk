@@ -1,0 +1,193 @@
+# Figures (config key `figures`): reliability diagrams and simplex maps from results/calibrated, and
+# critical-difference diagrams from the long metrics table → results/figures (docs/figures_and_studies.md).
+import calbench.report as _calbench_report
+from calbench.config import load_schema
+
+_SCHEMA = load_schema(REPO / "workflow" / "schemas" / "config.schema.yaml")
+
+
+def config_section(*keys):
+    """config[k1][k2]… with the schema's defaults filled in, or None where the key is absent."""
+    node, schema = config, _SCHEMA
+    for key in keys:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node, schema = node[key] or {}, schema["properties"][key]
+    return {**{k: v["default"] for k, v in schema.get("properties", {}).items() if "default" in v}, **node}
+
+
+def _check_names(where, names, known, what):
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise WorkflowError(f"calbench: invalid config: config key {where}: {unknown} not in the config's {what} "
+                            f"({', '.join(known)})")
+
+
+RELIABILITY = config_section("figures", "reliability")
+SIMPLEX = config_section("figures", "simplex")
+CRITICAL_DIFFERENCE = config_section("figures", "critical_difference")
+for _key, _section in (("reliability", RELIABILITY), ("simplex", SIMPLEX)):
+    if _section is not None:
+        _section.setdefault("sources", list(SOURCES))
+        _section.setdefault("methods", list(METHODS))
+        _check_names(f"figures.{_key}.sources", _section["sources"], SOURCES, "sources")
+        _check_names(f"figures.{_key}.methods", _section["methods"], METHODS, "methods")
+if CRITICAL_DIFFERENCE is not None:
+    CRITICAL_DIFFERENCE.setdefault("metrics", list(METRICS))
+    _check_names("figures.critical_difference.metrics", CRITICAL_DIFFERENCE["metrics"], METRICS, "metrics")
+
+
+def figure_seed(source):
+    """Figures show the first seed of each source (the LECE paper draws seed 0)."""
+    return source_seeds(source)[0]
+
+
+def figure_methods(section, source):
+    return [m for m in section["methods"] if method_runs_on(m, source)]
+
+
+def figure_calibrated(section, source):
+    seed = figure_seed(source)
+    return [f"results/calibrated/{source}/{m}/seed{seed}.h5" for m in figure_methods(section, source)]
+
+
+def reliability_inputs(wildcards):
+    return figure_calibrated(RELIABILITY, wildcards.source)
+
+
+def reliability_methods(wildcards):
+    return figure_methods(RELIABILITY, wildcards.source)
+
+
+def simplex_inputs(wildcards):
+    return figure_calibrated(SIMPLEX, wildcards.source)
+
+
+def simplex_methods(wildcards):
+    return figure_methods(SIMPLEX, wildcards.source)
+
+
+def figure_seed_of(wildcards):
+    return figure_seed(wildcards.source)
+
+
+def cd_figure_paths():
+    return {m: f"results/figures/critical_difference/{m}.png" for m in CRITICAL_DIFFERENCE["metrics"]}
+
+
+def figure_files():
+    files = []
+    if RELIABILITY is not None:
+        files += [f"results/figures/reliability/{s}/{t}.{ext}" for s in RELIABILITY["sources"]
+                  for t in RELIABILITY["targets"] for ext in ("png", "csv")]
+    if SIMPLEX is not None:
+        files += [f"results/figures/simplex/{s}.png" for s in SIMPLEX["sources"]]
+    if CRITICAL_DIFFERENCE is not None:
+        files += list(cd_figure_paths().values()) + ["results/tables/friedman.md", "results/tables/friedman.csv"]
+    return files
+
+
+if RELIABILITY is not None:
+
+    rule reliability_diagram:
+        input:
+            calibrated=reliability_inputs,
+            code=package_files(_calbench_report),
+        output:
+            figure=report(
+                "results/figures/reliability/{source}/{target}.png",
+                caption="../report/reliability.rst",
+                category="Reliability diagrams",
+                subcategory="{source}",
+                labels={"source": "{source}", "target": "{target}"},
+            ),
+            table="results/figures/reliability/{source}/{target}.csv",
+        params:
+            methods=reliability_methods,
+            bins=RELIABILITY["bins"],
+            scheme=RELIABILITY["scheme"],
+            max_classes=RELIABILITY["max_classes"],
+        wildcard_constraints:
+            target="conf|cw",
+        log:
+            "logs/figures/reliability/{source}/{target}.log",
+        benchmark:
+            "benchmarks/figures/reliability/{source}/{target}.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        script:
+            "../scripts/reliability_diagram.py"
+
+
+if SIMPLEX is not None:
+
+    rule simplex_map:
+        input:
+            calibrated=simplex_inputs,
+            dump="results/dumps/{source}.h5",
+            code=package_files(_calbench_report),
+        output:
+            report(
+                "results/figures/simplex/{source}.png",
+                caption="../report/simplex.rst",
+                category="Calibration maps",
+                labels={"source": "{source}"},
+            ),
+        params:
+            methods=simplex_methods,
+            seed=figure_seed_of,
+            split=source_split,
+            divisions=SIMPLEX["divisions"],
+        log:
+            "logs/figures/simplex/{source}.log",
+        benchmark:
+            "benchmarks/figures/simplex/{source}.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        script:
+            "../scripts/simplex_map.py"
+
+
+if CRITICAL_DIFFERENCE is not None:
+
+    localrules:
+        critical_difference,
+
+    rule critical_difference:
+        input:
+            long="results/tables/metrics_long.csv",
+            code=package_files(_calbench_report),
+        output:
+            figures=[
+                report(p, caption="../report/critical_difference.rst", category="Critical differences",
+                       labels={"metric": m})
+                for m, p in cd_figure_paths().items()
+            ],
+            table=report(
+                "results/tables/friedman.md",
+                caption="../report/friedman.rst",
+                category="Tables",
+            ),
+            csv="results/tables/friedman.csv",
+        params:
+            metrics=CRITICAL_DIFFERENCE["metrics"],
+            test=CRITICAL_DIFFERENCE["test"],
+            alpha=CRITICAL_DIFFERENCE["alpha"],
+            friedman_alpha=CRITICAL_DIFFERENCE["friedman_alpha"],
+        log:
+            "logs/figures/critical_difference.log",
+        benchmark:
+            "benchmarks/figures/critical_difference.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        script:
+            "../scripts/critical_difference.py"

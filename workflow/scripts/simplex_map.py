@@ -1,0 +1,8 @@
+"""Snakemake adapter of calbench.report.simplex.simplex_job."""
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.simplex import simplex_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    simplex_job(dict(zip(smk.params.methods, smk.input.calibrated)), smk.input.dump, smk.output[0],
+                smk.wildcards.source, smk.params.seed, smk.params.split, smk.params.divisions)
