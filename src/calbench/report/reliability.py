@@ -118,6 +118,9 @@ def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, sourc
                        max_classes: int = 10) -> None:
     """Methods side by side (columns); for ``cw`` one row per class (the first ``max_classes``)."""
     methods = list(tables)
+    if not methods:
+        raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
+                         "on this source under figures.reliability.methods")
     names = list(dict.fromkeys(tables[methods[0]]["target"]))[:max_classes]
     fig = plt.figure(figsize=(3.4 * len(methods), 4.4 * len(names)), layout="constrained")
     grid = GridSpec(2 * len(names), len(methods), figure=fig, height_ratios=[3, 1] * len(names))

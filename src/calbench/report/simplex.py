@@ -5,11 +5,13 @@ Each panel shows one map p̂ ↦ ĉ(p̂) learned by a method (or the true map c 
 * black arrows from p̂ to ĉ(p̂) at test points near the nodes of a regular triangular lattice;
 * a background whose RGB colour is linear in the calibration-error vector at each test point
   (nearest test point per pixel): colour = 0.5 + (ĉ(p̂) − p̂) / (2s), clipped to [0, 1], so red, green and
-  blue grow where the map moves probability towards class 1, 2 and 3, and grey means no change. The
+  blue grow where the map moves probability towards class 0, 1 and 2 (the paper's classes 1, 2, 3), and
+  grey means no change. The
   scale s (the 99th percentile of max_j |ĉ_j − p̂_j| over all panels) is shared, so colours compare
   across panels.
 
-Barycentric layout: class 1 at the bottom left, class 2 at the bottom right, class 3 at the top.
+Barycentric layout: class 0 at the bottom left, class 1 at the bottom right, class 2 at the top (labels are
+0-based as everywhere in calbench).
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def draw_simplex(ax, p_hat, c_hat, arrows: np.ndarray, scale: float, title: str,
               width=0.004, headwidth=3.5, headlength=4, color="black")
     ax.plot(*np.vstack([CORNERS, CORNERS[:1]]).T, color="black", linewidth=0.8)
     for k, (x, y) in enumerate(CORNERS):
-        ax.annotate(f"class {k + 1}", (x, y), xytext=(0, 10 if k == 2 else -12), textcoords="offset points",
+        ax.annotate(f"class {k} ({('red', 'green', 'blue')[k]})", (x, y), xytext=(0, 10 if k == 2 else -12), textcoords="offset points",
                     ha="center", va="center", fontsize=8)
     ax.set(xlim=(-0.05, 1.05), ylim=(-0.08, CORNERS[2, 1] + 0.08), title=title)
     ax.set_aspect("equal")
