@@ -1,32 +1,6 @@
 # Studies (config key `studies`): the learning curve of Mix-n-Match §5.2 (Fig. 6), one job per source and
 # method looping over sizes and repeats, then one summary job → results/studies, results/figures.
-from calbench.metrics import check_metric_ids
-
-LEARNING_CURVE = config_section("studies", "learning_curve")
-if LEARNING_CURVE is not None:
-    _check_names("studies.learning_curve.sources", LEARNING_CURVE["sources"], SOURCES, "sources")
-    try:
-        for _method in LEARNING_CURVE["methods"]:
-            split_chain(_method)
-        check_metric_ids(LEARNING_CURVE["metrics"])
-    except ValueError as err:
-        raise WorkflowError(f"calbench: invalid config: config key studies.learning_curve: {err}") from None
-
-
-def learning_curve_jobs():
-    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"] if method_runs_on(m, s)]
-
-
-def learning_curve_figures():
-    return [f"results/figures/learning_curve/{s}.png" for s in LEARNING_CURVE["sources"]]
-
-
-def study_files():
-    if LEARNING_CURVE is None:
-        return []
-    return ["results/studies/learning_curve/summary.csv", "results/studies/learning_curve/summary.md"] + (
-        learning_curve_figures()
-    )
+# Helpers: report_common.smk.
 
 
 if LEARNING_CURVE is not None:
