@@ -78,7 +78,10 @@ class RankTest:
 
 def rank_test(long: pd.DataFrame, metric_id: str, test: str = "bonferroni-dunn", alpha: float = 0.05,
               friedman_alpha: float = 0.005) -> RankTest | None:
-    """Ranks over the sources that have every method (averaged ties), Friedman, CD; None if < 2 methods."""
+    """Ranks over the sources that have every method, Friedman, CD; None if < 2 methods.
+
+    Methods are ranked on the displayed (rounded) means as in the tables, ties share the averaged rank.
+    """
     ranks = summary(long, metric_id, ties="average")[2].dropna(axis=0, how="any")
     if ranks.shape[1] < 2 or ranks.shape[0] < 1:
         return None
