@@ -15,6 +15,9 @@ include: "workflow/rules/sources.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report_common.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/studies.smk"
 
 
 rule all:

@@ -68,7 +68,7 @@ def table_files():
 
 
 def get_final_output():
-    return table_files()
+    return table_files() + figure_files() + study_files()  # the last two: figures.smk, studies.smk
 
 
 def package_files(package):
