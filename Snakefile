@@ -15,9 +15,11 @@ include: "workflow/rules/sources.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
     default_target: True
     input:
         get_final_output(),
+        paper_comparison_outputs(),
