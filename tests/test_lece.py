@@ -92,6 +92,19 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
                                    atol=1e-12)
 
 
+@pytest.mark.parametrize("q", [0.03, 0.31])  # k = 6, 62: not multiples of the 4 copies
+def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch):
+    """Each calibration point appears 4 times (same label): distances tie at the k-th neighbour."""
+    z, y = _data(50, 3, 15)
+    z, y = np.tile(z, (4, 1)), np.tile(y, 4)
+    zq, _ = _data(40, 3, 16)
+    expected = _algorithm1(np.exp(z), y, np.exp(zq), q, 0.0)
+    for cheaper in (True, False):
+        monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
+        out = make("lece", q=q, t=0.0, grid=None).fit(z, y).predict_proba(zq)
+        np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
 def test_predict_grid_equals_one_fit_per_point():
     z, y = _data(300, 4, 12)
     zq, _ = _data(60, 4, 13)

@@ -62,7 +62,7 @@ class NeighbourPool:
         self.targets = np.ascontiguousarray(targets)
         if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
             self.points = np.ascontiguousarray(-np.log(np.clip(probs, eps, 1.0)).T)
-            self.offset = np.zeros(probs.shape[0])
+            self.offset = None
         else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
             self.points = np.ascontiguousarray(-2.0 * probs.T)
             self.offset = np.einsum("ij,ij->i", probs, probs)
@@ -74,7 +74,8 @@ class NeighbourPool:
     def order_scores(self, queries: np.ndarray) -> np.ndarray:
         """``[b, n]`` scores whose row-wise order is the order of d(query, pool point)."""
         scores = queries @ self.points
-        scores += self.offset
+        if self.offset is not None:
+            scores += self.offset
         return scores
 
     def neighbour_sums(self, queries: np.ndarray, ks) -> list[np.ndarray]:
@@ -87,12 +88,7 @@ class NeighbourPool:
             pass
         elif len(partial) == 1 and not gather_is_cheaper(partial[0], n, width):
             (k,) = partial
-            scores = self.order_scores(queries)
-            kth = np.partition(scores, k - 1, axis=1)[:, k - 1 : k]
-            mask = scores <= kth  # exactly k per row unless distances tie at the k-th
-            if np.any(np.count_nonzero(mask, axis=1) != k):
-                mask = np.zeros_like(mask)
-                np.put_along_axis(mask, np.argpartition(scores, k - 1, axis=1)[:, :k], True, axis=1)
+            mask = nearest_mask(self.order_scores(queries), k)
             out[k] = mask.astype(self.targets.dtype) @ self.targets
         else:  # the k_max nearest, ordered, then running sums over consecutive bands of neighbours
             k_max = partial[-1]
@@ -108,6 +104,21 @@ class NeighbourPool:
                 out[k] = running.copy()
                 previous = k
         return [out[k] for k in ks]
+
+
+def nearest_mask(scores: np.ndarray, k: int) -> np.ndarray:
+    """Boolean ``[b, n]`` mask of the k smallest scores per row (ties at the k-th broken arbitrarily).
+
+    A value partition and a comparison are cheaper than ``argpartition`` plus scattering its indices;
+    rows where distances tie at the k-th value (more than k marked) fall back to ``argpartition``.
+    """
+    mask = scores <= np.partition(scores, k - 1, axis=1)[:, k - 1 : k]
+    tied = np.count_nonzero(mask, axis=1) != k
+    if tied.any():
+        exact = np.zeros((np.count_nonzero(tied), scores.shape[1]), dtype=bool)
+        np.put_along_axis(exact, np.argpartition(scores[tied], k - 1, axis=1)[:, :k], True, axis=1)
+        mask[tied] = exact
+    return mask
 
 
 def gather_is_cheaper(k: int, n: int, width: int) -> bool:
