@@ -84,8 +84,10 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
     z, y = _data(400, 6, 10)
     zq, _ = _data(250, 6, 11)
     reference = make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq)
-    monkeypatch.setattr(lece_module, "BLOCK_ENTRIES", 400 * 7)  # blocks of 7 queries
-    np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference)
+    for entries in (400 * 7, 100):  # blocks of 7 queries; single queries with neighbours gathered 16 at a time
+        monkeypatch.setattr(lece_module, "BLOCK_ENTRIES", entries)
+        np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
+                                   atol=1e-12)
     for cheaper in (True, False):
         monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
         np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,

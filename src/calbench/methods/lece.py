@@ -57,8 +57,6 @@ class NeighbourPool:
     """
 
     def __init__(self, probs: np.ndarray, targets: np.ndarray, distance: str, eps: float):
-        self.distance = distance
-        self.eps = eps
         self.targets = np.ascontiguousarray(targets)
         if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
             self.points = np.ascontiguousarray(-np.log(np.clip(probs, eps, 1.0)).T)
@@ -84,13 +82,10 @@ class NeighbourPool:
         ks = [min(k, n) for k in ks]
         partial = sorted(set(k for k in ks if k < n))
         out = {n: np.broadcast_to(self.targets.sum(axis=0), (queries.shape[0], width))}
-        if not partial:
-            pass
-        elif len(partial) == 1 and not gather_is_cheaper(partial[0], n, width):
+        if len(partial) == 1 and not gather_is_cheaper(partial[0], n, width):
             (k,) = partial
-            mask = nearest_mask(self.order_scores(queries), k)
-            out[k] = mask.astype(self.targets.dtype) @ self.targets
-        else:  # the k_max nearest, ordered, then running sums over consecutive bands of neighbours
+            out[k] = nearest_mask(self.order_scores(queries), k).astype(self.targets.dtype) @ self.targets
+        elif partial:  # the k_max nearest, ordered, then running sums over consecutive bands of neighbours
             k_max = partial[-1]
             scores = self.order_scores(queries)
             nearest = np.argpartition(scores, k_max - 1, axis=1)[:, :k_max]
@@ -100,10 +95,20 @@ class NeighbourPool:
             running = np.zeros((queries.shape[0], width))
             previous = 0
             for k in partial:
-                running += self.targets[nearest[:, previous:k]].sum(axis=1)
+                running += gathered_sum(self.targets, nearest[:, previous:k])
                 out[k] = running.copy()
                 previous = k
         return [out[k] for k in ks]
+
+
+def gathered_sum(targets: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """Row sums of ``targets[index]`` (``[b, T]``), gathered in chunks of at most :data:`BLOCK_ENTRIES` values."""
+    b, k = index.shape
+    step = max(1, BLOCK_ENTRIES // max(1, b * targets.shape[1]))
+    total = np.zeros((b, targets.shape[1]))
+    for start in range(0, k, step):
+        total += targets[index[:, start : start + step]].sum(axis=1)
+    return total
 
 
 def nearest_mask(scores: np.ndarray, k: int) -> np.ndarray:
