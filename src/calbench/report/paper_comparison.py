@@ -35,11 +35,15 @@ def within_two_sd(ours: float, paper_mean: float, paper_sd: float, rounding: flo
     return abs(ours - paper_mean) <= 2 * paper_sd + rounding
 
 
-def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_table1") -> str:
-    """The paper's table with our ``mean ± std`` above its ``mean ± std`` in every cell."""
+def _table(table: str):
     if table not in TABLES:
         raise ValueError(f"paper_comparison.table: expected one of {sorted(TABLES)}, got {table!r}")
-    reference, methods, metrics, rounding, title = TABLES[table]
+    return TABLES[table]
+
+
+def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_table1") -> str:
+    """The paper's table with our ``mean ± std`` beside its ``mean ± std`` in every cell."""
+    reference, methods, metrics, rounding, title = _table(table)
     sub = long[long["source"] == source]
     stats = sub.groupby(["metric", "method"])["value"].agg(["mean", lambda v: np.std(v, ddof=0), "count"])
     stats.columns = ["mean", "std", "count"]
@@ -66,6 +70,5 @@ def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_tabl
 def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str = "lece_table1") -> None:
     """Read ``metrics_long.csv``, add the true map's rows from ``dump``, write the Markdown to ``out``."""
     long = pd.read_csv(long_csv)
-    metric_ids = list(TABLES[table][2]) if table in TABLES else []
-    long = pd.concat([long, true_map_rows(dump, source, seeds, metric_ids)], ignore_index=True)
+    long = pd.concat([long, true_map_rows(dump, source, seeds, list(_table(table)[2]))], ignore_index=True)
     write_text_atomic(out, comparison_markdown(long, source, table))
