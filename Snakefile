@@ -18,9 +18,11 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/report_common.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
     default_target: True
     input:
         get_final_output(),
+        paper_comparison_outputs(),
