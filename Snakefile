@@ -15,6 +15,10 @@ include: "workflow/rules/sources.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report_common.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/studies.smk"
+include: "workflow/rules/compare.smk"
 include: "workflow/rules/runtime.smk"
 
 
@@ -22,3 +26,4 @@ rule all:
     default_target: True
     input:
         get_final_output(),
+        paper_comparison_outputs(),

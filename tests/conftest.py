@@ -40,9 +40,9 @@ def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: 
     return result
 
 
-def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
+def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str, int]:
     """Job counts per rule that ``snakemake -n`` would run (empty when nothing is to do)."""
-    result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args)
+    result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args, env=env)
     counts = {}
     in_table = False
     for line in result.stdout.splitlines():

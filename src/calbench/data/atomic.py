@@ -8,6 +8,9 @@ import os
 import tempfile
 from pathlib import Path
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
 
 @contextlib.contextmanager
 def atomic_path(path):
@@ -25,6 +28,7 @@ def atomic_path(path):
     os.close(fd)
     try:
         yield Path(tmp)
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; results are ordinary files
         os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):

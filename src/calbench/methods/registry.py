@@ -106,7 +106,7 @@ def make(name: str, **settings):
     settings = dict(settings)
     grid = settings.pop("grid", cls.default_grid)
     cv = {**cls.default_cv, **(settings.pop("cv", None) or {})}
-    allowed = sorted(cls._get_param_names())
+    allowed = cls._get_param_names()  # scikit-learn: the keyword arguments of __init__, sorted
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")

@@ -32,12 +32,16 @@ def _norm(weights: np.ndarray, gaps: np.ndarray, norm: str) -> np.ndarray:
     raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
 
 
+def top_label_ece(confidence, correct, n_bins: int = 15, scheme: str = "em", norm: str = "l1") -> float:
+    """Confidence ECE from top-label confidences ``[N]`` and correctness indicators ``[N]``."""
+    confidence = np.asarray(confidence, dtype=np.float64)
+    return float(_norm(*_binned_gaps(confidence, np.asarray(correct, dtype=np.float64), n_bins, scheme), norm))
+
+
 def confidence_ece(probs, labels, n_bins: int = 15, scheme: str = "em", norm: str = "l1") -> float:
     """Confidence ECE of probabilities ``[N, C]`` against integer labels."""
     probs = np.asarray(probs, dtype=np.float64)
-    conf = probs.max(axis=1)
-    hits = (probs.argmax(axis=1) == labels).astype(np.float64)
-    return float(_norm(*_binned_gaps(conf, hits, n_bins, scheme), norm))
+    return top_label_ece(probs.max(axis=1), probs.argmax(axis=1) == labels, n_bins, scheme, norm)
 
 
 def classwise_ece(probs, labels, n_bins: int = 15, scheme: str = "em", norm: str = "l1") -> float:
