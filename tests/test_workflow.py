@@ -36,7 +36,7 @@ def tiny_config(tmp_path):
 
 def test_dry_run_counts_one_job_per_source_method_and_seed(tmp_path):
     run_snakemake(tmp_path, tiny_config(tmp_path), "-n")
-    assert dry_run_jobs(tmp_path) == {"dump_source": 2, "calibrate": 12, "evaluate": 12, "aggregate": 1, "all": 1}
+    assert dry_run_jobs(tmp_path) == {"dump_source": 2, "calibrate": 12, "evaluate": 12, "aggregate": 1, "runtime_table": 1, "all": 1}
 
 
 def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path):
@@ -56,7 +56,7 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path):
     # Changing the ts settings reruns the jobs of ts, of chains containing ts, and the aggregation only.
     config["method_settings"]["ts"] = {"grid": None}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
-    assert dry_run_jobs(tmp_path) == {"calibrate": 8, "evaluate": 8, "aggregate": 1, "all": 1}
+    assert dry_run_jobs(tmp_path) == {"calibrate": 8, "evaluate": 8, "aggregate": 1, "runtime_table": 1, "all": 1}
 
 
 def test_editing_a_method_module_reruns_only_its_jobs(tmp_path):
@@ -72,7 +72,7 @@ def test_editing_a_method_module_reruns_only_its_jobs(tmp_path):
     assert dry_run_jobs(work, env=env) == {}
     module = code / "src/calbench/methods/temperature.py"
     module.write_text(module.read_text() + "\n# an edit\n")
-    assert dry_run_jobs(work, env=env) == {"calibrate": 2, "evaluate": 2, "aggregate": 1, "all": 1}
+    assert dry_run_jobs(work, env=env) == {"calibrate": 2, "evaluate": 2, "aggregate": 1, "runtime_table": 1, "all": 1}
 
 
 def test_cifar_config_downloads_and_checks_the_public_logits(tmp_path):
