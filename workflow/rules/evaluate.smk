@@ -11,6 +11,7 @@ rule evaluate:
     params:
         metrics=METRICS,
         split=source_split,
+        bootstrap=config.get("bootstrap", {}),
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:

@@ -53,6 +53,10 @@ def prefer_fewer(scores: np.ndarray, tolerance: float = TRICK) -> int:
     return int(within[0])
 
 
+#: Offset between the input ranges of models fitted together (inputs lie in [0, 1] or [−28, 28]).
+_SPAN = 100.0
+
+
 class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
@@ -64,91 +68,111 @@ class PiecewiseLinear:
         self.n_pieces, self.logit_space, self.loss = n_pieces, logit_space, loss
         self.optimizer, self.seed, self.max_iter = optimizer, seed, max_iter
 
-    # -- parametrisation -------------------------------------------------------------------
+    # -- parametrisation (batched: theta has one row per model) ----------------------------
     def _input(self, p):
         return logit(np.clip(p, PROB_EPS, 1 - PROB_EPS)) if self.logit_space else p
 
     def _knots(self, theta):
-        """Knot positions t (input space), their derivative dt/db, the widths w and the knot values u."""
+        """Knot positions t (input space), dt/db, widths w and knot values u; each with one row per model."""
         B = self.n_pieces
-        w = softmax(theta[:B])
-        b = np.concatenate([[0.0], np.cumsum(w)[:-1], [1.0]])
+        w = softmax(theta[:, :B], axis=1)
+        F = theta.shape[0]
+        b = np.hstack([np.zeros((F, 1)), np.cumsum(w, axis=1)[:, :-1], np.ones((F, 1))])
         if self.logit_space:
             bc = np.clip(b, PROB_EPS, 1 - PROB_EPS)
-            t, dt_db = logit(bc), np.where(bc == b, 1.0 / (bc * (1 - bc)), 0.0)
-            u = theta[B:]
-        else:
-            t, dt_db, u = b, np.ones_like(b), expit(theta[B:])
-        return t, dt_db, w, u
+            return logit(bc), np.where(bc == b, 1.0 / (bc * (1 - bc)), 0.0), w, theta[:, B:]
+        return b, np.ones_like(b), w, expit(theta[:, B:])
 
     def _init_theta(self, p):
-        B = self.n_pieces
-        levels = np.linspace(0, 1, B + 1)
+        """Identity map with equal-mass pieces: knots at the quantiles of the inputs (paper App. C.1)."""
+        levels = np.linspace(0, 1, self.n_pieces + 1)
         if self.logit_space:
-            q_logit = np.quantile(self._input(p), levels)
-            q = expit(q_logit)
-            values = q_logit
+            values = np.quantile(self._input(p), levels)
+            q = expit(values)
         else:
             q = np.quantile(p, levels)
             values = logit(np.clip(q, 0.001, 0.999))
         widths = np.diff(np.concatenate([[0.0], q[1:]]))
         return np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
 
-    # -- forward / backward ----------------------------------------------------------------
     def _interpolate(self, theta, x):
-        t, dt_db, w, u = self._knots(theta)
+        t, _, _, u = (a[0] for a in self._knots(theta[None]))
         k = np.searchsorted(t[1:-1], x, side="left")
         delta = np.maximum(np.diff(t), 1e-12)
         r = np.clip((x - t[k]) / delta[k], 0.0, 1.0)
-        return u[k] + (u[k + 1] - u[k]) * r, (t, dt_db, w, u, k, delta, r)
+        return u[k] + (u[k + 1] - u[k]) * r
 
-    def _loss_grad(self, theta, x, y):
-        """Mean loss and its gradient in θ = (width logits a, knot values v); ``x`` must be sorted."""
-        t, dt_db, w, u = self._knots(theta)
+    # -- loss and gradient of F models at once ---------------------------------------------
+    def _loss_grad(self, theta_flat, x, y, fold_start, weight, x_key=None):
+        """Σ_f mean loss of model f on its data and the gradient; model f's points are
+        ``x[fold_start[f]:fold_start[f + 1]]``, sorted, and ``weight`` = 1/n_f per point;
+        ``x_key`` = x + _SPAN·f (precomputed by :meth:`fit_many`) makes all folds one sorted array."""
         B = self.n_pieces
-        # x is sorted, so piece k holds the contiguous slice starts[k]:starts[k + 1]
-        starts = np.concatenate([[0], np.searchsorted(x, t[1:-1], side="left"), [x.size]])
-        k = np.repeat(np.arange(B), np.diff(starts))
-        delta = np.maximum(np.diff(t), 1e-12)
-        slope = np.diff(u) / delta
-        r = np.clip((x - t[k]) / delta[k], 0.0, 1.0)
-        f = u[k] + slope[k] * delta[k] * r
-        if self.logit_space:
-            q = expit(f)
-        else:
-            q = f
+        F = fold_start.size - 1
+        theta = theta_flat.reshape(F, 2 * B + 1)
+        t, dt_db, w, u = self._knots(theta)
+        offset = _SPAN * np.arange(F)[:, None]
+        if x_key is None:
+            x_key = x + np.repeat(offset[:, 0], np.diff(fold_start))
+        inner = np.searchsorted(x_key, (t[:, 1:-1] + offset).ravel())
+        starts = np.hstack([fold_start[:-1, None], inner.reshape(F, B - 1), fold_start[1:, None]])
+        seg_start, seg_end = starts[:, :-1].ravel(), starts[:, 1:].ravel()
+        piece = np.repeat(np.arange(F * B), seg_end - seg_start)  # global piece f·B + k of each point
+        delta = np.maximum(np.diff(t, axis=1), 1e-12)
+        slope = np.diff(u, axis=1) / delta
+        left = piece + piece // B  # index of the piece's left knot in the flattened [F, B + 1] arrays
+        r = np.clip((x - t.ravel()[left]) / delta.ravel()[piece], 0.0, 1.0)
+        f = u.ravel()[left] + (slope * delta).ravel()[piece] * r
+        q = expit(f) if self.logit_space else f
         qc = np.clip(q, PROB_EPS, 1 - PROB_EPS)
         if self.loss == "ce":
-            loss = -np.mean(y * np.log(qc) + (1 - y) * np.log1p(-qc))
+            loss = -np.sum(weight * (y * np.log(qc) + (1 - y) * np.log1p(-qc)))
             g = (q - y) if self.logit_space else (qc - y) / (qc * (1 - qc))
         else:
-            loss = np.mean((q - y) ** 2)
+            loss = np.sum(weight * (q - y) ** 2)
             g = 2 * (q - y) * (q * (1 - q) if self.logit_space else 1.0)
-        g = g / x.size
-        # per-piece sums of g and g·r via cumulative sums over the sorted slices
+        g = g * weight
         cum_g = np.concatenate([[0.0], np.cumsum(g)])
         cum_gr = np.concatenate([[0.0], np.cumsum(g * r)])
-        sum_g = cum_g[starts[1:]] - cum_g[starts[:-1]]
-        sum_gr = cum_gr[starts[1:]] - cum_gr[starts[:-1]]
-        g_u = np.concatenate([sum_g - sum_gr, [0.0]]) + np.concatenate([[0.0], sum_gr])
-        g_t = np.concatenate([slope * (sum_gr - sum_g), [0.0]]) - np.concatenate([[0.0], slope * sum_gr])
-        g_b = (g_t * dt_db)[1:-1]  # interior knots b_1..b_{B-1}
-        g_w = np.concatenate([np.cumsum(g_b[::-1])[::-1], [0.0]])  # b_j = Σ_{i<j} w_i
-        g_a = w * (g_w - w @ g_w)
+        sum_g = (cum_g[seg_end] - cum_g[seg_start]).reshape(F, B)
+        sum_gr = (cum_gr[seg_end] - cum_gr[seg_start]).reshape(F, B)
+        zero = np.zeros((F, 1))
+        g_u = np.hstack([sum_g - sum_gr, zero]) + np.hstack([zero, sum_gr])
+        g_t = np.hstack([slope * (sum_gr - sum_g), zero]) - np.hstack([zero, slope * sum_gr])
+        g_b = (g_t * dt_db)[:, 1:-1]  # interior knots b_1..b_{B-1}
+        g_w = np.hstack([np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1], zero])  # b_j = Σ_{i<j} w_i
+        g_a = w * (g_w - np.sum(w * g_w, axis=1, keepdims=True))
         g_v = g_u if self.logit_space else g_u * u * (1 - u)
-        return loss, np.concatenate([g_a, g_v])
+        return loss, np.hstack([g_a, g_v]).ravel()
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit(self, p, y) -> "PiecewiseLinear":
-        p, y = check_binary(p, y)
-        order = np.argsort(p, kind="stable")
-        x, y, theta = self._input(p[order]), y[order], self._init_theta(p)
+    def fit_many(self, ps, ys) -> np.ndarray:
+        """Parameters [F, 2B + 1] of F independent maps fitted to the data sets (ps[f], ys[f]) together.
+
+        The summed loss separates over models, so one L-BFGS run on all of them amortises numpy's
+        per-call overhead (the fit-on-test CV fits 10 fold models per candidate B).
+        """
+        data = [check_binary(p, y) for p, y in zip(ps, ys)]
+        orders = [np.argsort(p, kind="stable") for p, _ in data]
+        x = np.concatenate([self._input(p[o]) for (p, _), o in zip(data, orders)])
+        y = np.concatenate([t[o] for (_, t), o in zip(data, orders)])
+        sizes = np.array([p.size for p, _ in data])
+        fold_start = np.concatenate([[0], np.cumsum(sizes)])
+        weight = np.repeat(1.0 / sizes, sizes)
+        theta = np.concatenate([self._init_theta(p) for p, _ in data])
         if self.optimizer == "lbfgs":
-            theta = minimize(self._loss_grad, theta, args=(x, y), jac=True, method="L-BFGS-B",
+            x_key = x + np.repeat(_SPAN * np.arange(len(data)), sizes)
+            theta = minimize(self._loss_grad, theta, args=(x, y, fold_start, weight, x_key), jac=True,
+                             method="L-BFGS-B",
                              options={"maxiter": self.max_iter, "ftol": FTOL}).x
-        else:
-            theta = self._adam(theta, x, y)
-        self.theta_ = theta
+            return theta.reshape(len(data), -1)
+        rows = [self._adam(theta[f * (2 * self.n_pieces + 1):(f + 1) * (2 * self.n_pieces + 1)],
+                           x[fold_start[f]:fold_start[f + 1]], y[fold_start[f]:fold_start[f + 1]])
+                for f in range(len(data))]
+        return np.array(rows)
+
+    def fit(self, p, y) -> "PiecewiseLinear":
+        self.theta_ = self.fit_many([p], [y])[0]
         return self
 
     def _adam(self, theta, x, y, lr=0.01, max_epochs=1500, patience=20):
@@ -161,16 +185,16 @@ class PiecewiseLinear:
         best, wait = np.inf, 0
         for _ in range(max_epochs):
             order = rng.permutation(n)
-            losses = []
+            epoch_loss = 0.0
             for start in range(0, n, batch):
-                idx = np.sort(order[start:start + batch])
-                loss, grad = self._loss_grad(theta, x[idx], y[idx])
+                idx = np.sort(order[start:start + batch])  # x is sorted, so sorted indices keep it sorted
+                loss, grad = self._loss_grad(theta, x[idx], y[idx], np.array([0, idx.size]),
+                                             np.full(idx.size, 1.0 / idx.size))
                 step += 1
                 m = beta1 * m + (1 - beta1) * grad
                 v = beta2 * v + (1 - beta2) * grad**2
                 theta = theta - lr * (m / (1 - beta1**step)) / (np.sqrt(v / (1 - beta2**step)) + eps)
-                losses.append(loss * idx.size)
-            epoch_loss = sum(losses) / n
+                epoch_loss += loss * idx.size / n
             if epoch_loss < best:
                 best, wait = epoch_loss, 0
             else:
@@ -181,14 +205,18 @@ class PiecewiseLinear:
 
     def predict(self, p) -> np.ndarray:
         p, _ = check_binary(p)
-        f, _ = self._interpolate(self.theta_, self._input(p))
+        f = self._interpolate(self.theta_, self._input(p))
         return expit(f) if self.logit_space else f
 
     def knots(self) -> tuple[np.ndarray, np.ndarray]:
         """Knot positions in probability space and the map's values there (for plots)."""
-        t, _, _, u = self._knots(self.theta_)
+        t, _, _, u = (a[0] for a in self._knots(self.theta_[None]))
         b = expit(t) if self.logit_space else t
         return b, (expit(u) if self.logit_space else u)
+
+    def summary(self) -> dict:
+        b, c = self.knots()
+        return {"knots": b.tolist(), "values": c.tolist()}
 
 
 class PiecewiseLinearCV:
@@ -205,8 +233,15 @@ class PiecewiseLinearCV:
         top = self.max_pieces if self.max_pieces is not None else min(n // 200, 15) + 1
         return np.arange(1, max(top, 1) + 1)
 
-    def _one(self, n_pieces, p, y):
-        return PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed).fit(p, y)
+    def _maps(self, n_pieces, ps, ys) -> list[PiecewiseLinear]:
+        """Maps with ``n_pieces`` fitted on each (ps[f], ys[f]), all in one optimisation."""
+        template = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)
+        maps = []
+        for theta in template.fit_many(ps, ys):
+            fitted = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)
+            fitted.theta_ = theta
+            maps.append(fitted)
+        return maps
 
     def fit(self, p, y) -> "PiecewiseLinearCV":
         p, y = check_binary(p, y)
@@ -214,14 +249,14 @@ class PiecewiseLinearCV:
         candidates = self.candidates(p.size)
         scores, models = [], []
         for n_pieces in candidates:
-            fold_models = [self._one(n_pieces, p[tr], y[tr]) for tr, _ in folds]
+            fold_models = self._maps(n_pieces, [p[tr] for tr, _ in folds], [y[tr] for tr, _ in folds])
             held_out = [np.mean((m.predict(p[te]) - y[te]) ** 2) for m, (_, te) in zip(fold_models, folds)]
             scores.append(np.mean(held_out))
             models.append(fold_models)
         self.cv_scores_ = np.array(scores)
         chosen = prefer_fewer(self.cv_scores_) if self.trick else int(np.argmin(self.cv_scores_))
         self.n_pieces_ = int(candidates[chosen])
-        self.models_ = models[chosen] if self.ensemble else [self._one(self.n_pieces_, p, y)]
+        self.models_ = models[chosen] if self.ensemble else self._maps(self.n_pieces_, [p], [y])
         return self
 
     def predict(self, p) -> np.ndarray:
