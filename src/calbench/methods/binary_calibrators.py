@@ -8,7 +8,8 @@
   the top probability becomes ĉ(max p̂) and the other classes share 1 − ĉ(max p̂) in proportion
   to their original probabilities (uniformly if they were all 0): ``pl_conf`` and ``pl3_conf``.
   The predicted class can change when ĉ(max p̂) falls below another class's rescaled probability.
-PL and PL3 take ``loss`` "ce" (the paper's headline) or "mse".
+PL and PL3 take ``loss`` "ce" (the paper's headline) or "mse", and the CV settings ``n_folds`` (10)
+and ``max_pieces`` (default: the paper's min(n // 200, 15) + 1).
 """
 
 from __future__ import annotations
@@ -56,15 +57,16 @@ class _PiecewiseMixin:
     logit_space = False
 
     def _new_map(self):
-        return PiecewiseLinearCV(logit_space=self.logit_space, loss=self.loss, seed=self.seed)
+        return PiecewiseLinearCV(logit_space=self.logit_space, loss=self.loss, seed=self.seed, n_folds=self.n_folds,
+                                 max_pieces=self.max_pieces)
 
 
 @register("pl_ovr")
 class PLOneVsRest(_PiecewiseMixin, _MapOneVsRest):
     """PL (fit-on-test §4.4) per class, renormalised."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0):
-        self.loss, self.seed = loss, seed
+    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+        self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
 
 @register("pl3_ovr")
@@ -78,8 +80,8 @@ class PL3OneVsRest(PLOneVsRest):
 class PLConfidence(_PiecewiseMixin, Calibrator):
     """PL fitted on the confidence (top-label) task; the other classes are rescaled."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0):
-        self.loss, self.seed = loss, seed
+    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+        self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         probs = scores.probs
