@@ -247,7 +247,9 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
         assert out[f"{metric_id}.ci_low"] <= out[metric_id] <= out[f"{metric_id}.ci_high"]
     idx = resample_indices(800, 300, 4)
     refit = [np.mean(probs[i].argmax(1) == labels[i]) for i in idx]
-    assert out["acc.ci_low"] == pytest.approx(np.quantile(refit, 0.05))
-    assert out["acc.ci_high"] == pytest.approx(np.quantile(refit, 0.95))
+    percentile = evaluate(probs, labels, ["acc"], bootstrap=300, level=0.9, seed=4, interval="percentile")
+    assert percentile["acc.ci_low"] == pytest.approx(np.quantile(refit, 0.05))
+    assert percentile["acc.ci_high"] == pytest.approx(np.quantile(refit, 0.95))
+    assert out["acc.ci_low"] == pytest.approx(2 * out["acc"] - np.quantile(refit, 0.95))
     narrow = evaluate(probs, labels, ["acc"], bootstrap=300, level=0.5, seed=4)
     assert narrow["acc.ci_high"] - narrow["acc.ci_low"] < out["acc.ci_high"] - out["acc.ci_low"]

@@ -82,7 +82,7 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
                  split: dict | None = None, bootstrap: dict | None = None) -> None:
     """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
 
-    ``bootstrap`` (config key ``bootstrap: {samples, level}``) adds confidence intervals.
+    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals.
     """
     out = store.read_group(calibrated, "test")
     wanted = list(metrics)
@@ -96,7 +96,7 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
     bootstrap = bootstrap or {}
     values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed,
                       uncal_probs=uncal_probs, bootstrap=int(bootstrap.get("samples", 0)),
-                      level=float(bootstrap.get("level", 0.95)))
+                      level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"))
     record = {"source": source, "method": method, "seed": seed, **values}
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 

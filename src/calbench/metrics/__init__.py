@@ -24,15 +24,15 @@ def _optional(array, shape, name):
 
 
 def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=None, bootstrap: int = 0,
-             level: float = 0.95) -> dict[str, float]:
+             level: float = 0.95, interval: str = "basic") -> dict[str, float]:
     """Compute the metrics ``ids`` of probabilities ``[N, C]`` against integer ``labels``.
 
     ``true_probs`` (the true calibration map at each instance) is needed by ``true_ce.*``/``cmee.*``;
     ``uncal_probs`` (the uncalibrated classifier's probabilities) by ``ece_gain.*``; ``seed`` drives
     metrics that resample (bootstrap, consistency resampling, CV folds of PL/PL3).
-    ``bootstrap`` > 0 adds a percentile bootstrap interval of confidence ``level`` for every metric
-    as ``<id>.ci_low`` / ``<id>.ci_high`` (instances resampled with replacement, the same resamples
-    for all metrics; see :mod:`calbench.metrics.bootstrap`).
+    ``bootstrap`` > 0 adds a bootstrap interval (``interval`` "basic" or "percentile") of confidence
+    ``level`` for every metric as ``<id>.ci_low`` / ``<id>.ci_high`` (instances resampled with
+    replacement, the same resamples for all metrics; see :mod:`calbench.metrics.bootstrap`).
     """
     probs = check_logits(probs, name="probs")
     labels = check_labels(labels, probs.shape[1], probs.shape[0])
@@ -48,7 +48,7 @@ def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=Non
         out[metric_id] = float(family.function(ctx, **groups))
         families.append((metric_id, family, groups))
     if bootstrap:
-        out.update(bootstrap_intervals(ctx, families, bootstrap, level))
+        out.update(bootstrap_intervals(ctx, families, dict(out), bootstrap, level, interval))
     return out
 
 

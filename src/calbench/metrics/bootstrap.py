@@ -1,11 +1,16 @@
-"""Percentile bootstrap confidence intervals for any metric (Efron & Tibshirani 1993, §13.3).
+"""Bootstrap confidence intervals for any metric (Davison & Hinkley 1997, §5.2–5.3).
 
 R resamples of the n test instances are drawn with replacement (seeded from the metric context's
 seed, shared by all metrics so intervals of different metrics come from the same resamples). A
 metric that registers ``pointwise`` (its value is the mean of per-instance terms: accuracy, NLL,
 Brier, ECE gain) is bootstrapped as one matrix product of resample counts with those terms;
 other metrics are recomputed on each resample (cost × R: keep R small for the fit-on-test PL/PL3
-estimators and the p-ECE test). The interval is [q_{(1−level)/2}, q_{(1+level)/2}] of the R values.
+estimators and the p-ECE test). With q_lo, q_hi the (1 ∓ level)/2 quantiles of the R values:
+
+* ``basic`` (default): [2θ̂ − q_hi, 2θ̂ − q_lo], the pivotal interval. It corrects for the
+  resampling bias of estimators such as binned ECE, which grows on resamples (duplicated instances
+  look more confident-and-right), so a percentile interval can miss the estimate itself.
+* ``percentile``: [q_lo, q_hi].
 """
 
 from __future__ import annotations
@@ -27,10 +32,15 @@ def _take(ctx: MetricContext, idx: np.ndarray) -> MetricContext:
                    uncal_probs=pick(ctx.uncal_probs))
 
 
-def bootstrap_intervals(ctx: MetricContext, families, resamples: int, level: float) -> dict[str, float]:
+METHODS = ("basic", "percentile")
+
+
+def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples: int, level: float,
+                        method: str = "basic") -> dict[str, float]:
     """``{id.ci_low, id.ci_high}`` for each ``(id, family, groups)`` in ``families``."""
-    if not 0 < level < 1 or resamples < 2:
-        raise ValueError(f"bootstrap needs ≥ 2 resamples and 0 < level < 1; got {resamples}, {level}")
+    if not 0 < level < 1 or resamples < 2 or method not in METHODS:
+        raise ValueError(f"bootstrap needs ≥ 2 resamples, 0 < level < 1 and a method in {METHODS}; "
+                         f"got {resamples}, {level}, {method!r}")
     n = ctx.labels.size
     idx = resample_indices(n, resamples, ctx.seed)
     counts = None
@@ -44,5 +54,7 @@ def bootstrap_intervals(ctx: MetricContext, families, resamples: int, level: flo
         else:
             values = np.array([family.function(_take(ctx, i), **groups) for i in idx])
         low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+        if method == "basic":
+            low, high = 2 * estimates[metric_id] - high, 2 * estimates[metric_id] - low
         out[f"{metric_id}.ci_low"], out[f"{metric_id}.ci_high"] = float(low), float(high)
     return out
