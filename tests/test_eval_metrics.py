@@ -253,3 +253,13 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
     assert out["acc.ci_low"] == pytest.approx(2 * out["acc"] - np.quantile(refit, 0.95))
     narrow = evaluate(probs, labels, ["acc"], bootstrap=300, level=0.5, seed=4)
     assert narrow["acc.ci_high"] - narrow["acc.ci_low"] < out["acc.ci_high"] - out["acc.ci_low"]
+
+
+def test_mce_is_the_largest_bin_gap():
+    probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.55, 0.45]])
+    labels = np.array([0, 1, 0, 0])
+    # 2 equal-width bins on confidence: [0.5, 1) holds all → a single non-empty bin
+    gap = abs(np.mean([0.9, 0.8, 0.6, 0.55]) - 0.75)
+    assert evaluate(probs, labels, ["mce.conf.ew2"])["mce.conf.ew2"] == pytest.approx(gap)
+    # 4 equal-mass bins: one point each, the largest gap is |0.8 − 0|
+    assert evaluate(probs, labels, ["mce.conf.em4"])["mce.conf.em4"] == pytest.approx(0.8)
