@@ -11,7 +11,7 @@ from scipy.stats import norm
 
 from calbench.data.synthetic import lece3, sample_categorical
 from calbench.metrics import evaluate
-from calbench.metrics.binned import binned_ece, classwise_columns, confidence_columns, cv_bin_counts, folded_normal_mean
+from calbench.metrics.binned import binned_ece, classwise_columns, cv_bin_counts, folded_normal_mean
 from calbench.metrics.consistency import p_value
 from calbench.metrics.kcal import adaptive_bins, kcal_threshold
 from calbench.metrics.kde_ece import kde_ece
@@ -227,8 +227,8 @@ def test_fit_on_test_estimators_are_small_on_calibrated_and_large_on_miscalibrat
 def test_cmee_on_lece_synthetic_data_with_known_true_map():
     data = lece3(5000, np.random.default_rng(0))
     probs = softmax(data["logits"], axis=1)
-    values = evaluate(probs, data["labels"], ["cmee.cw.iso.l1", "cmee.cw.beta.l1", "true_ce.cw.l1", "cmee.conf.platt.l2"],
-                      true_probs=data["true_probs"])
+    ids = ["cmee.cw.iso.l1", "cmee.cw.beta.l1", "true_ce.cw.l1", "cmee.conf.platt.l2"]
+    values = evaluate(probs, data["labels"], ids, true_probs=data["true_probs"])
     # a fitted map is closer to the true map than the uncalibrated prediction is
     assert values["cmee.cw.beta.l1"] < values["true_ce.cw.l1"]
     assert values["cmee.cw.iso.l1"] < values["true_ce.cw.l1"]
