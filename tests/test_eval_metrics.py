@@ -263,3 +263,13 @@ def test_mce_is_the_largest_bin_gap():
     assert evaluate(probs, labels, ["mce.conf.ew2"])["mce.conf.ew2"] == pytest.approx(gap)
     # 4 equal-mass bins: one point each, the largest gap is |0.8 − 0|
     assert evaluate(probs, labels, ["mce.conf.em4"])["mce.conf.em4"] == pytest.approx(0.8)
+
+
+def test_estimators_run_on_tiny_test_sets():
+    probs = np.array([[0.7, 0.3], [0.4, 0.6], [0.9, 0.1], [0.2, 0.8], [0.5, 0.5]])
+    labels = np.array([0, 1, 1, 1, 0])
+    ids = ["ece.conf.cv.l1", "ece.cw.ewcv.l2.debiased", "ece.cw.em20.l1.kcal", "kde_ece.conf.l1", "skce.uq",
+           "p_ece.cw", "ece.conf.pl3.l1"]
+    values = evaluate(probs, labels, ids)
+    assert all(np.isfinite(v) for v in values.values())
+    assert evaluate(probs[:1], labels[:1], ["ece.conf.cv.l1"])["ece.conf.cv.l1"] == pytest.approx(0.3)

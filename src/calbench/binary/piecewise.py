@@ -245,6 +245,10 @@ class PiecewiseLinearCV:
 
     def fit(self, p, y) -> "PiecewiseLinearCV":
         p, y = check_binary(p, y)
+        if min(self.n_folds, p.size) < 2:  # nothing to cross-validate: one piece fitted on all data
+            self.cv_scores_, self.n_pieces_ = np.array([np.nan]), 1
+            self.models_ = self._maps(1, [p], [y])
+            return self
         folds = list(KFold(min(self.n_folds, p.size), shuffle=True, random_state=self.seed).split(p))
         candidates = self.candidates(p.size)
         scores, models = [], []

@@ -106,13 +106,17 @@ def _held_out_brier_ew(s_tr, h_tr, s_te, h_te, candidates):
 def cv_bin_counts(scores: np.ndarray, hits: np.ndarray, scheme: str, max_bins: int = MAX_CV_BINS,
                   n_folds: int = CV_FOLDS, seed: int = CV_SEED, trick: bool = True) -> np.ndarray:
     """Number of bins per column chosen by k-fold CV of the slope-1 map (fit-on-test §4.6), int [M]."""
-    n = scores.shape[0]
-    candidates = np.arange(1, min(max_bins, max(1, n - n // n_folds)) + 1)
-    held_out = _held_out_brier_em if scheme == "em" else _held_out_brier_ew
     if scheme not in ("em", "ew"):
         raise ValueError(f"binning scheme must be 'ew' or 'em', got {scheme!r}")
+    n = scores.shape[0]
+    n_folds = min(n_folds, n)
+    if n_folds < 2:
+        return np.ones(scores.shape[1], dtype=np.int64)
+    smallest_train = n - int(np.ceil(n / n_folds))
+    candidates = np.arange(1, min(max_bins, max(1, smallest_train)) + 1)
+    held_out = _held_out_brier_em if scheme == "em" else _held_out_brier_ew
     total = np.zeros((candidates.size, scores.shape[1]))
-    for train, test in KFold(min(n_folds, n), shuffle=True, random_state=seed).split(scores):
+    for train, test in KFold(n_folds, shuffle=True, random_state=seed).split(scores):
         total += held_out(scores[train], hits[train], scores[test], hits[test], candidates)
     choose = prefer_fewer if trick else np.argmin
     return np.array([candidates[choose(total[:, j])] for j in range(scores.shape[1])])
