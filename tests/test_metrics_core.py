@@ -100,6 +100,6 @@ def test_unknown_metric_and_missing_true_probs_are_clear_errors():
 
 def test_metric_metadata_drives_table_display():
     family, groups = lookup("ece.cw.em15.l1")
-    assert (family.scale, family.decimals, groups) == (100.0, 2, {"target": "cw", "scheme": "em", "bins": "15",
-                                                                  "norm": "l1"})
+    assert (family.scale, family.decimals) == (100.0, 2)
+    assert (groups["target"], groups["binning"], groups["norm"]) == ("cw", "em15", "l1")
     assert lookup("acc")[0].higher_is_better
