@@ -1,0 +1,52 @@
+"""Benchmarks of Dirichlet calibration and matrix scaling (issue 4): one ODIR fit, the authors' full
+(λ, μ) grid with 5-fold CV, and a 1000-class fit (the reference package's n × k × k array cannot)."""
+
+import numpy as np
+from scipy.special import softmax
+
+from calbench.bench import benchmark, timed
+from calbench.data.synthetic import sample_categorical
+from calbench.methods import make
+from calbench.methods.linear_maps import authors_odir_grid
+
+
+def _overconfident(n, classes, seed=0):
+    """Logits of an overconfident classifier (3 × calibrated logits) with labels drawn from the calibrated ones."""
+    rng = np.random.default_rng(seed)
+    k = rng.integers(classes, size=n)
+    s = rng.standard_normal((n, classes))
+    s[np.arange(n), k] += 4.0
+    return 3.0 * s, sample_categorical(softmax(s, axis=1), rng)
+
+
+@benchmark("dirichlet.dir_odir_fit", repeat=1)
+def dir_odir_fit(repeat):
+    n, c = 5000, 100
+    logits, labels = _overconfident(n, c)
+    grid = authors_odir_grid(c)
+    settings = {"reg_lambda": grid["reg_lambda"][len(grid["reg_lambda"]) // 2],
+                "reg_mu": grid["reg_mu"][len(grid["reg_mu"]) // 2], "grid": None}
+    seconds = timed(lambda: (logits, labels), lambda z, y: make("dir_odir", **settings).fit(z, y), repeat)
+    return {"seconds": seconds, "n": n, "classes": c, **settings}
+
+
+@benchmark("dirichlet.dir_odir_grid_cv", repeat=1)
+def dir_odir_grid_cv(repeat):
+    n, c = 5000, 100
+    logits, labels = _overconfident(n, c)
+    grid = authors_odir_grid(c)
+    seconds = timed(lambda: (logits, labels), lambda z, y: make("dir_odir").fit(z, y), repeat)
+    return {"seconds": seconds, "n": n, "classes": c, "grid_points": len(grid["reg_lambda"]) * len(grid["reg_mu"]),
+            "folds": 5}
+
+
+@benchmark("dirichlet.dir_odir_fit_1000_classes", repeat=1)
+def dir_odir_1000(repeat):
+    import resource
+
+    n, c = 5000, 1000
+    logits, labels = _overconfident(n, c)
+    settings = {"reg_lambda": 1e6, "reg_mu": 1e3, "grid": None, "max_iter": 20}
+    seconds = timed(lambda: (logits, labels), lambda z, y: make("dir_odir", **settings).fit(z, y), repeat)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"seconds": seconds, "n": n, "classes": c, "max_iter": 20, "peak_rss_mb": round(peak_mb)}
