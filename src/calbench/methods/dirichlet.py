@@ -38,7 +38,8 @@ def canonical_to_linear(canonical_weights: np.ndarray, centre: np.ndarray) -> tu
 
 
 class DirichletBase(AffineSoftmax):
-    """σ(W ln q̂ + b) with q̂ clipped below at ``eps``; canonical form in ``canonical_weights_``/``canonical_intercept_``."""
+    """σ(W ln q̂ + b) with q̂ clipped below at ``eps``; the canonical form (A, c) of Eq. 8 in
+    ``canonical_weights_`` and ``canonical_intercept_``."""
 
     uses_log_probs = True
 

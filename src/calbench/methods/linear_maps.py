@@ -26,7 +26,7 @@ from scipy.special import softmax
 from sklearn.base import clone
 
 from calbench.methods.base import Calibrator
-from calbench.scores import PROB_EPS, Scores
+from calbench.scores import Scores
 
 REG_SCALES = ("paper", "code")
 
@@ -276,7 +276,8 @@ class AffineSoftmax(Calibrator):
         k = self.weights_.shape[0]
         off = self.weights_ - np.diag(np.diagonal(self.weights_))
         summary = {**self.fit_info_, "diag_mean": float(np.mean(np.diagonal(self.weights_))),
-                   "offdiag_abs_max": float(np.max(np.abs(off))), "intercept_abs_max": float(np.max(np.abs(self.intercept_)))}
+                   "offdiag_abs_max": float(np.max(np.abs(off))),
+                   "intercept_abs_max": float(np.max(np.abs(self.intercept_)))}
         if k <= 10:
             summary |= {"weights": self.weights_.tolist(), "intercept": self.intercept_.tolist()}
         return summary
