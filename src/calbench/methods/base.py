@@ -35,7 +35,8 @@ class Calibrator(BaseEstimator):
         ``"train"`` for methods that also learn from the classifier's training split (KCal's projection);
         those receive ``train=(train_scores, train_labels)`` in ``fit``.
     default_grid : hyperparameter grid searched by cross-validation when the config gives none
-        (``None``: the method has no hyperparameters to tune).
+        (``None``: the method has no hyperparameters to tune); a ``staticmethod`` of the number of
+        classes where the grid depends on it.
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
     preserves_argmax : True for methods whose output never changes the predicted class.
     needs_every_class : True for methods that fit something per class and fail (or silently degenerate)

@@ -51,7 +51,8 @@ class GridSearch(Calibrator):
     Parameters
     ----------
     estimator : the calibrator to tune (its other settings stay fixed).
-    grid : dict of hyperparameter name → list of candidate values.
+    grid : dict of hyperparameter name → list of candidate values, or a function of the number of
+        classes returning one (for grids that depend on it, like the Dirichlet paper's).
     folds : number of CV folds (stratified by label when every class has ``folds`` members).
     scoring : ``"nll"`` (log-loss) or ``"brier"``; lower is better. Ties keep the first point.
     ensemble : False refits the best point on all data (LECE paper); True averages the
@@ -96,7 +97,7 @@ class GridSearch(Calibrator):
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
             raise ValueError(f"cv.folds: expected 2 <= folds <= {y.size} (the calibration size), got {self.folds}")
-        points = expand_grid(self.grid)
+        points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
         fit_kwargs = {"train": train} if train is not None else {}
         losses = np.zeros((len(points), self.folds))
         splits = self._splits(y)

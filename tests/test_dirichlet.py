@@ -1,0 +1,206 @@
+"""Vector/matrix scaling and Dirichlet calibration (Dirichlet paper §3, spec lece_dirichlet.md §1.3–1.6)."""
+
+import numpy as np
+import pytest
+from scipy.optimize import approx_fprime
+from scipy.special import softmax
+
+from calbench.data.synthetic import generate, sample_categorical
+from calbench.methods import GridSearch, make
+from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
+from calbench.methods.linear_maps import (Penalty, authors_odir_grid, l2_penalty, objective, odir_penalty,
+                                          warm_start_order)
+from calbench.metrics import evaluate
+from calbench.scores import Scores
+
+UNTUNED = ["vs", "ms", "dir", "dir_diag"]
+TUNED = ["ms_odir", "dir_l2", "dir_odir"]
+
+
+def _toy(n=600, k=4, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.dirichlet(np.ones(k), size=n)
+    return np.log(q), sample_categorical(softmax(1.7 * np.log(q), axis=1), rng)
+
+
+@pytest.mark.parametrize("name", UNTUNED + TUNED)
+def test_identity_parameters_return_the_input(name):
+    logits, y = _toy()
+    est = make(name, grid=None)
+    k = logits.shape[1]
+    est._set_fitted(np.eye(k), np.zeros(k), {}, k)
+    np.testing.assert_allclose(est.predict_proba(logits), Scores(logits).probs, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", UNTUNED)
+def test_fit_improves_log_loss(name):
+    logits, y = _toy()
+    fitted = make(name).fit(logits, y)
+    before = evaluate(Scores(logits).probs, y, ["nll"])["nll"]
+    assert evaluate(fitted.predict_proba(logits), y, ["nll"])["nll"] < before - 0.01
+    assert fitted.fit_info_["converged"]
+
+
+def test_odir_penalty_hand_computed():
+    # W = [[1, 2], [3, 4]], b = [1, -1], k = 2, λ = 2, μ = 4:
+    # paper: 2/(2·1)·(2² + 3²) + 4/2·(1 + 1) = 13 + 4 = 17; code: 2·13 + 4·2 = 34.
+    w, b = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([1.0, -1.0])
+    assert odir_penalty(2.0, 4.0, 2).value(w, b) == pytest.approx(17.0)
+    assert odir_penalty(2.0, 4.0, 2, "code").value(w, b) == pytest.approx(34.0)
+    # L2 on all 6 parameters: 1+4+9+16+1+1 = 32; paper λ/(k(k+1)) = 3/6.
+    assert l2_penalty(3.0, 2).value(w, b) == pytest.approx(16.0)
+    # 3 classes: off-diagonal squares 4+9+16+1 = 30, λ/(3·2) = 1 → 30; μ/3 = 1, b² = 9 → 39.
+    w3 = np.array([[5.0, 2.0, 0.0], [3.0, 7.0, 4.0], [1.0, 0.0, -2.0]])
+    assert odir_penalty(6.0, 3.0, 3).value(w3, np.array([0.0, 3.0, 0.0])) == pytest.approx(39.0)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("penalty", [odir_penalty(2.0, 3.0, 4), l2_penalty(1.5, 4), Penalty()])
+def test_gradient_matches_finite_differences(diagonal, penalty):
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=(50, 4)) - 3.0, rng.integers(4, size=50)
+    theta = rng.normal(size=(4 if diagonal else 16) + 4)
+    grad = objective(theta, x, y, penalty, diagonal)[1]
+    numeric = approx_fprime(theta, lambda t: objective(t, x, y, penalty, diagonal)[0], 1e-7)
+    np.testing.assert_allclose(grad, numeric, atol=2e-6)
+
+
+def test_canonical_conversion_round_trip():
+    rng = np.random.default_rng(2)
+    a = rng.random((4, 4)) * 2
+    a[rng.integers(4, size=4), np.arange(4)] = 0.0  # a zero in every column (Eq. 8)
+    c = rng.dirichlet(np.ones(4))
+    a2, c2 = linear_to_canonical(*canonical_to_linear(a, c))
+    np.testing.assert_allclose(a2, a, atol=1e-12)
+    np.testing.assert_allclose(c2, c, atol=1e-12)
+    # linear → canonical → linear is the same map (not the same W: softmax is shift-invariant)
+    w, b = rng.normal(size=(4, 4)), rng.normal(size=4)
+    x = np.log(rng.dirichlet(np.ones(4), size=20))
+    w2, b2 = canonical_to_linear(*linear_to_canonical(w, b))
+    np.testing.assert_allclose(softmax(x @ w2.T + b2, axis=1), softmax(x @ w.T + b, axis=1), atol=1e-12)
+    # c is the image of the simplex centre, and A has non-negative columns with a zero each
+    a3, c3 = linear_to_canonical(w, b)
+    assert (a3 >= 0).all() and np.allclose(a3.min(axis=0), 0)
+    np.testing.assert_allclose(softmax(np.full(4, -np.log(4)) @ w.T + b), c3)
+
+
+def test_planted_dirichlet_map_is_recovered():
+    """Labels drawn from σ(A ln(q/u) + ln c): the fitted canonical (A, c) approach the planted ones."""
+    rng = np.random.default_rng(3)
+    a = np.array([[1.4, 0.0, 0.3], [0.0, 0.8, 0.0], [0.5, 0.6, 1.1]])
+    c = np.array([0.5, 0.3, 0.2])
+    errors = []
+    for n in (2000, 50000):
+        q = rng.dirichlet(np.ones(3), size=n)
+        y = sample_categorical(softmax(np.log(q * 3) @ a.T + np.log(c), axis=1), rng)
+        est = make("dir").fit(np.log(q), y)
+        errors.append(max(np.abs(est.canonical_weights_ - a).max(), np.abs(est.canonical_intercept_ - c).max()))
+    assert errors[1] < 0.05, errors
+    assert errors[1] < errors[0]
+
+
+def test_lece_table1_dir_column():
+    """LECE paper Table 1, DIR column (100 seeds there, 8 here): confidence CE 0.022 ± 0.004,
+    classwise CE 0.018 ± 0.002, log-loss 0.747 ± 0.002; each mean must lie within two of the paper's
+    per-seed standard deviations (the standard error of 8 seeds is about a third of one)."""
+    ids = ["true_ce.conf.l1", "true_ce.cw.l1", "nll"]
+    rows = []
+    for seed in range(8):
+        data = generate("lece3", seed, 5000, 100_000)
+        probs = make("dir").fit(data["cal"]["logits"], data["cal"]["labels"]).predict_proba(data["test"]["logits"])
+        rows.append([evaluate(probs, data["test"]["labels"], ids, true_probs=data["test"]["true_probs"])[i]
+                     for i in ids])
+    mean = np.mean(rows, axis=0)
+    for got, paper, std in zip(mean, [0.022, 0.018, 0.747], [0.004, 0.002, 0.002]):
+        assert abs(got - paper) <= 2 * std, (mean, paper)
+
+
+def test_warm_started_grid_matches_separate_fits():
+    logits, y = _toy(n=400)
+    grid = {"reg_lambda": [100.0, 1.0, 0.01], "reg_mu": [10.0, 0.1]}
+    est = make("dir_odir", grid=None)
+    points = [dict(zip(grid, v)) for v in [(l, m) for l in grid["reg_lambda"] for m in grid["reg_mu"]]]
+    train, val = Scores(logits[:300]), Scores(logits[300:])
+    shared = est.predict_grid(points, train, y[:300], val)
+    for p, probs in zip(points, shared):
+        alone = make("dir_odir", grid=None, **p).fit(train, y[:300]).predict_proba(val)
+        np.testing.assert_allclose(probs, alone, atol=2e-4)
+    assert sorted(warm_start_order(points)) == list(range(len(points)))
+    assert warm_start_order(points)[0] in (0, 1)  # strongest λ first
+
+
+def test_default_grids_are_the_authors():
+    g10, g100 = authors_odir_grid(10, "code"), authors_odir_grid(100, "code")
+    assert (len(g10["reg_lambda"]), len(g10["reg_mu"])) == (36, 12)
+    assert (len(g100["reg_lambda"]), len(g100["reg_mu"])) == (27, 9)
+    assert min(g10["reg_lambda"]) == pytest.approx(0.25e-5) and max(g10["reg_lambda"]) == pytest.approx(1e6)
+    assert g100["reg_mu"] == pytest.approx([10.0**i for i in range(-2, 7)])
+    paper = authors_odir_grid(10)
+    np.testing.assert_allclose(paper["reg_lambda"], np.array(g10["reg_lambda"]) * 90)
+    np.testing.assert_allclose(paper["reg_mu"], np.array(g10["reg_mu"]) * 10)
+    np.testing.assert_allclose(authors_odir_grid(10, with_mu=False)["reg_lambda"], np.array(g10["reg_lambda"]) * 110)
+    # paper and code scales give the same penalty after conversion
+    w, b = np.arange(9.0).reshape(3, 3), np.array([1.0, 2.0, -1.0])
+    assert odir_penalty(6 * 0.5, 3 * 2.0, 3).value(w, b) == pytest.approx(odir_penalty(0.5, 2.0, 3, "code").value(w, b))
+
+
+@pytest.mark.parametrize("name", TUNED)
+def test_tuned_methods_use_five_fold_cv_with_fold_ensemble(name):
+    est = make(name)
+    assert isinstance(est, GridSearch) and est.folds == 5 and est.ensemble
+    logits, y = _toy(n=300)
+    est = make(name, grid={"reg_lambda": [1.0, 10.0]}).fit(logits, y)
+    assert len(est.estimators_) == 5
+    probs = est.predict_proba(logits)
+    np.testing.assert_allclose(probs.sum(axis=1), 1.0)
+    assert est.fitted_summary()["best_params"]["reg_lambda"] in (1.0, 10.0)
+
+
+def test_callable_default_grid_reaches_grid_search():
+    logits, y = _toy(n=200, k=3)
+    est = make("dir_l2", max_iter=5)
+    est.fit(logits, y)
+    assert len(est.cv_losses_) == 36  # authors' λ list for fewer than 100 classes
+
+
+def test_bad_settings_raise_clear_errors():
+    logits, y = _toy(n=100)
+    with pytest.raises(ValueError, match="reg_scale"):
+        make("dir_odir", grid=None, reg_scale="keras").fit(logits, y)
+    with pytest.raises(ValueError, match="reg_lambda"):
+        make("ms_odir", grid=None, reg_lambda=-1.0).fit(logits, y)
+    with pytest.raises(ValueError, match="eps"):
+        make("dir", eps=0.0).fit(logits, y)
+
+
+def test_clipping_of_log_probabilities():
+    """ln q̂ is clipped below at ln(eps) (Dirichlet paper §3 clips q̂ before the log)."""
+    logits = np.array([[0.0, -60.0, -5.0], [1.0, 2.0, 3.0]])
+    est = make("dir", eps=1e-12)
+    x = est.features(Scores(logits))
+    assert x.min() == pytest.approx(np.log(1e-12))
+    assert est.features(Scores(logits))[1] == pytest.approx(Scores(logits).log_probs[1])
+
+
+def test_transform_passes_logits_and_large_class_counts_stay_linear_in_memory():
+    rng = np.random.default_rng(4)
+    k = 300
+    logits, y = rng.normal(size=(200, k)) * 3, rng.integers(k, size=200)
+    est = make("ms_odir", grid=None, reg_lambda=1e3, reg_mu=1.0, max_iter=3).fit(logits, y)
+    out = est.transform(Scores(logits))
+    np.testing.assert_allclose(softmax(out.logits, axis=1), est.predict_proba(logits))
+    assert est.weights_.shape == (k, k)
+
+
+def test_default_config_settings_build_and_fit():
+    """The reduced grids of config/config.yaml are valid settings of the Dirichlet paper methods."""
+    import yaml
+
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    logits, y = _toy(n=200, k=3)
+    for name in UNTUNED + TUNED:
+        assert name in config["methods"]
+        est = make(name, **(config["method_settings"].get(name) or {})).fit(logits, y)
+        np.testing.assert_allclose(est.predict_proba(logits).sum(axis=1), 1.0)
