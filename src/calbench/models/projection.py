@@ -129,7 +129,10 @@ def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_cla
     sampler = EpisodeSampler(labels, num_classes, batch_size, m, generator)
     opt = (torch.optim.SGD(module.parameters(), lr=lr) if optimizer == "sgd"
            else torch.optim.Adam(module.parameters(), lr=lr))
-    schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=patience)
+    # An improvement must exceed 0.1% of the best loss (torch's default 0.01% lets slow creeping reset
+    # the patience for dozens of epochs).
+    schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=patience,
+                                                          threshold=1e-3)
     history, best = [], (np.inf, None)
     epochs = tqdm(range(max_epochs), desc="KCal projection", disable=None, leave=False)
     for epoch in epochs:
