@@ -3,8 +3,11 @@
 The embeddings are Gaussian class clusters (a stand-in for a CIFAR-100 network's penultimate layer,
 KCal paper Table 1: 45,000 train / 5,000 cal). The training time covers the whole ``fit``: the
 projection's episodes with early stopping, and the bandwidth's golden-section search by 20-fold CV
-on the 5,000 calibration points. Target (issue 5): under 2 minutes.
+on the 5,000 calibration points. Target (issue 5): under 2 minutes. ``cpu_seconds`` (process CPU
+time) is the fairer number on a shared machine, where wall time mostly measures waiting.
 """
+
+import time
 
 import numpy as np
 
@@ -29,11 +32,14 @@ def kcal_fit(repeat):
     fitted = {}
 
     def run(*_):
+        start = time.process_time()
         fitted["model"] = make("kcal").fit(cal[0], cal[1], train=train)
+        fitted["cpu_seconds"] = time.process_time() - start
 
     seconds = timed(lambda: (), run, repeat)
     summary = fitted["model"].fitted_summary()
-    return {"seconds": seconds, "n_train": N_TRAIN, "n_cal": N_CAL, "dim": H, "classes": K,
+    return {"seconds": seconds, "cpu_seconds": round(fitted["cpu_seconds"], 2), "n_train": N_TRAIN, "n_cal": N_CAL,
+            "dim": H, "classes": K,
             "epochs": summary["epochs"], "bandwidth_evaluations": summary["bandwidth_evaluations"]}
 
 

@@ -19,7 +19,7 @@ code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits`` runs the same 
 code's ``use_preds`` variant) for sources without embeddings.
 
 Where the defaults differ from the authors' code (spec §1.1, §6.4), for compute: Adam with lr 1e-3,
-at most 30 epochs of 100 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
+at most 30 epochs of 50 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
 SGD, lr 4e-4 on CIFAR, at most 100 epochs of 5,000 episodes, patience 10, stop below 1e-5).
 ``optimizer="sgd", lr=4e-4, steps_per_epoch=5000, max_epochs=100, patience=10, min_lr=1e-5`` gives
 the code's schedule. ``keep="last"`` (code) or ``"best"`` (PyHealth's port).
@@ -50,42 +50,81 @@ def project(params: dict, x: np.ndarray) -> np.ndarray:
     return u
 
 
+#: Cross-validation keeps the calibration set's distance matrix in memory up to this many rows
+#: (float32: 8,000² × 4 bytes = 256 MB); above it, distances are recomputed for every bandwidth.
+CACHE_ROWS = 8000
+
+
+class _Support:
+    """Support points sorted by class, for Eq. 3's per-class sums with one ``np.add.reduceat``."""
+
+    def __init__(self, support, labels, num_classes, groups=None):
+        order = np.argsort(labels, kind="stable")
+        self.points = np.asarray(support, dtype=np.float32)[order]
+        self.sq = np.einsum("ij,ij->i", self.points, self.points)
+        self.present, self.starts = np.unique(labels[order], return_index=True)
+        self.prior = np.bincount(labels, minlength=num_classes) / labels.size
+        self.groups = None if groups is None else np.asarray(groups)[order]
+        self.num_classes = num_classes
+
+    def distances(self, query, query_groups=None, chunk: int = 2048):
+        """Chunks ``(start, squared distances [rows, support])``, +inf for pairs of the same group."""
+        query = np.asarray(query, dtype=np.float32)
+        for lo in range(0, query.shape[0], chunk):
+            q = query[lo:lo + chunk]
+            sq = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] + self.sq[None, :] - 2.0 * q @ self.points.T, 0.0)
+            if query_groups is not None:
+                sq[np.asarray(query_groups)[lo:lo + chunk, None] == self.groups[None, :]] = np.inf
+            yield lo, sq
+
+    def shares(self, sq: np.ndarray, bandwidth: float) -> np.ndarray:
+        """Eq. 3 from squared distances: class shares of exp(−sq / (d·h)), shifted by each row's nearest
+        point (the ratio is unchanged and no row underflows); rows with no admissible point get the prior."""
+        nearest = sq.min(axis=1, keepdims=True)
+        empty = ~np.isfinite(nearest[:, 0])
+        kernel = np.exp((np.where(empty[:, None], 0.0, nearest) - sq) / np.float32(self.points.shape[1] * bandwidth))
+        mass = np.zeros((sq.shape[0], self.num_classes))
+        mass[:, self.present] = np.add.reduceat(kernel, self.starts, axis=1)
+        mass[empty] = self.prior
+        return mass / mass.sum(axis=1, keepdims=True)
+
+
 def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray, num_classes: int,
-              bandwidth: float, query_groups=None, support_groups=None, chunk: int = 2048) -> np.ndarray:
+              bandwidth: float, query_groups=None, support_groups=None) -> np.ndarray:
     """Eq. 3 for every query row: class shares of the kernel mass exp(−‖q − s‖² / (d·h)).
 
     ``query_groups``/``support_groups`` exclude pairs in the same group (cross-validation folds;
     one group per point gives leave-one-out). Rows with no admissible support get the class prior.
     """
-    d = support.shape[1]
-    order = np.argsort(support_labels, kind="stable")
-    support, labels = support[order], support_labels[order]
-    present, starts = np.unique(labels, return_index=True)
-    prior = np.bincount(labels, minlength=num_classes) / labels.size
-    sq_support = np.einsum("ij,ij->i", support, support)
-    if support_groups is not None:
-        support_groups = np.asarray(support_groups)[order]
+    kde = _Support(support, support_labels, num_classes, support_groups)
     out = np.empty((query.shape[0], num_classes))
-    for lo in range(0, query.shape[0], chunk):
-        q = query[lo:lo + chunk]
-        sq = np.einsum("ij,ij->i", q, q)[:, None] + sq_support[None, :] - 2.0 * q @ support.T
-        log_k = -np.maximum(sq, 0.0) / (d * bandwidth)
-        if query_groups is not None:
-            log_k[np.asarray(query_groups)[lo:lo + chunk, None] == support_groups[None, :]] = -np.inf
-        top = log_k.max(axis=1, keepdims=True)
-        empty = ~np.isfinite(top[:, 0])
-        kernel = np.exp(log_k - np.where(np.isfinite(top), top, 0.0))
-        mass = np.zeros((q.shape[0], num_classes))
-        mass[:, present] = np.add.reduceat(kernel, starts, axis=1)
-        mass[empty] = prior
-        out[lo:lo + chunk] = mass / mass.sum(axis=1, keepdims=True)
+    for lo, sq in kde.distances(query, query_groups):
+        out[lo:lo + sq.shape[0]] = kde.shares(sq, bandwidth)
     return out
 
 
+def _log_loss(probs: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.sum(np.log(np.maximum(probs[np.arange(y.size), y], LOSS_CLIP))))
+
+
+def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
+    """``loss(h)``: mean log-loss (clipped at 1e-10, as the authors' code) of out-of-group KDE predictions.
+
+    The distances do not depend on h: with ``cache``, up to :data:`CACHE_ROWS` rows, they are computed once.
+    """
+    kde = _Support(z, y, num_classes, groups)
+    cached = list(kde.distances(z, groups)) if cache and y.size <= CACHE_ROWS else None
+
+    def loss(bandwidth: float) -> float:
+        chunks = cached if cached is not None else kde.distances(z, groups)
+        return sum(_log_loss(kde.shares(sq, bandwidth), y[lo:lo + sq.shape[0]]) for lo, sq in chunks) / y.size
+
+    return loss
+
+
 def kde_log_loss(z, y, num_classes, bandwidth, groups) -> float:
-    """Mean log-loss (clipped at 1e-10, as the authors' code) of out-of-group KDE predictions."""
-    probs = kde_probs(z, z, y, num_classes, bandwidth, groups, groups)
-    return float(-np.mean(np.log(np.maximum(probs[np.arange(y.size), y], LOSS_CLIP))))
+    """Mean out-of-group log-loss at one bandwidth (see :func:`cv_log_loss`)."""
+    return cv_log_loss(z, y, num_classes, groups, cache=False)(bandwidth)
 
 
 def golden_section(loss, lo: float, hi: float, tol: float) -> tuple[float, int]:
@@ -145,7 +184,7 @@ class KCal(Calibrator):
     feature = "embeddings"
 
     def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
-                 steps_per_epoch=100, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
+                 steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
                  bandwidth_range=(0.1, 10.0), tol=1e-4, n_folds=20, seed=0, device="auto", threads=1):
         self.dim = dim
         self.projection = projection
@@ -201,7 +240,7 @@ class KCal(Calibrator):
         self.support_, self.support_labels_ = project(self.params_, x_cal), y
         folds = fold_ids(y.size, self.n_folds, self.seed)
         self.bandwidth_, self.bandwidth_evaluations_ = golden_section(
-            lambda h: kde_log_loss(self.support_, y, k, h, folds), *self.bandwidth_range, self.tol)
+            cv_log_loss(self.support_, y, k, folds), *self.bandwidth_range, self.tol)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         return kde_probs(project(self.params_, self._features(scores)), self.support_, self.support_labels_,
