@@ -24,8 +24,8 @@ def test_eq3_on_a_hand_made_example():
     np.testing.assert_allclose(probs, [[k0 / (k0 + k1), k1 / (k0 + k1), 0.0]], rtol=1e-6)  # float32 kernels
     # Bandwidth h divides the mean squared distance: h = 2 halves every exponent.
     k0, k1 = np.exp(-2.0) + np.exp(-0.5), np.exp(-0.5)
-    np.testing.assert_allclose(kde_probs(np.array([[2.0]]), support, labels, 2, 2.0), [[k0 / (k0 + k1), k1 / (k0 + k1)]],
-                               rtol=1e-6)
+    expected = [[k0 / (k0 + k1), k1 / (k0 + k1)]]
+    np.testing.assert_allclose(kde_probs(np.array([[2.0]]), support, labels, 2, 2.0), expected, rtol=1e-6)
 
 
 def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():

@@ -47,7 +47,8 @@ class Recipe:
         recipe = dict(recipe or {})
         unknown = set(recipe) - {f.name for f in fields(cls)}
         if unknown:
-            raise ValueError(f"{where}.recipe: unknown keys {sorted(unknown)}; allowed: {[f.name for f in fields(cls)]}")
+            allowed = [f.name for f in fields(cls)]
+            raise ValueError(f"{where}.recipe: unknown keys {sorted(unknown)}; allowed: {allowed}")
         made = cls(**recipe)
         if made.optimizer not in ("adamw", "sgd"):
             raise ValueError(f"{where}.recipe.optimizer: expected adamw or sgd, got {made.optimizer!r}")
