@@ -16,9 +16,15 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/report_common.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/studies.smk"
+include: "workflow/rules/compare.smk"
+include: "workflow/rules/runtime.smk"
 
 
 rule all:
     default_target: True
     input:
         get_final_output(),
+        paper_comparison_outputs(),

@@ -25,12 +25,13 @@ def shared_data(*parts) -> Path:
 
 
 def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: bool = True,
-                  env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the repository's Snakefile in ``workdir`` with ``config`` written to ``workdir/config.yaml``."""
+                  env: dict | None = None, snakefile: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the repository's Snakefile (or ``snakefile``) in ``workdir`` with ``config`` written to
+    ``workdir/config.yaml``."""
     workdir.mkdir(parents=True, exist_ok=True)
     if config is not None:
         (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    cmd = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(workdir),
+    cmd = [SNAKEMAKE, "-s", str(snakefile or REPO / "Snakefile"), "--directory", str(workdir),
            "--configfile", str(workdir / "config.yaml"), "--cores", "2", *args]
     result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True,
                             env={**os.environ, **(env or {})}, timeout=900)
@@ -39,9 +40,9 @@ def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: 
     return result
 
 
-def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
+def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str, int]:
     """Job counts per rule that ``snakemake -n`` would run (empty when nothing is to do)."""
-    result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args)
+    result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args, env=env)
     counts = {}
     in_table = False
     for line in result.stdout.splitlines():

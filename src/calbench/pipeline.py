@@ -64,7 +64,10 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     if "train" in estimator.needs:
         train_part = store.read_group(dump, "train")
         train = (_scores(train_part), train_part["labels"])
-    estimator.fit(cal, data["cal"]["labels"], train=train)
+    try:
+        estimator.fit(cal, data["cal"]["labels"], train=train)
+    except ValueError as err:
+        raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
     fit_seconds = time.perf_counter() - start
     start = time.perf_counter()
     test_probs = estimator.predict_proba(test)
@@ -79,16 +82,24 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
 
 
 def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,
-                 split: dict | None = None) -> None:
-    """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map."""
+                 split: dict | None = None, bootstrap: dict | None = None) -> None:
+    """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
+
+    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals.
+    """
     out = store.read_group(calibrated, "test")
     wanted = list(metrics)
-    true_probs = None
-    if any(lookup(m)[0].needs_true_probs for m in wanted):
-        true_probs = splits.load_split(dump, seed, split)["test"].get("true_probs")
+    true_probs = uncal_probs = None
+    if any(lookup(m)[0].needs_true_probs or lookup(m)[0].needs_uncal_probs for m in wanted):
+        test = splits.load_split(dump, seed, split)["test"]
+        true_probs = test.get("true_probs")
+        uncal_probs = Scores(test["logits"]).probs
         if true_probs is None:
             wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]
-    values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed)
+    bootstrap = bootstrap or {}
+    values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed,
+                      uncal_probs=uncal_probs, bootstrap=int(bootstrap.get("samples", 0)),
+                      level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"))
     record = {"source": source, "method": method, "seed": seed, **values}
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 

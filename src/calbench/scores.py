@@ -23,7 +23,7 @@ def check_logits(logits, *, name: str = "logits") -> np.ndarray:
     """Return ``logits`` as a finite float64 ``[N, C]`` array or raise a ``ValueError`` naming it."""
     arr = np.asarray(logits)
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise ValueError(f"{name}: expected a numeric array, got dtype {arr.dtype}")
+        raise ValueError(f"{name}: expected a numeric array, got dtype {arr.dtype}; save the scores as float32/float64")
     if arr.ndim != 2:
         raise ValueError(f"{name}: expected a 2-D array [n_samples, n_classes], got shape {arr.shape}")
     if arr.shape[1] < 2:
@@ -47,13 +47,15 @@ def check_labels(labels, num_classes: int, n: int | None = None, *, name: str = 
         if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
             y = y.astype(np.int64)
         else:
-            raise ValueError(f"{name}: expected integer class indices, got dtype {y.dtype}")
+            raise ValueError(f"{name}: expected integer class indices, got dtype {y.dtype}; "
+                             "store labels as integers 0..C-1 (not one-hot, not class names)")
     if n is not None and y.shape[0] != n:
         raise ValueError(f"{name}: has {y.shape[0]} entries but the scores have {n} rows")
     if y.size and (y.min() < 0 or y.max() >= num_classes):
         raise ValueError(
             f"{name}: values must lie in [0, {num_classes}) for {num_classes} classes, "
-            f"found min {y.min()} and max {y.max()}"
+            f"found min {y.min()} and max {y.max()}; re-map the labels to class indices 0..{num_classes - 1}, "
+            "or check that the scores have one column per class"
         )
     return y.astype(np.int64, copy=False)
 

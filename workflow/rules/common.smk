@@ -1,4 +1,5 @@
 # Config access, target builders and wildcard constraints; all Python helpers of the rules live here.
+import json
 import re
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def table_files():
 
 
 def get_final_output():
-    return table_files()
+    return table_files() + ["results/tables/runtime.md"] + figure_files() + study_files()  # runtime.smk, figures.smk, studies.smk
 
 
 def package_files(package):
@@ -83,8 +84,14 @@ def package_files(package):
 
 
 # ---- params and inputs of the rules (no lambdas in rules) ----
+# Config slices reach jobs as canonical JSON (sorted keys), so that reordering or reformatting the
+# config file does not look like a change of settings to Snakemake's params trigger.
+def canonical(value):
+    return json.dumps(value, sort_keys=True)
+
+
 def source_entry(wildcards):
-    return SOURCES[wildcards.source]
+    return canonical(SOURCES[wildcards.source])
 
 
 def source_seed_list(wildcards):
@@ -92,11 +99,11 @@ def source_seed_list(wildcards):
 
 
 def source_split(wildcards):
-    return SOURCES[wildcards.source].get("split")
+    return canonical(SOURCES[wildcards.source].get("split"))
 
 
 def method_settings(wildcards):
-    return chain_settings(config, wildcards.method)
+    return canonical(chain_settings(config, wildcards.method))
 
 
 def method_code(wildcards):

@@ -1,16 +1,18 @@
 # Metrics of each calibrated output (one flat JSON per source, method and seed).
+import calbench.binary as _calbench_binary  # the fit-on-test estimators' calibration maps
 
 
 rule evaluate:
     input:
         calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
         dump="results/dumps/{source}.h5",
-        code=package_files(_calbench_metrics),
+        code=package_files(_calbench_metrics) + package_files(_calbench_binary),
     output:
         "results/metrics/{source}/{method}/seed{seed}.json",
     params:
         metrics=METRICS,
         split=source_split,
+        bootstrap=config.get("bootstrap", {}),
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:

@@ -1,7 +1,9 @@
 """Snakemake adapter of calbench.pipeline.calibrate_job (debug outside Snakemake: python -m calbench calibrate --help)."""
+import json
+
 from calbench.pipeline import calibrate_job, job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    calibrate_job(smk.input.dump, smk.output[0], smk.wildcards.method, dict(smk.params.settings),
-                  int(smk.wildcards.seed), smk.params.split)
+    calibrate_job(smk.input.dump, smk.output[0], smk.wildcards.method, json.loads(smk.params.settings),
+                  int(smk.wildcards.seed), json.loads(smk.params.split))

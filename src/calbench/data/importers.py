@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.scores import PROB_EPS
+from calbench.data.store import validate_split
+from calbench.scores import PROB_EPS, check_logits
 
 SPLITS = ("train", "cal", "test", "all")
 
@@ -39,9 +40,7 @@ def _looks_like_probs(arr: np.ndarray) -> bool:
 
 def convert_scores(logits: np.ndarray, declared: str, where: str) -> np.ndarray:
     """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data."""
-    arr = np.asarray(logits, dtype=np.float64)
-    if arr.ndim != 2:
-        raise ValueError(f"{where}: expected a 2-D array [n_samples, n_classes], got shape {arr.shape}")
+    arr = check_logits(logits, name=where)  # numeric, 2-D, finite
     if declared == "probs":
         if not _looks_like_probs(arr):
             raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
@@ -105,9 +104,19 @@ def read_files(fmt: str, files: dict, scores: str, origin: str) -> dict[str, dic
             raise FileNotFoundError(f"{origin}.files: {path} does not exist")
     groups = readers[fmt]()
     for split, arrays in groups.items():
+        where = f"{origin}: {_file_of(fmt, files, split, 'logits')}:{split}/logits"
         if "logits" in arrays:
-            arrays["logits"] = convert_scores(arrays["logits"], scores, f"{origin} ({split}/logits)")
+            arrays["logits"] = convert_scores(arrays["logits"], scores, where)
+        groups[split] = validate_split(arrays, f"{origin}: {_file_of(fmt, files, split, 'labels')}:{split}")
     return groups
+
+
+def _file_of(fmt: str, files: dict, split: str, field: str) -> str:
+    """The input file that holds ``field`` of ``split`` (for error messages)."""
+    if fmt != "npy":
+        return str(files["archive"])
+    entry = files.get(split, files) if isinstance(files.get(split), dict) else files
+    return str(entry.get(field, "?"))
 
 
 def _paths(files: dict):

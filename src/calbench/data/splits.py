@@ -42,19 +42,24 @@ def load_split(dump_path, seed: int, split: dict | None = None) -> dict:
     """
     groups = store.list_groups(dump_path)
     if f"seed{seed}/cal" in groups:
-        cal, test = (store.read_group(dump_path, f"seed{seed}/{part}") for part in ("cal", "test"))
+        cal, test = (_read(dump_path, f"seed{seed}/{part}") for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
                 "test_index": np.arange(len(test["labels"]))}
     if "cal" in groups and "test" in groups:
-        cal, test = (store.read_group(dump_path, part) for part in ("cal", "test"))
+        cal, test = (_read(dump_path, part) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
                 "test_index": np.arange(len(test["labels"]))}
     if "all" in groups:
         if not split:
             raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
                              "or {cal_fraction: f} in config")
-        pool = store.read_group(dump_path, "all")
+        pool = _read(dump_path, "all")
         cal_index, test_index = split_pool(pool["labels"], seed, **split)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
         return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index}
     raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
+
+
+def _read(dump_path, group: str) -> dict:
+    """One group of a dump, checked (a dump written by another tool may hold NaN, bad labels, ...)."""
+    return store.validate_split(store.read_group(dump_path, group), f"{dump_path}:{group}")

@@ -14,6 +14,18 @@ from sklearn.base import BaseEstimator
 from calbench.scores import Scores, as_scores, check_labels
 
 
+def check_every_class(y: np.ndarray, num_classes: int, who: str) -> None:
+    """Raise when some class of ``[0, num_classes)`` has no label in ``y``."""
+    missing = np.flatnonzero(np.bincount(y, minlength=num_classes) == 0)
+    if missing.size:
+        shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
+        raise ValueError(
+            f"{who} needs calibration examples of every class, but {missing.size} of {num_classes} classes have none "
+            f"among the {y.size} calibration labels (classes {shown}); use a larger or stratified calibration split "
+            "(source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
+        )
+
+
 class Calibrator(BaseEstimator):
     """Base class of every calibration method.
 
@@ -26,12 +38,15 @@ class Calibrator(BaseEstimator):
         (``None``: the method has no hyperparameters to tune).
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
     preserves_argmax : True for methods whose output never changes the predicted class.
+    needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
+        when a class has no calibration example; ``fit`` then refuses such a calibration set.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
     default_grid: dict | None = None
     default_cv: dict = {}
     preserves_argmax: bool = False
+    needs_every_class: bool = False
 
     def fit(self, scores, y, train=None) -> "Calibrator":
         """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``.
@@ -41,6 +56,8 @@ class Calibrator(BaseEstimator):
         """
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
+        if self.needs_every_class:
+            check_every_class(y, scores.num_classes, type(self).__name__)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:

@@ -66,19 +66,30 @@ def method_class(name: str) -> type:
     return _REGISTRY[single]
 
 
+def _calbench_files_used_by(module) -> set[str]:
+    """The module's file and those of the calbench modules it imports names from (one level)."""
+    files = {inspect.getsourcefile(module)}
+    for value in vars(module).values():
+        owner = value if inspect.ismodule(value) else inspect.getmodule(value)
+        if owner is not None and owner.__name__.startswith("calbench.") and getattr(owner, "__file__", None):
+            files.add(owner.__file__)
+    return files
+
+
 def source_files(name: str) -> list[str]:
     """Source files whose edit must rerun the jobs of method (or chain) ``name``.
 
-    The modules of each stage's class and of its base classes inside calbench, plus the chain and
-    tuning machinery; used as Snakemake ``input:`` so a code change reruns exactly those jobs.
+    The modules of each stage's class and of its base classes inside calbench, the calbench modules
+    those import from (e.g. the binary maps of ``platt``), and the chain and tuning machinery; used as
+    Snakemake ``input:`` so that a code change reruns exactly the affected jobs.
     """
     here = Path(__file__).parent
-    files = {str(here / "chain.py"), str(here / "tuning.py")}  # base classes (base.py, ovr.py) come from the MRO
+    files = {str(here / "chain.py"), str(here / "tuning.py")}
     for part in split_chain(name):
         for klass in inspect.getmro(_REGISTRY[part]):
             module = inspect.getmodule(klass)
             if module is not None and module.__name__.startswith("calbench."):
-                files.add(inspect.getsourcefile(klass))
+                files |= _calbench_files_used_by(module)
     return sorted(files)
 
 
@@ -106,12 +117,11 @@ def make(name: str, **settings):
     settings = dict(settings)
     grid = settings.pop("grid", cls.default_grid)
     cv = {**cls.default_cv, **(settings.pop("cv", None) or {})}
-    try:
-        estimator = cls(**settings)
-    except TypeError as err:
-        allowed = sorted(inspect.signature(cls.__init__).parameters)
-        allowed = [a for a in allowed if a != "self"]
-        raise ValueError(f"method {name!r}: {err}; allowed settings: {allowed + ['grid', 'cv']}") from None
+    allowed = cls._get_param_names()  # scikit-learn: the keyword arguments of __init__, sorted
+    unknown = sorted(set(settings) - set(allowed))
+    if unknown:
+        raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
+    estimator = cls(**settings)
     if grid:
         return GridSearch(estimator, grid, **cv)
     return estimator

@@ -1,12 +1,19 @@
-"""Registration of every metric id; the formulas live in the topical modules."""
+"""Registration of every metric id; the formulas live in the topical modules (docs/metrics.md lists them)."""
 
-from calbench.metrics import ece, proper, true_ce
+import numpy as np
+
+from calbench.binary import FAMILIES
+from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, true_ce
+from calbench.metrics.binned import binned_ece, columns
 from calbench.metrics.registry import metric
 
-metric("acc", higher_is_better=True, description="accuracy of the argmax")(
+metric("acc", higher_is_better=True, description="accuracy of the argmax",
+       pointwise=lambda ctx: (np.argmax(ctx.probs, axis=1) == ctx.labels).astype(float))(
     lambda ctx: proper.accuracy(ctx.probs, ctx.labels))
-metric("nll", description="log-loss, natural log")(lambda ctx: proper.log_loss(ctx.probs, ctx.labels))
-metric("brier", decimals=4, description="Brier score summed over classes (LECE paper)")(
+metric("nll", description="log-loss, natural log", pointwise=lambda ctx: proper.log_loss_rows(ctx.probs, ctx.labels))(
+    lambda ctx: proper.log_loss(ctx.probs, ctx.labels))
+metric("brier", decimals=4, description="Brier score summed over classes (LECE paper)",
+       pointwise=lambda ctx: proper.brier_rows(ctx.probs, ctx.labels))(
     lambda ctx: proper.brier(ctx.probs, ctx.labels))
 metric("brier\\.mean", decimals=5, description="Brier score averaged over classes (Dirichlet paper)")(
     lambda ctx: proper.brier(ctx.probs, ctx.labels, mean_over_classes=True))
@@ -14,11 +21,73 @@ metric("brier\\.top", decimals=4, description="binary Brier score of the top-lab
     lambda ctx: proper.brier_top(ctx.probs, ctx.labels))
 
 
-@metric(r"ece\.(?P<target>conf|cw)\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)\.(?P<norm>l1|l2)", scale=100.0,
-        decimals=2, description="binned ECE: target conf|cw, equal-width|equal-mass bins, l1|l2 norm")
-def _binned_ece(ctx, target, scheme, bins, norm):
-    function = ece.confidence_ece if target == "conf" else ece.classwise_ece
-    return function(ctx.probs, ctx.labels, int(bins), scheme, norm)
+@metric(r"ece\.(?P<target>conf|cw)\.(?P<binning>(?:ew|em)(?:[1-9][0-9]*|cv)|cv)\.(?P<norm>l1|l2)"
+        r"(?P<debiased>\.debiased)?", scale=100.0, decimals=2,
+        description="binned ECE: target conf|cw, equal-width|equal-mass bins (a count, or cv = chosen by "
+                    "10-fold CV as in the fit-on-test paper §4.6; bare cv = emcv), l1|l2 norm, optional "
+                    ".debiased (fit-on-test App. C.5 for l1, Kumar et al. 2019 for l2)")
+def _binned_ece(ctx, target, binning, norm, debiased):
+    scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
+    scores, hits = columns(ctx.probs, ctx.labels, target)
+    return float(np.mean(binned_ece(scores, hits, bins if bins == "cv" else int(bins), scheme, norm, bool(debiased))))
+
+
+@metric(r"ece\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)\.l1\.kcal", scale=100.0, decimals=2,
+        description="KCal paper's adaptive ECE (remainder in the last bins); cw drops p < min(0.01, 1/K)")
+def _kcal_ece(ctx, target, bins):
+    scores, hits = columns(ctx.probs, ctx.labels, target)
+    threshold = kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
+    return kcal.kcal_ece(scores, hits, int(bins), threshold)
+
+
+_FAMILY = "|".join(sorted(FAMILIES, key=len, reverse=True))
+
+
+@metric(rf"ece\.(?P<target>conf|cw)\.(?P<family>{_FAMILY})\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
+        description="fit-on-test plug-in CE (Kängsepp et al. Eq. 3) with map family platt|beta|iso|pl|pl3|…")
+def _fit_on_test(ctx, target, family, norm):
+    scores, hits = columns(ctx.probs, ctx.labels, target)
+    return float(np.mean(fit_on_test.fit_on_test_ce(scores, hits, family, norm, ctx.seed)))
+
+
+@metric(rf"cmee\.(?P<target>conf|cw)\.(?P<family>{_FAMILY})\.(?P<norm>l1|l2)",
+        needs_true_probs=True, scale=100.0, decimals=3,
+        description="calibration-map estimation error of a fit-on-test map vs the true map (fit-on-test §6.1)")
+def _cmee(ctx, target, family, norm):
+    scores, hits = columns(ctx.probs, ctx.labels, target)
+    truth = fit_on_test.true_target(ctx.probs, ctx.true_probs, target)
+    return float(np.mean(fit_on_test.cmee(scores, hits, truth, family, norm, ctx.seed)))
+
+
+@metric(r"kde_ece\.conf\.(?P<norm>l1|l2)(?P<code>\.mnm_code)?", scale=100.0, decimals=2,
+        description="Mix-n-Match KDE top-label ECE (§4.1, App. C); .mnm_code = the authors' code's bandwidth")
+def _kde_ece(ctx, norm, code):
+    scores, hits = columns(ctx.probs, ctx.labels, "conf")
+    return kde_ece.kde_ece(scores[:, 0], hits[:, 0], norm, "mnm_code" if code else "paper")
+
+
+def _gain_pointwise(ctx):
+    return proper.brier_rows(ctx.uncal_probs, ctx.labels) - proper.brier_rows(ctx.probs, ctx.labels)
+
+
+metric(r"ece_gain\.l2", higher_is_better=True, needs_uncal_probs=True, scale=100.0, decimals=3,
+       pointwise=_gain_pointwise,
+       description="Mix-n-Match calibration gain ΔECE² (Eq. 8): Brier(uncalibrated) − Brier(calibrated), summed")(
+    lambda ctx: float(np.mean(_gain_pointwise(ctx))))
+metric(r"skce\.ul", scale=100.0, decimals=4,
+       description="unbiased linear squared kernel calibration error (Widmann et al. 2019), exp(−‖p−p'‖) kernel")(
+    lambda ctx: kernel_ce.skce_ul(ctx.probs, ctx.labels))
+metric(r"skce\.uq", scale=100.0, decimals=4,
+       description="unbiased quadratic SKCE (Widmann et al. 2019), O(n²) in blocks")(
+    lambda ctx: kernel_ce.skce_uq(ctx.probs, ctx.labels))
+
+
+@metric(r"p_ece\.(?P<target>conf|cw)(?:\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*))?", higher_is_better=True,
+        decimals=3, description="p-value of the consistency-resampling ECE test (Vaicenavicius et al.; "
+                                "Dirichlet paper §2), default 15 equal-width bins, 1000 resamples")
+def _p_ece(ctx, target, scheme, bins):
+    return consistency.consistency_p_value(ctx.probs, ctx.labels, target, int(bins or 15), scheme or "ew",
+                                           seed=ctx.seed)
 
 
 @metric(r"mce\.conf\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)", scale=100.0, decimals=2,
@@ -31,3 +100,7 @@ metric("true_ce\\.conf\\.l1", needs_true_probs=True, description="true confidenc
     lambda ctx: true_ce.true_confidence_ce(ctx.probs, ctx.true_probs))
 metric("true_ce\\.cw\\.l1", needs_true_probs=True, description="true classwise CE (LECE paper §4.1.3)")(
     lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs))
+metric("true_ce\\.conf\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.conf.l1")(
+    lambda ctx: true_ce.true_confidence_ce(ctx.probs, ctx.true_probs, squared=True))
+metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.cw.l1")(
+    lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs, squared=True))

@@ -18,9 +18,20 @@ def accuracy(probs, labels) -> float:
     return float(np.mean(np.argmax(probs, axis=1) == labels))
 
 
-def log_loss(probs, labels) -> float:
+def log_loss_rows(probs, labels) -> np.ndarray:
+    """Per-instance −ln p̂_y (clipped at ``NLL_EPS``) [N]."""
     p_true = np.asarray(probs)[np.arange(labels.size), labels]
-    return float(-np.mean(np.log(np.clip(p_true, NLL_EPS, None))))
+    return -np.log(np.clip(p_true, NLL_EPS, None))
+
+
+def log_loss(probs, labels) -> float:
+    return float(np.mean(log_loss_rows(probs, labels)))
+
+
+def brier_rows(probs, labels) -> np.ndarray:
+    """Per-instance Brier score Σ_j (p̂_ij − y_ij)² [N]."""
+    probs = np.asarray(probs, dtype=np.float64)
+    return np.sum(probs**2, axis=1) - 2 * probs[np.arange(labels.size), labels] + 1.0
 
 
 def brier(probs, labels, *, mean_over_classes: bool = False) -> float:

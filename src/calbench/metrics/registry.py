@@ -22,6 +22,8 @@ class MetricContext:
     labels: np.ndarray
     true_probs: np.ndarray | None = None
     seed: int = 0
+    #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
+    uncal_probs: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -30,10 +32,13 @@ class MetricFamily:
     function: Callable[..., float]
     higher_is_better: bool = False
     needs_true_probs: bool = False
+    needs_uncal_probs: bool = False
     #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
     scale: float = 1.0
     decimals: int = 3
     description: str = ""
+    #: Optional ``pointwise(ctx) -> [N]`` whose mean is the metric; lets the bootstrap run as one matrix product.
+    pointwise: Callable[..., np.ndarray] | None = None
 
 
 _FAMILIES: list[MetricFamily] = []

@@ -13,9 +13,12 @@ from __future__ import annotations
 import numpy as np
 
 
-def true_confidence_ce(probs, true_probs) -> float:
-    return float(np.mean(np.abs(np.max(probs, axis=1) - np.max(true_probs, axis=1))))
+def true_confidence_ce(probs, true_probs, squared: bool = False) -> float:
+    diff = np.max(probs, axis=1) - np.max(true_probs, axis=1)
+    return float(np.sqrt(np.mean(diff**2))) if squared else float(np.mean(np.abs(diff)))
 
 
-def true_classwise_ce(probs, true_probs) -> float:
-    return float(np.mean(np.abs(np.asarray(probs) - np.asarray(true_probs))))
+def true_classwise_ce(probs, true_probs, squared: bool = False) -> float:
+    """``squared``: sqrt of the mean squared difference (``l2``; the fit-on-test paper's squared CMEE, rooted)."""
+    diff = np.asarray(probs) - np.asarray(true_probs)
+    return float(np.sqrt(np.mean(diff**2))) if squared else float(np.mean(np.abs(diff)))

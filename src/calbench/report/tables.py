@@ -31,15 +31,18 @@ def long_table(metric_files) -> pd.DataFrame:
     return frame.sort_values([*ID_COLUMNS, "metric"], kind="stable").reset_index(drop=True)
 
 
-def summary(long: pd.DataFrame, metric_id: str) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """Mean, std (ddof=0, as the LECE code) and rank tables (rows = sources, columns = methods)."""
+def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Mean, std (ddof=0, as the LECE code) and rank tables (rows = sources, columns = methods).
+
+    ``ties="min"`` as the LECE paper's tables; ``"average"`` as the Dirichlet paper's Friedman test.
+    """
     family, _ = lookup(metric_id)
     sub = long[long["metric"] == metric_id]
     grouped = sub.groupby(["source", "method"])["value"]
     mean = grouped.mean().unstack("method")
     std = grouped.std(ddof=0).unstack("method")
     shown = (mean * family.scale).round(family.decimals)
-    ranks = shown.rank(axis=1, method="min", ascending=not family.higher_is_better)
+    ranks = shown.rank(axis=1, method=ties, ascending=not family.higher_is_better)
     return mean, std, ranks
 
 

@@ -1,0 +1,56 @@
+"""Benchmarks of the evaluation metrics: KDE-ECE, the PL/PL3 fits, CV-bins ECE, SKCE and the p-ECE test."""
+
+import numpy as np
+from scipy.special import expit
+
+from calbench.bench import benchmark, timed
+from calbench.binary import PiecewiseLinear, PiecewiseLinearCV
+from calbench.data.synthetic import sample_categorical
+from calbench.metrics import evaluate
+from calbench.metrics.kde_ece import kde_ece
+
+
+def _binary(n, seed=0):
+    """Mix-n-Match §5.1 task (β0, β1) = (0.5, −1.5): scores and labels."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(2, size=n)
+    return expit(0.5 - 1.5 * rng.normal(np.where(y == 1, -1.0, 1.0), 1.0)), y.astype(float)
+
+
+def _multiclass(n, classes, seed=0):
+    rng = np.random.default_rng(seed)
+    probs = rng.dirichlet(np.full(classes, 0.3), size=n)
+    return probs**1.5 / np.sum(probs**1.5, axis=1, keepdims=True), sample_categorical(probs, rng)
+
+
+@benchmark("metrics.kde_ece")
+def kde_ece_10k(repeat):
+    n = 10_000
+    seconds = timed(lambda: _binary(n), kde_ece, repeat)
+    return {"seconds": seconds, "n": n, "grid": 2**14}
+
+
+@benchmark("binary.pl_fit", repeat=1)
+def pl_fit(repeat):
+    """One PL^CE map with 8 pieces, and the full CV estimator (B = 1..16, 10 folds, 160 fits)."""
+    n = 3000
+    single = timed(lambda: _binary(n), lambda p, y: PiecewiseLinear(8).fit(p, y), repeat)
+    cv = timed(lambda: _binary(n), lambda p, y: PiecewiseLinearCV().fit(p, y), repeat)
+    return {"seconds": cv, "single_fit_seconds": single, "n": n, "candidates": 16, "folds": 10}
+
+
+@benchmark("binary.pl3_fit", repeat=1)
+def pl3_fit(repeat):
+    """As binary.pl_fit for PL3 (piecewise linear in logit–logit space)."""
+    n = 3000
+    single = timed(lambda: _binary(n), lambda p, y: PiecewiseLinear(8, logit_space=True).fit(p, y), repeat)
+    cv = timed(lambda: _binary(n), lambda p, y: PiecewiseLinearCV(logit_space=True).fit(p, y), repeat)
+    return {"seconds": cv, "single_fit_seconds": single, "n": n, "candidates": 16, "folds": 10}
+
+
+@benchmark("metrics.cv_ece_skce_pece")
+def cv_ece_skce_pece(repeat):
+    n, c = 10_000, 100
+    ids = ["ece.conf.cv.l1", "ece.cw.emcv.l1", "skce.ul", "p_ece.conf", "p_ece.cw", "kde_ece.conf.l1"]
+    seconds = timed(lambda: _multiclass(n, c), lambda p, y: evaluate(p, y, ids), repeat)
+    return {"seconds": seconds, "n": n, "classes": c, "metrics": len(ids)}

@@ -1,0 +1,37 @@
+"""One-dimensional (binary) calibration maps p ↦ ĉ(p) on [0, 1], shared by calibrators and metrics.
+
+Each map is a small estimator with ``fit(p, y) -> self`` and ``predict(p) -> ĉ(p)`` on 1-D float
+arrays (``y`` in {0, 1}). The same classes serve as one-vs-rest / confidence calibrators
+(:mod:`calbench.methods.binary_calibrators`) and as the families of the fit-on-test
+calibration-error estimators (:mod:`calbench.metrics.fit_on_test`; Kängsepp et al. 2025, Table 1).
+
+* :class:`~calbench.binary.maps.Platt`: σ(a·logit p + b), log-loss (fit-on-test App. C.4).
+* :class:`~calbench.binary.maps.Beta`: beta calibration "abm" (Kull et al. 2017), log-loss.
+* :class:`~calbench.binary.maps.Isotonic`: isotonic regression (PAV), squared loss.
+* :class:`~calbench.binary.piecewise.PiecewiseLinear`: PL and PL3 with a fixed number of pieces;
+  :class:`~calbench.binary.piecewise.PiecewiseLinearCV`: the fit-on-test paper's PL/PL3 (pieces by
+  10-fold CV with the 0.1 % rule, prediction = mean of the fold models).
+"""
+
+from calbench.binary.maps import Beta, Isotonic, Platt
+from calbench.binary.piecewise import PiecewiseLinear, PiecewiseLinearCV
+
+FAMILIES = {
+    "platt": lambda seed=0: Platt(),
+    "beta": lambda seed=0: Beta(),
+    "iso": lambda seed=0: Isotonic(),
+    "pl": lambda seed=0: PiecewiseLinearCV(logit_space=False, loss="ce", seed=seed),
+    "pl_mse": lambda seed=0: PiecewiseLinearCV(logit_space=False, loss="mse", seed=seed),
+    "pl3": lambda seed=0: PiecewiseLinearCV(logit_space=True, loss="ce", seed=seed),
+    "pl3_mse": lambda seed=0: PiecewiseLinearCV(logit_space=True, loss="mse", seed=seed),
+}
+
+
+def make_map(family: str, seed: int = 0):
+    """An unfitted binary map of ``family`` (one of :data:`FAMILIES`); ``seed`` drives PL/PL3's CV folds."""
+    if family not in FAMILIES:
+        raise ValueError(f"binary map family {family!r} unknown; allowed: {', '.join(FAMILIES)}")
+    return FAMILIES[family](seed=seed)
+
+
+__all__ = ["Platt", "Beta", "Isotonic", "PiecewiseLinear", "PiecewiseLinearCV", "FAMILIES", "make_map"]

@@ -1,0 +1,119 @@
+"""Parametric and isotonic binary calibration maps (fit-on-test paper Table 1 and App. C.4).
+
+* Platt: ĉ(p) = σ(a·logit(p) + b), the logistic family fitted by log-loss on the logit of the
+  probability (the fit-on-test paper fits Platt "on a logit-transformed input"; Platt 1999 on scores).
+* Beta ("abm", Kull et al. 2017; Dirichlet paper §4.1): ĉ(p) = σ(a·ln p − b·ln(1 − p) + c) with
+  a, b ≥ 0, fitted by logistic regression on (ln p, −ln(1 − p)); a negative a (or b) is fixed to 0
+  and the model refitted, as Kull et al. prescribe to keep the map monotone.
+* Isotonic: the non-decreasing step function minimising the squared error (pool adjacent
+  violators), linearly interpolated between its steps and clipped outside the fitted range.
+
+Probabilities are clipped to ``[PROB_EPS, 1 − PROB_EPS]`` before taking logarithms.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, logit
+from sklearn.isotonic import IsotonicRegression
+
+from calbench.scores import PROB_EPS
+
+#: Ridge penalty on the slopes of the logistic fits: negligible, but keeps separable data finite.
+RIDGE = 1e-6
+
+
+def check_binary(p, y=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """``p`` as float64 [N] in [0, 1] and ``y`` as float64 {0, 1}, or a ValueError naming the problem."""
+    p = np.asarray(p, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"binary map input: expected a 1-D array of probabilities, got shape {p.shape}")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("binary map input: probabilities must lie in [0, 1] (got values outside or NaN)")
+    if y is None:
+        return p, None
+    y = np.asarray(y, dtype=np.float64)
+    if y.shape != p.shape or not np.all((y == 0) | (y == 1)):
+        raise ValueError(f"binary map targets: expected {p.shape[0]} values in {{0, 1}}, got shape {y.shape}")
+    return p, y
+
+
+def _clip(p):
+    return np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
+
+
+def fit_logistic(features: np.ndarray, y: np.ndarray, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
+    """Weights w (last = intercept) of σ(features·w[:-1] + w[-1]) minimising the mean log-loss (Newton)."""
+    x = np.column_stack([features, np.ones(features.shape[0])])
+    n, d = x.shape
+    ridge = np.full(d, RIDGE)
+    ridge[-1] = 0.0
+    w = np.zeros(d)
+    for _ in range(max_iter):
+        q = expit(x @ w)
+        grad = x.T @ (q - y) / n + ridge * w
+        hess = (x * (q * (1 - q))[:, None]).T @ x / n + np.diag(ridge + 1e-12)
+        step = np.linalg.solve(hess, grad)
+        w -= step
+        if np.max(np.abs(step)) < tol:
+            break
+    return w
+
+
+class Platt:
+    """ĉ(p) = σ(a·logit(p) + b) fitted by log-loss."""
+
+    def fit(self, p, y) -> "Platt":
+        p, y = check_binary(p, y)
+        self.a_, self.b_ = fit_logistic(logit(_clip(p))[:, None], y)
+        return self
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = check_binary(p)
+        return expit(self.a_ * logit(_clip(p)) + self.b_)
+
+    def summary(self) -> dict:
+        return {"a": float(self.a_), "b": float(self.b_)}
+
+
+class Beta:
+    """Beta calibration ĉ(p) = σ(a·ln p − b·ln(1 − p) + c), a, b ≥ 0 (Kull et al. 2017, "abm")."""
+
+    def fit(self, p, y) -> "Beta":
+        p, y = check_binary(p, y)
+        p = _clip(p)
+        features = np.column_stack([np.log(p), -np.log1p(-p)])
+        w = fit_logistic(features, y)
+        if w[0] < 0 or w[1] < 0:
+            keep = 1 if w[0] < w[1] else 0  # drop the more negative slope, refit on the other feature
+            w_keep = fit_logistic(features[:, [keep]], y)
+            w = np.zeros(3)
+            w[keep], w[2] = max(w_keep[0], 0.0), w_keep[1]
+            if w_keep[0] < 0:  # both slopes negative: the constant map (base rate)
+                w[keep], w[2] = 0.0, fit_logistic(np.zeros((p.size, 0)), y)[0]
+        self.a_, self.b_, self.c_ = w
+        return self
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = check_binary(p)
+        p = _clip(p)
+        return expit(self.a_ * np.log(p) - self.b_ * np.log1p(-p) + self.c_)
+
+    def summary(self) -> dict:
+        return {"a": float(self.a_), "b": float(self.b_), "c": float(self.c_)}
+
+
+class Isotonic:
+    """Isotonic regression of y on p (PAV), clipped to the fitted range, outputs in [0, 1]."""
+
+    def fit(self, p, y) -> "Isotonic":
+        p, y = check_binary(p, y)
+        self.model_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+        return self
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = check_binary(p)
+        return self.model_.predict(p)
+
+    def summary(self) -> dict:
+        return {"steps": int(self.model_.X_thresholds_.size)}

@@ -1,0 +1,110 @@
+"""Calibrators built from the binary maps of :mod:`calbench.binary`.
+
+* One-vs-rest (Dirichlet paper §4.1; spec lece_dirichlet.md §1.7): class j's map is fitted on
+  (p̂_j, 1[y = j]) and the calibrated columns are divided by their sum (:class:`OneVsRest`):
+  ``platt`` (σ(a·logit p + b)), ``beta`` (Kull et al. 2017 "abm"), ``pl_ovr`` and ``pl3_ovr`` (the
+  fit-on-test paper's PL / PL3 with CV-chosen pieces and fold-model averaging).
+* Confidence (fit-on-test paper §3.3 (ii), top-label): one map fitted on (max p̂, 1[argmax p̂ = y]);
+  the top probability becomes ĉ(max p̂) and the other classes share 1 − ĉ(max p̂) in proportion
+  to their original probabilities (uniformly if they were all 0): ``pl_conf`` and ``pl3_conf``.
+  The predicted class can change when ĉ(max p̂) falls below another class's rescaled probability.
+PL and PL3 take ``loss`` "ce" (the paper's headline) or "mse", and the CV settings ``n_folds`` (10)
+and ``max_pieces`` (default: the paper's min(n // 200, 15) + 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench.binary import Beta, PiecewiseLinearCV, Platt
+from calbench.methods.base import Calibrator
+from calbench.methods.ovr import OneVsRest
+from calbench.methods.registry import register
+from calbench.scores import Scores
+
+
+class _MapOneVsRest(OneVsRest):
+    def _new_map(self):
+        raise NotImplementedError
+
+    def _fit_binary(self, p, hits):
+        return self._new_map().fit(p, hits)
+
+    def _apply_binary(self, fitted, p):
+        return fitted.predict(p)
+
+    def fitted_summary(self) -> dict:
+        return {"classes": [m.summary() for m in self.binary_maps_]}
+
+
+@register("platt")
+class PlattOneVsRest(_MapOneVsRest):
+    """Platt scaling per class on the logit of p̂_j, renormalised."""
+
+    def _new_map(self):
+        return Platt()
+
+
+@register("beta")
+class BetaOneVsRest(_MapOneVsRest):
+    """Beta calibration per class (a, b ≥ 0), renormalised."""
+
+    def _new_map(self):
+        return Beta()
+
+
+class _PiecewiseMixin:
+    logit_space = False
+
+    def _new_map(self):
+        return PiecewiseLinearCV(logit_space=self.logit_space, loss=self.loss, seed=self.seed, n_folds=self.n_folds,
+                                 max_pieces=self.max_pieces)
+
+
+@register("pl_ovr")
+class PLOneVsRest(_PiecewiseMixin, _MapOneVsRest):
+    """PL (fit-on-test §4.4) per class, renormalised."""
+
+    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+        self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
+
+
+@register("pl3_ovr")
+class PL3OneVsRest(PLOneVsRest):
+    """PL3 (piecewise linear in logit–logit space) per class, renormalised."""
+
+    logit_space = True
+
+
+@register("pl_conf")
+class PLConfidence(_PiecewiseMixin, Calibrator):
+    """PL fitted on the confidence (top-label) task; the other classes are rescaled."""
+
+    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+        self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        probs = scores.probs
+        self.map_ = self._new_map().fit(probs.max(axis=1), (probs.argmax(axis=1) == y).astype(np.float64))
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        probs = scores.probs
+        top = probs.argmax(axis=1)
+        conf = probs[np.arange(top.size), top]
+        new_conf = self.map_.predict(conf)
+        rest = 1.0 - conf
+        others = np.where(rest[:, None] > 0, probs / np.where(rest > 0, rest, 1.0)[:, None],
+                          1.0 / (probs.shape[1] - 1))
+        out = others * (1.0 - new_conf)[:, None]
+        out[np.arange(top.size), top] = new_conf
+        return out
+
+    def fitted_summary(self) -> dict:
+        return self.map_.summary()
+
+
+@register("pl3_conf")
+class PL3Confidence(PLConfidence):
+    """PL3 fitted on the confidence (top-label) task; the other classes are rescaled."""
+
+    logit_space = True

@@ -1,0 +1,87 @@
+"""Isotonic calibration: one-vs-rest (IROvA) and the accuracy-preserving multiclass IRM.
+
+Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (spec kcal_mixnmatch.md §1.2):
+
+* ``irova``: one isotonic map per class, fitted by PAV on (p̂_j, 1[y = j]), then renormalised
+  (§3.3.1; the LECE paper's IR, spec lece_dirichlet.md §1.7). Not accuracy-preserving.
+* ``irm``: the "data ensemble" (§3.3.2): one isotonic g* fitted on all n·L pooled pairs
+  (p̂_ij, 1[y_i = j]), made strictly isotonic as ĝ(a) = g*(a) + ε·a and applied to every entry,
+  then normalised (Eq. 4). One strictly increasing g for all classes keeps the argmax (Prop. 3.1).
+
+Both evaluate the fitted step function with linear interpolation between its knots and clip
+outside the fitted range (scikit-learn ``IsotonicRegression(out_of_bounds="clip")``, as both
+authors' codes). Paper vs code: the codes add ``1e-9·p̂`` and do not renormalise; here outputs are
+always renormalised (Eq. 4), ``eps`` is ε (IRM's strictness; for IROvA the codes' guard against
+zero probabilities, 0 in the paper).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+from calbench.methods.base import Calibrator
+from calbench.methods.ovr import OneVsRest, renormalise
+from calbench.methods.registry import register
+from calbench.scores import Scores
+
+
+def _check_eps(eps, *, positive: bool) -> None:
+    if not np.isfinite(eps) or eps < 0 or (positive and eps == 0):
+        need = "a small positive number (strict isotonicity)" if positive else "a number >= 0"
+        raise ValueError(f"eps: expected {need}, got {eps!r}")
+
+
+def fit_isotonic(p: np.ndarray, hits: np.ndarray) -> IsotonicRegression:
+    """Non-decreasing least-squares fit of ``hits`` on ``p`` (PAV), clipped outside the data range."""
+    return IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, hits)
+
+
+@register("irova")
+class IsotonicOneVsRest(OneVsRest):
+    """IROvA: isotonic regression per class, plus ``eps``·p̂_j, renormalised.
+
+    ``eps = 0`` is the paper's map; the authors' codes (LECE, Mix-n-Match) use 1e-9 so that no
+    class gets probability 0 (finite log-loss).
+    """
+
+    def __init__(self, eps: float = 0.0):
+        self.eps = eps
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        _check_eps(self.eps, positive=False)
+        super()._fit(scores, y)
+
+    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+        return fit_isotonic(p, hits)
+
+    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+        return fitted.predict(p) + self.eps * p
+
+
+@register("irm")
+class IsotonicMulticlass(Calibrator):
+    """IRM: one strictly isotonic map ĝ(a) = g*(a) + ε·a shared by all classes; accuracy-preserving.
+
+    ``eps`` is ε, "a very small positive number" in the paper, 1e-9 in the authors' code.
+    """
+
+    preserves_argmax = True
+
+    def __init__(self, eps: float = 1e-9):
+        self.eps = eps
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        _check_eps(self.eps, positive=True)
+        probs = scores.probs
+        onehot = np.zeros_like(probs)
+        onehot[np.arange(y.size), y] = 1.0
+        self.isotonic_ = fit_isotonic(probs.ravel(), onehot.ravel())
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        probs = scores.probs
+        mapped = self.isotonic_.predict(probs.ravel()).reshape(probs.shape) + self.eps * probs
+        return renormalise(mapped)
+
+    def fitted_summary(self) -> dict:
+        return {"knots": int(self.isotonic_.X_thresholds_.size)}

@@ -1,0 +1,29 @@
+"""Matplotlib set-up shared by the figures: the Agg backend (no display needed) and atomic saving."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from calbench.data.atomic import atomic_path, write_text_atomic  # noqa: E402
+
+DPI = 150
+
+
+def save_figure(fig, path) -> None:
+    """Write ``fig`` to ``path`` (format from its extension) atomically, then close it."""
+    fmt = str(path).rsplit(".", 1)[-1]
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+
+
+def write_csv(frame: pd.DataFrame, path) -> None:
+    """A table beside a figure, atomically, with enough digits to recompute what is drawn."""
+    write_text_atomic(path, frame.to_csv(index=False, float_format="%.10g"))

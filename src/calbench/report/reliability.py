@@ -1,0 +1,148 @@
+"""Reliability diagrams with diagonal filling (fit-on-test paper §4.5, Fig. 4; spec fit_on_test.md §3).
+
+Each panel draws, for every bin k with edges [b_{k−1}, b_k], mean score p̄_k and observed frequency ȳ_k:
+
+1. the classical bar outline at height ȳ_k (black);
+2. the *diagonal filling*: a blue trapezoid over the bin whose top is the slope-1 line through
+   (p̄_k, ȳ_k), i.e. y = x + (ȳ_k − p̄_k); the vertical distance between that top and the diagonal,
+   averaged over instances, is the ECE (it is the paper's Theorem-2 fit-on-test map);
+3. a red dot at (p̄_k, ȳ_k) and the dashed diagonal;
+4. below the diagram, the histogram of bin counts (Fig. 4 row 3).
+
+Targets: ``conf`` (top-label confidence against correctness, LECE paper Eq. 1) and ``cw`` (each class j
+on its own: p̂_j against 1[y = j] over all instances, the classwise-ECE convention of the Dirichlet paper
+Eq. 4). Bins follow :mod:`calbench.metrics.binning`; for equal-mass bins the edge between two bins is
+the midpoint between the largest score of the one and the smallest of the next (0 and 1 at the ends).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.collections import PolyCollection
+from matplotlib.gridspec import GridSpec
+
+from calbench.data import store
+from calbench.metrics.binning import assign_bins, bin_sums
+from calbench.report.plotting import plt, save_figure, write_csv
+from calbench.scores import check_labels, check_logits
+
+TARGETS = ("conf", "cw")
+COLUMNS = ["method", "target", "bin", "lower", "upper", "count", "weight", "mean_score", "frequency", "gap"]
+
+
+def _bin_edges(scores: np.ndarray, n_bins: int, scheme: str) -> np.ndarray:
+    """Edges ``[n_cols, n_bins + 1]`` of the bins of each column of ``scores`` ``[N, n_cols]``."""
+    n_cols = scores.shape[1]
+    if scheme == "ew":
+        return np.broadcast_to(np.linspace(0.0, 1.0, n_bins + 1), (n_cols, n_bins + 1)).copy()
+    ordered = np.sort(scores, axis=0)
+    sizes = np.full(n_bins, scores.shape[0] // n_bins)
+    sizes[: scores.shape[0] % n_bins] += 1
+    ends = np.cumsum(sizes)[:-1]  # first sorted position of bins 1..B−1
+    inner = (ordered[np.maximum(ends - 1, 0)] + ordered[np.minimum(ends, scores.shape[0] - 1)]) / 2
+    edges = np.concatenate([np.zeros((1, n_cols)), inner, np.ones((1, n_cols))]).T
+    return np.maximum.accumulate(edges, axis=1)
+
+
+def target_scores(probs: np.ndarray, labels: np.ndarray, target: str) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Scores and hits ``[N, n_cols]`` of a target, and the name of each column."""
+    if target == "conf":
+        hits = (probs.argmax(axis=1) == labels).astype(np.float64)
+        return probs.max(axis=1, keepdims=True), hits[:, None], ["conf"]
+    if target == "cw":
+        onehot = np.zeros_like(probs)
+        onehot[np.arange(labels.size), labels] = 1.0
+        return probs, onehot, [f"class{j}" for j in range(probs.shape[1])]
+    raise ValueError(f"reliability target must be one of {TARGETS}, got {target!r}")
+
+
+def reliability_bins(probs, labels, target: str = "conf", n_bins: int = 15, scheme: str = "ew",
+                     method: str = "") -> pd.DataFrame:
+    """Per-bin numbers of a diagram, one row per (target column, bin); columns :data:`COLUMNS`.
+
+    ``mean_score`` is p̄_k, ``frequency`` ȳ_k (accuracy for ``conf``), ``gap`` ȳ_k − p̄_k, ``weight``
+    |B_k|/n; empty bins have NaN means. Σ weight·|gap| over a column's bins is its binned ECE.
+    """
+    probs = check_logits(probs, name="probs").astype(np.float64)
+    labels = check_labels(labels, probs.shape[1], probs.shape[0])
+    if n_bins < 1:
+        raise ValueError(f"reliability diagram: n_bins must be at least 1, got {n_bins}")
+    scores, hits, names = target_scores(probs, labels, target)
+    bins = assign_bins(scores, n_bins, scheme)
+    counts, score_sum, hit_sum = bin_sums(bins, n_bins, scores, hits)
+    edges = _bin_edges(scores, n_bins, scheme)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_score, frequency = score_sum / counts, hit_sum / counts
+    n_cols = len(names)
+    return pd.DataFrame({
+        "method": method,
+        "target": np.repeat(names, n_bins),
+        "bin": np.tile(np.arange(n_bins), n_cols),
+        "lower": edges[:, :-1].ravel(),
+        "upper": edges[:, 1:].ravel(),
+        "count": counts.ravel().astype(np.int64),
+        "weight": (counts / probs.shape[0]).ravel(),
+        "mean_score": mean_score.ravel(),
+        "frequency": frequency.ravel(),
+        "gap": (frequency - mean_score).ravel(),
+    }, columns=COLUMNS)
+
+
+def binned_ece(table: pd.DataFrame) -> float:
+    """Σ_k |B_k|/n · |ȳ_k − p̄_k| of one diagram's rows (empty bins count zero)."""
+    return float(np.nansum(table["weight"] * table["gap"].abs()))
+
+
+def draw_reliability(ax, ax_hist, table: pd.DataFrame, title: str, xlabel: str, ylabel: str) -> None:
+    """One diagram (bars, diagonal filling, bin averages, diagonal) and its count histogram."""
+    full = table[table["count"] > 0]
+    lo, hi, gap = full["lower"].to_numpy(), full["upper"].to_numpy(), full["gap"].to_numpy()
+    fills = np.stack([np.stack([lo, np.zeros_like(lo)], 1), np.stack([hi, np.zeros_like(hi)], 1),
+                      np.stack([hi, hi + gap], 1), np.stack([lo, lo + gap], 1)], axis=1)
+    ax.add_collection(PolyCollection(fills, facecolors="tab:blue", edgecolors="none", alpha=0.55,
+                                     label="diagonal filling"))
+    ax.bar(lo, full["frequency"], width=hi - lo, align="edge", fill=False, edgecolor="black", linewidth=0.8,
+           label="bin frequency")
+    ax.plot([0, 1], [0, 1], linestyle="--", color="black", linewidth=0.8)
+    ax.scatter(full["mean_score"], full["frequency"], s=12, color="tab:red", zorder=3, label="bin average")
+    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel, title=f"{title}\nECE×100 = {100 * binned_ece(table):.2f}")
+    ax.tick_params(labelbottom=False)
+    ax_hist.bar(table["lower"], table["count"], width=table["upper"] - table["lower"], align="edge",
+                color="0.6", edgecolor="0.3", linewidth=0.5)
+    ax_hist.set(xlim=(0, 1), xlabel=xlabel, ylabel="count")
+    ax_hist.set_yscale("symlog", linthresh=1)
+
+
+def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, source: str = "",
+                       max_classes: int = 10) -> None:
+    """Methods side by side (columns); for ``cw`` one row per class (the first ``max_classes``)."""
+    methods = list(tables)
+    if not methods:
+        raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
+                         "on this source under figures.reliability.methods")
+    names = list(dict.fromkeys(tables[methods[0]]["target"]))[:max_classes]
+    fig = plt.figure(figsize=(3.4 * len(methods), 4.4 * len(names)), layout="constrained")
+    grid = GridSpec(2 * len(names), len(methods), figure=fig, height_ratios=[3, 1] * len(names))
+    for row, name in enumerate(names):
+        for col, method in enumerate(methods):
+            sub = tables[method][tables[method]["target"] == name]
+            ax, ax_hist = fig.add_subplot(grid[2 * row, col]), fig.add_subplot(grid[2 * row + 1, col])
+            if target == "conf":
+                draw_reliability(ax, ax_hist, sub, method, "confidence (top probability)", "accuracy")
+            else:
+                j = name.removeprefix("class")
+                draw_reliability(ax, ax_hist, sub, f"{method}, class {j}", f"p̂_{j}", f"frequency of class {j}")
+    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams")
+    save_figure(fig, path)
+
+
+def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
+                    scheme: str = "ew", max_classes: int = 10) -> None:
+    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
+    tables = {}
+    for method, path in calibrated.items():
+        out = store.read_group(path, "test")
+        tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
+    write_csv(pd.concat(tables.values(), ignore_index=True), table)
+    reliability_figure(tables, target, figure, source, max_classes)

@@ -1,0 +1,54 @@
+"""Cost of each method: fit and predict seconds (timed inside the calibrate job, HDF5 attributes
+``fit_seconds``/``predict_seconds``) and the peak memory of its jobs (``max_rss`` of Snakemake's
+``benchmark:`` files), folded into ``results/tables/runtime.md``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calbench.data import store
+from calbench.data.atomic import write_text_atomic
+
+
+def _max_rss(benchmark_file) -> float:
+    """Peak resident memory (MB) of one benchmarked job; NaN where the platform does not report it."""
+    values = pd.read_csv(benchmark_file, sep="\t")["max_rss"]
+    return float(pd.to_numeric(values, errors="coerce").max())
+
+
+def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks) -> pd.DataFrame:
+    """One row per (source, method, seed) job with its timings and peak memory."""
+    rows = []
+    for (source, method, seed), calibrated, cal_bench, eval_bench in zip(
+            jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, strict=True):
+        attrs = store.read_attrs(calibrated)
+        rows.append({"source": source, "method": method, "seed": seed,
+                     "fit_s": float(attrs["fit_seconds"]), "predict_s": float(attrs["predict_seconds"]),
+                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": _max_rss(eval_bench)})
+    return pd.DataFrame(rows)
+
+
+def _cell(value: float, decimals: int) -> str:
+    return "–" if np.isnan(value) else f"{value:.{decimals}f}"
+
+
+def runtime_markdown(frame: pd.DataFrame, method_order=None) -> str:
+    """Mean over seeds per source and method, methods in config order."""
+    means = frame.groupby(["source", "method"], sort=False).mean(numeric_only=True)
+    order = {m: i for i, m in enumerate(method_order or frame["method"].unique())}
+    lines = ["### Runtime and peak memory (mean over seeds)", "",
+             "Fit and predict seconds are timed inside the calibrate job (test-set prediction only); peak "
+             "memory is the resident set size of the whole job (Python, libraries and data included).", "",
+             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB |",
+             "|---|---|---|---|---|---|"]
+    for (source, method), row in sorted(means.iterrows(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 1e9))):
+        lines.append(f"| {source} | {method} | {_cell(row.fit_s, 4)} | {_cell(row.predict_s, 4)} | "
+                     f"{_cell(row.calibrate_mb, 0)} | {_cell(row.evaluate_mb, 0)} |")
+    return "\n".join(lines) + "\n"
+
+
+def write_runtime_table(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, output,
+                        method_order=None) -> None:
+    frame = runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks)
+    write_text_atomic(output, runtime_markdown(frame, method_order))

@@ -1,0 +1,111 @@
+"""Binary calibration maps (Platt, beta, isotonic, PL, PL3) and the calibrators built from them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit, logit
+
+from calbench.binary import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
+from calbench.data.synthetic import planted_temperature
+from calbench.methods import make
+from calbench.metrics import evaluate
+
+
+def draw(n, true_map, seed=0):
+    rng = np.random.default_rng(seed)
+    p = rng.uniform(0.01, 0.99, size=n)
+    return p, (rng.uniform(size=n) < true_map(p)).astype(float)
+
+
+def test_platt_recovers_a_logistic_map():
+    p, y = draw(20_000, lambda p: expit(0.6 * logit(p) + 0.3))
+    fitted = Platt().fit(p, y)
+    assert fitted.a_ == pytest.approx(0.6, abs=0.05) and fitted.b_ == pytest.approx(0.3, abs=0.05)
+
+
+def test_beta_recovers_its_map_and_keeps_slopes_non_negative():
+    a, b, c = 0.8, 1.6, -0.2
+    p, y = draw(30_000, lambda p: expit(a * np.log(p) - b * np.log1p(-p) + c))
+    fitted = Beta().fit(p, y)
+    assert (fitted.a_, fitted.b_, fitted.c_) == pytest.approx((a, b, c), abs=0.12)
+    decreasing = Beta().fit(*draw(5000, lambda p: 1 - p))  # a decreasing truth: slopes clipped at 0
+    assert decreasing.a_ >= 0 and decreasing.b_ >= 0
+    grid = np.linspace(0.01, 0.99, 50)
+    assert np.all(np.diff(decreasing.predict(grid)) >= -1e-12)
+
+
+def test_isotonic_is_monotone_and_in_unit_interval():
+    p, y = draw(3000, lambda p: p**2)
+    out = Isotonic().fit(p, y).predict(np.linspace(-0.0, 1.0, 200))
+    assert np.all(np.diff(out) >= 0) and out.min() >= 0 and out.max() <= 1
+
+
+def test_pl_starts_at_identity_and_recovers_a_piecewise_linear_map():
+    p, y = draw(20_000, lambda p: np.where(p < 0.5, 0.5 * p, 1.5 * p - 0.5))
+    model = PiecewiseLinear(3, logit_space=False)
+    theta0 = model._init_theta(p)
+    model.theta_ = theta0
+    grid = np.linspace(0.05, 0.95, 19)
+    assert model.predict(grid) == pytest.approx(grid, abs=0.01)
+    model.fit(p, y)
+    truth = np.where(grid < 0.5, 0.5 * grid, 1.5 * grid - 0.5)
+    assert np.abs(model.predict(grid) - truth).max() < 0.04
+    knots, values = model.knots()
+    assert knots[0] == 0 and knots[-1] == 1 and np.all(np.diff(knots) > 0)
+
+
+def test_pl3_with_one_piece_is_platt_scaling():
+    p, y = draw(8000, lambda p: expit(0.7 * logit(p) - 0.2))
+    grid = np.linspace(0.02, 0.98, 25)
+    pl3 = PiecewiseLinear(1, logit_space=True).fit(p, y).predict(grid)
+    assert pl3 == pytest.approx(Platt().fit(p, y).predict(grid), abs=0.01)
+
+
+def test_pl_losses_and_optimisers_agree():
+    p, y = draw(3000, lambda p: p**1.5, seed=3)
+    grid = np.linspace(0.05, 0.95, 10)
+    lbfgs = PiecewiseLinear(2, logit_space=True, loss="ce").fit(p, y).predict(grid)
+    mse = PiecewiseLinear(2, logit_space=True, loss="mse").fit(p, y).predict(grid)
+    adam = PiecewiseLinear(2, logit_space=True, loss="ce", optimizer="adam").fit(p[:1500], y[:1500]).predict(grid)
+    assert np.abs(lbfgs - mse).max() < 0.05 and np.abs(lbfgs - adam).max() < 0.05
+
+
+def test_pl_cv_prefers_few_pieces_on_calibrated_data_and_averages_fold_models():
+    p, y = draw(1200, lambda p: p, seed=4)
+    cv = PiecewiseLinearCV(logit_space=True, n_folds=5, max_pieces=3).fit(p, y)
+    assert cv.n_pieces_ <= 2 and len(cv.models_) == 5
+    grid = np.linspace(0.1, 0.9, 9)
+    assert cv.predict(grid) == pytest.approx(np.mean([m.predict(grid) for m in cv.models_], axis=0))
+    refit = PiecewiseLinearCV(logit_space=True, n_folds=5, max_pieces=2, ensemble=False).fit(p, y)
+    assert len(refit.models_) == 1
+    assert list(PiecewiseLinearCV().candidates(1000)) == [1, 2, 3, 4, 5, 6]  # the paper's range at n = 1000
+    assert PiecewiseLinearCV().candidates(3000)[-1] == 16
+
+
+def test_bad_input_is_named():
+    with pytest.raises(ValueError, match="probabilities must lie in"):
+        Platt().fit(np.array([0.2, 1.3]), np.array([0, 1]))
+    with pytest.raises(ValueError, match="allowed"):
+        make_map("spline")
+
+
+@pytest.mark.parametrize("name", ["platt", "beta"])
+def test_one_vs_rest_calibrators_fix_an_overconfident_model(name):
+    cal = planted_temperature(3000, np.random.default_rng(0), num_classes=4, temperature=2.5)
+    test = planted_temperature(3000, np.random.default_rng(1), num_classes=4, temperature=2.5)
+    probs = make(name).fit(cal["logits"], cal["labels"]).predict_proba(test["logits"])
+    assert probs.sum(axis=1) == pytest.approx(np.ones(3000))
+    before = evaluate(make("uncal").fit(cal["logits"], cal["labels"]).predict_proba(test["logits"]), test["labels"],
+                      ["nll", "ece.cw.em15.l1"])
+    after = evaluate(probs, test["labels"], ["nll", "ece.cw.em15.l1"])
+    assert after["nll"] < before["nll"] - 0.1 and after["ece.cw.em15.l1"] < 0.5 * before["ece.cw.em15.l1"]
+
+
+@pytest.mark.parametrize("name", ["pl3_conf", "pl_ovr"])
+def test_piecewise_calibrators_output_distributions(name):
+    cal = planted_temperature(600, np.random.default_rng(0), num_classes=3, temperature=2.0)
+    model = make(name, loss="mse", n_folds=3, max_pieces=2).fit(cal["logits"], cal["labels"])
+    probs = model.predict_proba(cal["logits"])
+    assert probs.min() >= 0 and probs.sum(axis=1) == pytest.approx(np.ones(600))
+    assert model.fitted_summary()

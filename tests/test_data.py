@@ -1,0 +1,181 @@
+"""Sources → dumps: synthetic tasks, imports, downloads, splits and the HDF5 store."""
+
+import hashlib
+import pickle
+
+import h5py
+import numpy as np
+import pytest
+
+from calbench.data import download, splits, store, synthetic
+from calbench.data.sources import build_groups, make_dump
+from calbench.scores import PROB_EPS
+
+
+def _logits(n=60, c=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, c)).astype(np.float32), rng.integers(c, size=n)
+
+
+def test_lece3_task_matches_the_paper_definition():
+    data = synthetic.lece3(50_000, np.random.default_rng(0))
+    p = np.exp(data["logits"])
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-9)
+    np.testing.assert_allclose(data["true_probs"], synthetic.lece_true_map(p))
+    # LECE paper §4.1.1: c(p) = (p1^0.8 + p1 p2/5, p2 + p1 p3/3, p3 + p1 p2/10) / Z, hand-computed at one point.
+    c = synthetic.lece_true_map(np.array([[0.5, 0.3, 0.2]]))[0]
+    raw = np.array([0.5**0.8 + 0.03, 0.3 + 0.1 / 3, 0.2 + 0.015])
+    np.testing.assert_allclose(c, raw / raw.sum())
+    # Labels follow c(p̂): empirical class frequencies match the mean of the true map.
+    np.testing.assert_allclose(np.bincount(data["labels"]) / 50_000, data["true_probs"].mean(0), atol=0.01)
+    # Dirichlet(½,½,½) predictions: the top-label accuracy is ~0.67 (LECE paper Table 1, "true" accuracy 0.671).
+    assert np.mean(p.argmax(1) == data["labels"]) == pytest.approx(0.67, abs=0.01)
+
+
+def test_synthetic_data_is_reproducible_from_the_seed():
+    a, b = (synthetic.generate("lece3", 7, 100, 200) for _ in range(2))
+    np.testing.assert_array_equal(a["cal"]["logits"], b["cal"]["logits"])
+    assert not np.array_equal(a["cal"]["logits"][:100], a["test"]["logits"][:100])
+    c = synthetic.generate("lece3", 8, 100, 200)
+    assert not np.array_equal(a["cal"]["logits"], c["cal"]["logits"])
+
+
+def test_pool_split_is_reproducible_disjoint_and_stratified():
+    labels = np.repeat(np.arange(4), 250)
+    cal, test = splits.split_pool(labels, seed=3, cal_size=400)
+    cal2, test2 = splits.split_pool(labels, seed=3, cal_size=400)
+    np.testing.assert_array_equal(cal, cal2)
+    assert len(cal) == 400 and len(test) == 600 and not set(cal) & set(test)
+    assert np.bincount(labels[cal]).tolist() == [100] * 4
+    other, _ = splits.split_pool(labels, seed=4, cal_size=400)
+    assert not np.array_equal(cal, other)
+    cal_f, _ = splits.split_pool(labels, seed=3, cal_fraction=0.25)
+    assert len(cal_f) == 250
+    with pytest.raises(ValueError, match="exactly one of cal_size"):
+        splits.split_pool(labels, seed=0)
+    with pytest.raises(ValueError, match=r"split.cal_size: must lie in \(0, 1000\)"):
+        splits.split_pool(labels, seed=0, cal_size=1000)
+
+
+def test_dump_round_trip_and_load_split_for_each_layout(tmp_path):
+    z, y = _logits(100)
+    store.write_dump(tmp_path / "pool.h5", {"all": {"logits": z, "labels": y}}, {"source": {"type": "import"}})
+    part = splits.load_split(tmp_path / "pool.h5", 1, {"cal_size": 40})
+    assert part["cal"]["logits"].dtype == np.float32 and part["cal"]["labels"].dtype == np.int64
+    np.testing.assert_array_equal(part["cal"]["logits"], z[part["cal_index"]])
+    assert len(part["cal_index"]) == 40 and len(part["test_index"]) == 60
+    with pytest.raises(ValueError, match="the source needs a split"):
+        splits.load_split(tmp_path / "pool.h5", 1, None)
+    store.write_dump(tmp_path / "fixed.h5", {"cal": {"logits": z[:30], "labels": y[:30]},
+                                             "test": {"logits": z[30:], "labels": y[30:]}}, {})
+    part = splits.load_split(tmp_path / "fixed.h5", 5, None)
+    np.testing.assert_array_equal(part["test"]["labels"], y[30:])
+    assert store.read_attrs(tmp_path / "fixed.h5")["num_classes"] == 3
+
+
+def test_dump_rejects_bad_arrays_and_leaves_no_file(tmp_path):
+    z, y = _logits()
+    z[3, 1] = np.nan
+    with pytest.raises(ValueError, match="all/logits: contains NaN or infinite values"):
+        store.write_dump(tmp_path / "bad.h5", {"all": {"logits": z, "labels": y}}, {})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_corrupted_dump_is_a_clear_error(tmp_path):
+    z, y = _logits()
+    store.write_dump(tmp_path / "d.h5", {"all": {"logits": z, "labels": y}}, {})
+    data = (tmp_path / "d.h5").read_bytes()
+    (tmp_path / "d.h5").write_bytes(data[: len(data) // 3])
+    with pytest.raises(ValueError, match=r"d.h5: not a readable HDF5 file .* delete it and rerun"):
+        store.list_groups(tmp_path / "d.h5")
+
+
+def test_import_npy_pool_and_fixed_splits(tmp_path):
+    z, y = _logits(50)
+    np.save(tmp_path / "z.npy", z)
+    np.save(tmp_path / "y.npy", y)
+    groups = build_groups("s", {"type": "import", "format": "npy",
+                                "files": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")}}, [0])
+    np.testing.assert_allclose(groups["all"]["logits"], z)
+    fixed = {"cal": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")},
+             "test": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")}}
+    groups = build_groups("s", {"type": "import", "format": "npy", "files": fixed}, [0])
+    assert set(groups) == {"cal", "test"}
+
+
+def test_import_npz_with_split_prefixes(tmp_path):
+    z, y = _logits(50)
+    np.savez(tmp_path / "a.npz", cal_logits=z[:20], cal_labels=y[:20], test_logits=z[20:], test_labels=y[20:])
+    groups = build_groups("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "a.npz")}}, [0])
+    np.testing.assert_array_equal(groups["test"]["labels"], y[20:])
+    np.savez(tmp_path / "b.npz", logits=z, labels=y)
+    assert set(build_groups("s", {"type": "import", "format": "npz",
+                                  "files": {"archive": str(tmp_path / "b.npz")}}, [0])) == {"all"}
+    np.savez(tmp_path / "c.npz", validation_logits=z)
+    with pytest.raises(ValueError, match="is not named {split}_{field}"):
+        build_groups("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "c.npz")}}, [0])
+
+
+def test_import_nn_calibration_pickle(tmp_path):
+    """The layout of github.com/markus93/NN_calibration: ((logits_val, y_val), (logits_test, y_test))."""
+    z, y = _logits(80, c=10)
+    with open(tmp_path / "probs_model_c10_logits.p", "wb") as fh:
+        pickle.dump(((z[:30], y[:30].reshape(-1, 1)), (z[30:], y[30:].reshape(-1, 1))), fh)
+    entry = {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "probs_model_c10_logits.p")}}
+    make_dump("m", entry, [0], tmp_path / "m.h5")
+    part = splits.load_split(tmp_path / "m.h5", 0, None)
+    np.testing.assert_allclose(part["cal"]["logits"], z[:30])
+    np.testing.assert_array_equal(part["test"]["labels"], y[30:])
+    (tmp_path / "junk.p").write_bytes(pickle.dumps({"not": "a tuple"}))
+    with pytest.raises(ValueError, match="expected the NN_calibration pickle"):
+        build_groups("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
+
+
+def test_probabilities_import_as_clipped_log_probabilities_and_mismatches_are_errors(tmp_path):
+    z, y = _logits(40)
+    p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
+    p[0] = [1.0, 0.0, 0.0]
+    np.save(tmp_path / "p.npy", p)
+    np.save(tmp_path / "z.npy", z)
+    np.save(tmp_path / "y.npy", y)
+    files = {"logits": str(tmp_path / "p.npy"), "labels": str(tmp_path / "y.npy")}
+    groups = build_groups("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
+    np.testing.assert_allclose(groups["all"]["logits"][0], np.log([1.0, PROB_EPS, PROB_EPS]))
+    with pytest.raises(ValueError, match="declared `scores: logits` but every row is a probability vector"):
+        build_groups("s", {"type": "import", "format": "npy", "scores": "logits", "files": files}, [0])
+    files["logits"] = str(tmp_path / "z.npy")
+    with pytest.raises(ValueError, match="declared `scores: probs` but rows are not probability vectors"):
+        build_groups("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
+    with pytest.raises(FileNotFoundError, match="sources.s.files: .*missing.npy does not exist"):
+        build_groups("s", {"type": "import", "format": "npy",
+                           "files": {"logits": str(tmp_path / "missing.npy"), "labels": files["labels"]}}, [0])
+
+
+def test_download_checks_sha256_and_caches(tmp_path):
+    src = tmp_path / "z.npy"
+    np.save(src, _logits()[0])
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    cache = tmp_path / "cache"
+    path = download.fetch(src.as_uri(), digest, cache)
+    assert path.read_bytes() == src.read_bytes()
+    assert download.fetch(src.as_uri(), digest, cache) == path  # cached
+    with pytest.raises(ValueError, match="sha256 mismatch: expected 0{64}, got .* Nothing was cached"):
+        download.fetch(src.as_uri(), "0" * 64, tmp_path / "cache2")
+    assert not any((tmp_path / "cache2").iterdir())
+    with pytest.raises(OSError, match="download failed .* place the file at"):
+        download.fetch((tmp_path / "absent.npy").as_uri(), digest, tmp_path / "cache3")
+
+
+def test_download_source_builds_the_same_dump_as_an_import(tmp_path):
+    z, y = _logits(30)
+    np.save(tmp_path / "z.npy", z)
+    np.save(tmp_path / "y.npy", y)
+    files = {k: {"url": (tmp_path / f"{k[0]}.npy").as_uri(),
+                 "sha256": hashlib.sha256((tmp_path / f"{k[0]}.npy").read_bytes()).hexdigest()}
+             for k in ("z", "y")}
+    entry = {"type": "download", "format": "npy", "files": {"logits": files["z"], "labels": files["y"]}}
+    make_dump("d", entry, [0], tmp_path / "d.h5", cache_dir=tmp_path / "cache")
+    with h5py.File(tmp_path / "d.h5", "r") as f:
+        np.testing.assert_allclose(f["all/logits"][()], z)
+    with pytest.raises(ValueError, match="a download source needs {url, sha256}"):
+        build_groups("d", {**entry, "files": {"logits": "plain/path.npy"}}, [0])

@@ -1,0 +1,172 @@
+"""Figures and studies: per-bin numbers of reliability diagrams, simplex maps, Friedman/CD, learning curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import softmax
+
+from calbench.data import store
+from calbench.data.synthetic import generate
+from calbench.metrics.ece import classwise_ece, confidence_ece
+from calbench.report.critical_difference import (_cliques, cd_figure, critical_difference, critical_value, friedman,
+                                                 rank_test)
+from calbench.report.learning_curve import learning_curve, learning_curve_summary_job
+from calbench.report.reliability import binned_ece, reliability_bins, reliability_job
+from calbench.report.simplex import error_colours, lattice_points, simplex_job, to_plane
+
+PNG = b"\x89PNG"
+
+# Four instances, two classes: confidences 0.9, 0.6, 0.7, 0.8; predictions 0, 0, 1, 1; labels 0, 1, 1, 1.
+PROBS = np.array([[0.9, 0.1], [0.6, 0.4], [0.3, 0.7], [0.2, 0.8]])
+LABELS = np.array([0, 1, 1, 1])
+
+
+def test_confidence_bins_by_hand():
+    table = reliability_bins(PROBS, LABELS, "conf", n_bins=4, scheme="ew")
+    assert table["count"].tolist() == [0, 0, 2, 2]
+    assert table["lower"].tolist() == [0, 0.25, 0.5, 0.75] and table["upper"].tolist() == [0.25, 0.5, 0.75, 1]
+    full = table[table["count"] > 0]
+    np.testing.assert_allclose(full["mean_score"], [0.65, 0.85])  # (0.6 + 0.7)/2, (0.8 + 0.9)/2
+    np.testing.assert_allclose(full["frequency"], [0.5, 1.0])  # hits 0, 1 | 1, 1
+    np.testing.assert_allclose(full["gap"], [-0.15, 0.15])
+    assert table.loc[table["count"] == 0, "mean_score"].isna().all()
+    assert binned_ece(table) == pytest.approx(0.15)  # ½·0.15 + ½·0.15
+
+
+def test_equal_mass_edges_and_classwise_rows_by_hand():
+    table = reliability_bins(PROBS, LABELS, "conf", n_bins=2, scheme="em")
+    np.testing.assert_allclose(table["lower"], [0, 0.75])  # midpoint of 0.7 and 0.8
+    np.testing.assert_allclose(table["upper"], [0.75, 1])
+    np.testing.assert_allclose(table["mean_score"], [0.65, 0.85])
+    cw = reliability_bins(PROBS, LABELS, "cw", n_bins=4, scheme="ew")
+    class1 = cw[cw["target"] == "class1"]
+    assert class1["count"].tolist() == [1, 1, 1, 1]  # p̂_1 = 0.1, 0.4, 0.7, 0.8
+    np.testing.assert_allclose(class1["frequency"], [0, 1, 1, 1])
+    np.testing.assert_allclose(class1["gap"], [-0.1, 0.6, 0.3, 0.2])
+
+
+@pytest.mark.parametrize("scheme", ["ew", "em"])
+def test_bin_tables_give_the_metric_ece(scheme):
+    data = generate("planted_temperature", 3, 10, 3000, num_classes=4, temperature=2.0)["test"]
+    probs = softmax(data["logits"], axis=1)
+    conf = reliability_bins(probs, data["labels"], "conf", 15, scheme)
+    assert binned_ece(conf) == pytest.approx(confidence_ece(probs, data["labels"], 15, scheme))
+    cw = reliability_bins(probs, data["labels"], "cw", 15, scheme)
+    per_class = cw.groupby("target").apply(binned_ece, include_groups=False)
+    assert per_class.mean() == pytest.approx(classwise_ece(probs, data["labels"], 15, scheme))
+
+
+def test_reliability_bins_reject_bad_input():
+    with pytest.raises(ValueError, match="target"):
+        reliability_bins(PROBS, LABELS, "top")
+    with pytest.raises(ValueError, match="n_bins"):
+        reliability_bins(PROBS, LABELS, "conf", n_bins=0)
+
+
+def _calibrated(path, probs, labels, index=None):
+    index = np.arange(len(labels)) if index is None else index
+    store.write_calibrated(path, probs[:2], probs, index[:2], index, labels, {"method": "x"})
+    return str(path)
+
+
+def test_reliability_job_writes_figure_and_csv(tmp_path):
+    files = {m: _calibrated(tmp_path / f"{m}.h5", PROBS, LABELS) for m in ("a", "b+c")}
+    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4)
+    assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
+    table = pd.read_csv(tmp_path / "conf.csv")
+    assert sorted(set(table["method"])) == ["a", "b+c"]
+    row = table[(table["method"] == "a") & (table["bin"] == 3)].iloc[0]
+    assert (row["count"], row["mean_score"], row["frequency"]) == (2, pytest.approx(0.85), pytest.approx(1.0))
+
+
+def test_simplex_geometry_and_colours():
+    np.testing.assert_allclose(to_plane(np.eye(3)), [[0, 0], [1, 0], [0.5, np.sqrt(3) / 2]])
+    p = np.array([[0.2, 0.3, 0.5]])
+    np.testing.assert_allclose(error_colours(p, p, 0.1), [[0.5, 0.5, 0.5]])  # no change: grey
+    np.testing.assert_allclose(error_colours(p, p + [[0.1, -0.05, -0.05]], 0.1), [[1.0, 0.25, 0.25]])
+    grid = np.random.default_rng(0).dirichlet([1, 1, 1], size=5000)
+    assert 40 <= lattice_points(to_plane(grid), 8).size <= 45  # 45 lattice nodes, one point each at most
+
+
+def test_simplex_job_draws_and_checks_row_alignment(tmp_path):
+    parts = generate("lece3", 0, 50, 400)
+    dump = tmp_path / "lece.h5"
+    store.write_dump(dump, {"seed0/cal": parts["cal"], "seed0/test": parts["test"]}, {"source": "lece"})
+    p_hat = softmax(parts["test"]["logits"], axis=1)
+    good = _calibrated(tmp_path / "ok.h5", parts["test"]["true_probs"], parts["test"]["labels"])
+    simplex_job({"oracle": good}, dump, tmp_path / "map.png", "lece", seed=0, divisions=6)
+    assert (tmp_path / "map.png").read_bytes()[:4] == PNG
+    shifted = _calibrated(tmp_path / "bad.h5", p_hat, parts["test"]["labels"], np.arange(400) + 1)
+    with pytest.raises(ValueError, match="test rows are not those"):
+        simplex_job({"bad": shifted}, dump, tmp_path / "bad.png", "lece", seed=0)
+
+
+# Dirichlet paper Supp. Table 4 (naive Bayes, log-loss): ranks of DirL2, Beta, FreqB, Isot, WidB, TempS, Uncal.
+SUPP_TABLE_4 = np.array([
+    [1, 4, 2, 5, 6, 3, 7], [1, 2, 5, 3, 4, 6, 7], [1, 4, 2, 3, 5, 6.5, 6.5], [1, 4, 2, 5, 3, 6, 7],
+    [1, 5, 2, 3, 4, 7, 6], [1, 4, 3, 5, 2, 6.5, 6.5], [1, 5, 6, 7, 4, 3, 2], [1, 2, 4, 3, 5, 6.5, 6.5],
+    [1, 2, 4, 5, 3, 6.5, 6.5], [1, 2, 6, 5, 4, 3, 7], [1, 5, 2, 3, 4, 6.5, 6.5], [1, 2, 4, 6, 5, 3, 7],
+    [2, 4, 3, 1, 5, 6, 7], [1, 4, 3, 2, 5, 6.5, 6.5], [1, 3, 4, 2, 5, 6.5, 6.5], [1, 5, 3, 2, 4, 6.5, 6.5],
+    [1, 3, 2, 5, 4, 6, 7], [1, 2, 6, 7, 5, 4, 3], [1, 2, 3, 4, 6, 5, 7], [1, 4, 2, 3, 5, 6.5, 6.5],
+])
+
+
+def test_friedman_reproduces_dirichlet_supp_table_4():
+    np.testing.assert_allclose(SUPP_TABLE_4.mean(axis=0), [1.05, 3.40, 3.40, 3.95, 4.40, 5.53, 6.28], atol=0.005)
+    statistic, p_value = friedman(SUPP_TABLE_4)
+    assert statistic == pytest.approx(73.8, abs=0.05)  # caption: "Friedman statistic test = 73.8"
+    assert p_value == pytest.approx(6.71e-14, rel=0.005)  # caption: "p-value = 6.71E-14"
+    # Demšar's formula without the tie correction, from the spec: 12N/(k(k+1))·[ΣR² − k(k+1)²/4].
+    avg = SUPP_TABLE_4.mean(axis=0)
+    assert friedman(SUPP_TABLE_4, tie_correction=False)[0] == pytest.approx(240 / 56 * (np.sum(avg**2) - 112))
+
+
+def test_critical_values_and_difference_match_demsar():
+    assert critical_value(7, 0.05, "bonferroni-dunn") == pytest.approx(2.638, abs=5e-4)  # spec §2.10; Demšar T5b
+    assert critical_value(7, 0.05, "nemenyi") == pytest.approx(2.949, abs=1e-3)  # Demšar T5a (2.9483 exact)
+    assert critical_value(2, 0.05, "nemenyi") == pytest.approx(1.960, abs=5e-4)
+    assert critical_value(10, 0.10, "bonferroni-dunn") == pytest.approx(2.539, abs=5e-4)
+    assert critical_difference(7, 20, 0.05, "bonferroni-dunn") == pytest.approx(2.638 * np.sqrt(56 / 120), abs=1e-3)
+    with pytest.raises(ValueError, match="nemenyi"):
+        critical_value(3, 0.05, "tukey")
+
+
+def test_rank_test_on_a_long_table_and_its_figure(tmp_path):
+    rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v + 0.01 * i}
+            for i in range(6) for m, v in (("a", 0.1), ("b", 0.2), ("c", 0.3))]
+    rows += [{"source": "s6", "method": "a", "seed": 0, "metric": "nll", "value": 0.5}]  # incomplete: dropped
+    result = rank_test(pd.DataFrame(rows), "nll", test="nemenyi")
+    assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"]
+    assert result.statistic == pytest.approx(12.0)  # perfect agreement: χ²_F = N(k − 1)
+    assert result.significant
+    cd_figure(result, tmp_path / "cd.png", "nll")
+    assert (tmp_path / "cd.png").read_bytes()[:4] == PNG
+
+
+def test_nemenyi_cliques_are_maximal_runs_within_the_cd():
+    assert _cliques(np.array([1.0, 1.5, 2.2, 4.0, 4.3]), cd=1.3) == [(0, 2), (3, 4)]
+    assert _cliques(np.array([1.0, 3.0, 5.0]), cd=1.0) == []
+
+
+def test_learning_curve_draws_and_summary(tmp_path):
+    parts = generate("planted_temperature", 0, 400, 1000, num_classes=3, temperature=2.5)
+    dump = tmp_path / "p.h5"
+    store.write_dump(dump, {"seed0/cal": parts["cal"], "seed0/test": parts["test"]}, {"source": "p"})
+    curve = learning_curve(dump, "ts", {"ts": {}}, [128, 400], 2, ["ece.conf.em15.l1", "acc"], source="p")
+    assert len(curve) == 2 * 2 * 2
+    ece = curve[curve["metric"] == "ece.conf.em15.l1"].set_index(["size", "repeat"])["value"]
+    assert ece.loc[(400, 0)] == pytest.approx(ece.loc[(400, 1)])  # the full pool: every draw is the same
+    assert ece.loc[(128, 0)] != pytest.approx(ece.loc[(128, 1)])
+    acc = curve[curve["metric"] == "acc"]["value"]
+    assert acc.nunique() == 1  # TS keeps the argmax
+    with pytest.raises(ValueError, match="exceeds the 400 calibration rows"):
+        learning_curve(dump, "ts", {"ts": {}}, [500], 1, ["acc"])
+    curve.to_csv(tmp_path / "ts.csv", index=False)
+    learning_curve_summary_job([tmp_path / "ts.csv"], tmp_path / "s.csv", tmp_path / "s.md", {"p": tmp_path / "p.png"},
+                               ["ece.conf.em15.l1", "acc"], ["ts"])
+    summary = pd.read_csv(tmp_path / "s.csv")
+    mean = summary[(summary["metric"] == "acc") & (summary["size"] == 128)]["mean"].iloc[0]
+    assert mean == pytest.approx(acc.iloc[0]) and (tmp_path / "p.png").read_bytes()[:4] == PNG
+    assert "| 400 |" in (tmp_path / "s.md").read_text()

@@ -1,0 +1,135 @@
+"""LECE and LECD (LECE paper Algorithm 1, §3.2): defining behaviour, a brute-force reference, the grid hook."""
+
+import numpy as np
+import pytest
+
+from calbench.data.synthetic import lece3
+from calbench.methods import lece as lece_module
+from calbench.methods import make
+from calbench.methods.tuning import GridSearch
+
+
+def _data(n, classes, seed):
+    rng = np.random.default_rng(seed)
+    p = rng.dirichlet(np.full(classes, 0.7), size=n)
+    y = np.array([rng.choice(classes, p=row ** 0.8 / np.sum(row ** 0.8)) for row in p])
+    return np.log(p), y
+
+
+def _algorithm1(p_cal, y_cal, p_query, q, t, distance="kl", lecd=False, eps=1e-30):
+    """Algorithm 1 written out literally (full distance matrix, full sort), the test's reference."""
+    if distance == "kl":
+        a, b = np.clip(p_query, eps, 1), np.clip(p_cal, eps, 1)
+        d = np.sum(a * np.log(a), axis=1)[:, None] - a @ np.log(b).T
+    else:
+        d = np.sum((p_query[:, None, :] - p_cal[None, :, :]) ** 2, axis=2)
+    k = max(1, int(q * len(p_cal)))
+    onehot = np.eye(p_cal.shape[1])[y_cal]
+    out = np.empty_like(p_query)
+    for i, row in enumerate(d):
+        nearest = np.argsort(row)[:k]
+        p_bar, y_bar = p_cal[nearest].mean(0), onehot[nearest].mean(0)
+        c = y_bar if lecd else p_query[i] - (p_bar - y_bar)
+        c = np.where((p_query[i] <= t) | (c <= t), p_query[i], c)
+        out[i] = c / c.sum()
+    return out
+
+
+@pytest.mark.parametrize("name", ["lece", "lecd"])
+@pytest.mark.parametrize("distance", ["kl", "euclidean"])
+@pytest.mark.parametrize("q,t", [(0.05, 0.0), (0.2, 0.02), (0.5, 0.1), (1.0, 0.0)])
+def test_matches_algorithm1_written_out(name, distance, q, t):
+    z, y = _data(300, 4, 0)
+    zq, _ = _data(50, 4, 1)
+    cal = make(name, q=q, t=t, distance=distance, grid=None).fit(z, y)
+    expected = _algorithm1(np.exp(z), y, np.exp(zq), q, t, distance, lecd=name == "lecd")
+    np.testing.assert_allclose(cal.predict_proba(zq), expected, atol=1e-12)
+
+
+def test_threshold_one_is_identity():
+    z, y = _data(400, 5, 2)
+    zq, _ = _data(100, 5, 3)
+    out = make("lece", q=0.1, t=1.0, grid=None).fit(z, y).predict_proba(zq)
+    np.testing.assert_allclose(out, np.exp(zq), atol=1e-14)
+
+
+def test_lecd_with_all_neighbours_predicts_class_prior():
+    z, y = _data(500, 4, 4)
+    zq, _ = _data(30, 4, 5)
+    out = make("lecd", q=1.0, t=0.0, grid=None).fit(z, y).predict_proba(zq)
+    np.testing.assert_allclose(out, np.tile(np.bincount(y, minlength=4) / y.size, (30, 1)), atol=1e-14)
+
+
+def test_lece_with_all_neighbours_is_a_global_shift():
+    """q = 1: ĉ = p̂ − (mean p̂ − mean y), §1.8 special values (rows where no threshold fires)."""
+    z, y = _data(500, 3, 6)
+    zq, _ = _data(200, 3, 7)
+    p, pq = np.exp(z), np.exp(zq)
+    shifted = pq - (p.mean(0) - np.eye(3)[y].mean(0))
+    out = make("lece", q=1.0, t=0.0, grid=None).fit(z, y).predict_proba(zq)
+    clean = (shifted > 0).all(axis=1)
+    assert clean.sum() > 100
+    np.testing.assert_allclose(out[clean], shifted[clean], atol=1e-12)
+
+
+def test_outputs_are_distributions_and_k_is_floor_of_q_n():
+    z, y = _data(333, 3, 8)
+    cal = make("lece", q=0.07, t=0.0, grid=None).fit(z, y)
+    assert cal.k_ == 23  # ⌊0.07 · 333⌋
+    out = cal.predict_proba(_data(50, 3, 9)[0])
+    assert (out >= 0).all() and np.allclose(out.sum(1), 1)
+
+
+def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
+    z, y = _data(400, 6, 10)
+    zq, _ = _data(250, 6, 11)
+    reference = make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq)
+    for entries in (400 * 7, 100):  # blocks of 7 queries; single queries with neighbours gathered 16 at a time
+        monkeypatch.setattr(lece_module, "BLOCK_ENTRIES", entries)
+        np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
+                                   atol=1e-12)
+    for cheaper in (True, False):
+        monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
+        np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("q", [0.03, 0.31])  # k = 6, 62: not multiples of the 4 copies
+def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch):
+    """Each calibration point appears 4 times (same label): distances tie at the k-th neighbour."""
+    z, y = _data(50, 3, 15)
+    z, y = np.tile(z, (4, 1)), np.tile(y, 4)
+    zq, _ = _data(40, 3, 16)
+    expected = _algorithm1(np.exp(z), y, np.exp(zq), q, 0.0)
+    for cheaper in (True, False):
+        monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
+        out = make("lece", q=q, t=0.0, grid=None).fit(z, y).predict_proba(zq)
+        np.testing.assert_allclose(out, expected, atol=1e-12)
+
+
+def test_predict_grid_equals_one_fit_per_point():
+    z, y = _data(300, 4, 12)
+    zq, _ = _data(60, 4, 13)
+    points = [{"q": q, "t": t} for q in (0.01, 0.1, 0.2, 1.0) for t in (0.0, 0.05, 1.0)]
+    from calbench.scores import Scores
+    shared = make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq))
+    for point, out in zip(points, shared):
+        np.testing.assert_allclose(out, make("lecd", grid=None, **point).fit(z, y).predict_proba(zq), atol=1e-12)
+
+
+def test_default_is_the_paper_grid_with_10_fold_log_loss_cv():
+    cal = make("lece")
+    assert isinstance(cal, GridSearch) and cal.folds == 10 and cal.scoring == "nll"
+    assert cal.grid["q"] == [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.1, 0.2, 1.0]
+    assert cal.grid["t"] == [0, 0.00125, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.05, 0.10, 1.0]
+    data = lece3(1500, np.random.default_rng(0))
+    cal.fit(data["logits"], data["labels"])
+    assert cal.best_params_["q"] in cal.grid["q"] and len(cal.cv_losses_) == 100
+
+
+@pytest.mark.parametrize("settings,key", [({"q": 0}, "q"), ({"q": 1.5}, "q"), ({"t": -0.1}, "t"),
+                                          ({"distance": "cosine"}, "distance")])
+def test_bad_settings_are_named(settings, key):
+    z, y = _data(50, 3, 14)
+    with pytest.raises(ValueError, match=f"^{key}:"):
+        make("lece", grid=None, **settings).fit(z, y)

@@ -1,0 +1,133 @@
+"""The calibrator interface, the registry, chains, grid search, uncal and temperature scaling."""
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from scipy.special import log_softmax
+
+from calbench import Scores
+from calbench.data.synthetic import planted_temperature
+from calbench.methods import Chain, GridSearch, available, make, source_files
+from calbench.methods.tuning import expand_grid, fold_loss
+
+
+def exactly_calibrated_rows(temperature, classes=10, rows=300, copies=20, seed=0):
+    """Logits T·s whose labels follow σ(s) *exactly*: each row is repeated `copies` times with labels
+    allocated in proportion to integer counts, so the log-loss minimiser is β = 1/T with no sampling error."""
+    rng = np.random.default_rng(seed)
+    counts = 1 + rng.multinomial(copies - classes, rng.dirichlet(np.ones(classes) * 0.3), size=rows)
+    s = np.log(counts / copies)
+    logits = np.repeat(temperature * s, copies, axis=0)
+    labels = np.concatenate([np.repeat(np.arange(classes), c) for c in counts])
+    return logits, labels
+
+
+@pytest.mark.parametrize("temperature", [0.4, 1.0, 2.5, 7.0])
+def test_ts_recovers_a_planted_temperature_to_1e_3(temperature):
+    logits, labels = exactly_calibrated_rows(temperature)
+    assert make("ts").fit(logits, labels).temperature_ == pytest.approx(temperature, abs=1e-3)
+
+
+def test_ts_recovers_temperature_from_sampled_labels():
+    data = planted_temperature(200_000, np.random.default_rng(3), num_classes=10, temperature=2.5)
+    assert make("ts").fit(data["logits"], data["labels"]).temperature_ == pytest.approx(2.5, abs=0.02)
+
+
+def test_ts_solver_matches_a_brute_force_minimiser():
+    data = planted_temperature(3000, np.random.default_rng(1), num_classes=5, temperature=0.7)
+    z, y = data["logits"], data["labels"]
+    nll = lambda log_t: -np.mean(log_softmax(z / np.exp(log_t), axis=1)[np.arange(y.size), y])  # noqa: E731
+    reference = np.exp(minimize_scalar(nll, bounds=(-5, 5), method="bounded", options={"xatol": 1e-10}).x)
+    assert make("ts").fit(z, y).temperature_ == pytest.approx(reference, rel=1e-6)
+
+
+def test_ts_on_separable_data_sharpens_without_failing():
+    logits = np.array([[2.0, 0.0], [0.0, 2.0]] * 10)
+    labels = np.array([0, 1] * 10)
+    ts = make("ts").fit(logits, labels)
+    # Log-loss keeps decreasing as T → 0; the solver stops once the loss is flat to float64 precision.
+    assert 0 < ts.temperature_ < 0.1
+    probs = ts.predict_proba(logits)
+    assert np.isfinite(probs).all() and -np.mean(np.log(probs[np.arange(20), labels])) < 1e-9
+
+
+def test_ts_preserves_argmax_and_uncal_is_identity():
+    data = planted_temperature(500, np.random.default_rng(2))
+    ts = make("ts").fit(data["logits"], data["labels"])
+    assert (ts.predict_proba(data["logits"]).argmax(1) == data["logits"].argmax(1)).all()
+    uncal = make("uncal").fit(data["logits"], data["labels"])
+    np.testing.assert_allclose(uncal.predict_proba(data["logits"]), Scores(data["logits"]).probs)
+
+
+def test_scores_from_probs_uses_the_log_as_logits():
+    p = np.array([[0.2, 0.8], [1.0, 0.0]])
+    scores = Scores.from_probs(p)
+    np.testing.assert_allclose(scores.probs, [[0.2, 0.8], [1 - 1e-12, 1e-12]], atol=1e-15)
+    with pytest.raises(ValueError, match="values must lie in"):
+        Scores.from_probs(np.array([[2.0, -1.0]]))
+
+
+def test_make_builds_chains_and_rejects_unknown_names_with_the_allowed_list():
+    chain = make("ts+ts")
+    assert isinstance(chain, Chain) and len(chain.steps) == 2
+    with pytest.raises(ValueError, match=r"unknown method 'nope' in 'ts\+nope'; allowed: .*ts"):
+        make("ts+nope")
+    with pytest.raises(ValueError, match=r"method 'ts': .*allowed settings"):
+        make("ts", alpha=1)
+    assert {"ts", "uncal"} <= set(available())
+
+
+def test_chain_fits_each_stage_on_the_previous_output():
+    data = planted_temperature(4000, np.random.default_rng(5), temperature=3.0)
+    chain = make("ts+ts").fit(data["logits"], data["labels"])
+    first, second = chain.steps
+    assert first.temperature_ == pytest.approx(3.0, abs=0.2)
+    assert second.temperature_ == pytest.approx(1.0, abs=1e-6)  # TS of a TS output is already optimal
+    np.testing.assert_allclose(chain.predict_proba(data["logits"]), first.predict_proba(data["logits"]), atol=1e-6)
+
+
+def test_source_files_name_the_modules_of_every_stage():
+    files = source_files("uncal+ts")
+    assert any(f.endswith("methods/temperature.py") for f in files)
+    assert any(f.endswith("methods/uncal.py") for f in files)
+    assert any(f.endswith("methods/base.py") for f in files)
+
+
+def test_grid_search_picks_the_best_point_and_can_average_fold_models():
+    data = planted_temperature(1000, np.random.default_rng(4), temperature=2.0)
+
+    class Fixed(type(make("uncal"))):
+        """Softmax of logits / t for a fixed t (a toy method to tune)."""
+
+        def __init__(self, t=1.0):
+            self.t = t
+
+        def _predict_proba(self, scores):
+            return Scores(scores.logits / self.t).probs
+
+    search = GridSearch(Fixed(), {"t": [0.5, 1.0, 2.0, 4.0]}, folds=5, seed=0).fit(data["logits"], data["labels"])
+    assert search.best_params_ == {"t": 2.0}
+    assert search.cv_losses_.shape == (4,)
+    ensemble = GridSearch(Fixed(), {"t": [1.0, 2.0]}, folds=3, ensemble=True).fit(data["logits"], data["labels"])
+    assert len(ensemble.estimators_) == 3
+    assert ensemble.predict_proba(data["logits"]).sum(1) == pytest.approx(np.ones(1000))
+
+
+def test_grid_helpers():
+    assert expand_grid({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
+    with pytest.raises(ValueError, match="grid.a: expected a non-empty list"):
+        expand_grid({"a": 1})
+    probs, y = np.array([[0.5, 0.5], [0.9, 0.1]]), np.array([0, 0])
+    assert fold_loss(probs, y, "nll") == pytest.approx(-(np.log(0.5) + np.log(0.9)) / 2)
+    assert fold_loss(probs, y, "brier") == pytest.approx((0.5 + 0.02) / 2)
+
+
+def test_bad_inputs_are_named():
+    with pytest.raises(ValueError, match="logits: contains NaN"):
+        make("ts").fit(np.array([[np.nan, 1.0], [0.0, 1.0]]), np.array([0, 1]))
+    with pytest.raises(ValueError, match=r"labels: values must lie in \[0, 2\)"):
+        make("ts").fit(np.zeros((2, 2)), np.array([0, 5]))
+    with pytest.raises(ValueError, match="expected a 2-D array"):
+        make("ts").fit(np.zeros(4), np.array([0, 1, 0, 1]))
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        make("ts").predict_proba(np.zeros((2, 2)))

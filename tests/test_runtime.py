@@ -1,0 +1,45 @@
+"""results/tables/runtime.md: fit/predict seconds from the calibrated files, peak memory from benchmark files."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from calbench.data import store
+from calbench.report.runtime import runtime_frame, write_runtime_table
+from conftest import REPO
+
+BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def _job_files(tmp_path, method, seed, fit, predict, rss):
+    calibrated = tmp_path / f"{method}{seed}.h5"
+    probs = np.full((3, 2), 0.5)
+    store.write_calibrated(calibrated, probs, probs, np.arange(3), np.arange(3), np.zeros(3, dtype=int),
+                           {"method": method, "seed": seed, "fit_seconds": fit, "predict_seconds": predict})
+    bench = tmp_path / f"{method}{seed}.tsv"
+    bench.write_text(BENCH_HEADER + f"1.0\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t1\t1\n")
+    return calibrated, bench
+
+
+def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
+    jobs = [("s", "ts", 0), ("s", "ts", 1), ("s", "uncal", 0)]
+    files = [_job_files(tmp_path, "ts", 0, 0.2, 0.01, 100), _job_files(tmp_path, "ts", 1, 0.4, 0.03, 300),
+             _job_files(tmp_path, "uncal", 0, 0.0, 0.001, "NA")]
+    cal, bench = zip(*files)
+    frame = runtime_frame(jobs, cal, bench, bench)
+    assert frame["fit_s"].tolist() == [0.2, 0.4, 0.0] and np.isnan(frame["calibrate_mb"].iloc[2])
+    out = tmp_path / "runtime.md"
+    write_runtime_table(jobs, cal, bench, bench, out, method_order=["uncal", "ts"])
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| s |")]
+    assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 200 |"]
+
+
+def test_every_hdf5_open_in_the_package_has_file_locking_off():
+    """Network file systems often refuse HDF5's file locks: every h5py.File(...) passes locking=False."""
+    calls = []
+    for path in (REPO / "src").rglob("*.py"):
+        calls += [(path.name, call) for call in re.findall(r"h5py\.File\([^)]*\)", path.read_text())]
+    assert calls
+    assert all("locking=False" in call for _, call in calls), [c for c in calls if "locking=False" not in c[1]]

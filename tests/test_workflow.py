@@ -1,0 +1,94 @@
+"""End-to-end workflow runs on tiny configs: job counts, tables, no-op reruns, incremental reruns."""
+
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from calbench.data import store
+from conftest import REPO, dry_run_jobs, run_snakemake, shared_data
+
+pytestmark = pytest.mark.workflow
+
+
+def tiny_config(tmp_path):
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(400, 4)) * 3
+    labels = rng.integers(4, size=400)
+    np.save(tmp_path / "z.npy", logits)
+    np.save(tmp_path / "y.npy", labels)
+    return {
+        "seeds": [0, 1],
+        "sources": {
+            "planted": {"type": "synthetic", "task": "planted_temperature", "num_classes": 4, "temperature": 3.0,
+                        "n_cal": 300, "n_test": 300},
+            "imported": {"type": "import", "format": "npy",
+                         "files": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")},
+                         "split": {"cal_fraction": 0.5}},
+        },
+        "methods": ["uncal", "ts", "uncal+ts"],
+        "method_settings": {"ts": {}},
+        "metrics": ["acc", "nll", "ece.conf.em15.l1", "ece.cw.ew15.l1"],
+    }
+
+
+def test_dry_run_counts_one_job_per_source_method_and_seed(tmp_path):
+    run_snakemake(tmp_path, tiny_config(tmp_path), "-n")
+    assert dry_run_jobs(tmp_path) == {"dump_source": 2, "calibrate": 12, "evaluate": 12, "aggregate": 1, "runtime_table": 1, "all": 1}
+
+
+def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path):
+    config = tiny_config(tmp_path)
+    run_snakemake(tmp_path, config)
+    long = pd.read_csv(tmp_path / "results/tables/metrics_long.csv")
+    assert list(long.columns) == ["source", "method", "seed", "metric", "value"]
+    assert len(long) == 2 * 3 * 2 * 4
+    nll = long[long.metric == "nll"].groupby(["source", "method"])["value"].mean().unstack()
+    assert (nll["ts"] < nll["uncal"]).all()
+    table = (tmp_path / "results/tables/nll.md").read_text()
+    assert "| **average rank** |" in table and "| planted |" in table
+    attrs = store.read_attrs(tmp_path / "results/calibrated/planted/ts/seed0.h5")
+    assert abs(yaml.safe_load(attrs["fitted"])["temperature"] - 3.0) < 0.5
+    assert dry_run_jobs(tmp_path) == {}
+
+    # Changing the ts settings reruns the jobs of ts, of chains containing ts, and the aggregation only.
+    config["method_settings"]["ts"] = {"grid": None}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    assert dry_run_jobs(tmp_path) == {"calibrate": 8, "evaluate": 8, "aggregate": 1, "runtime_table": 1, "all": 1}
+
+
+def test_editing_a_method_module_reruns_only_its_jobs(tmp_path):
+    code = tmp_path / "code"
+    shutil.copytree(REPO / "src", code / "src")
+    env = {"PYTHONPATH": str(code / "src")}
+    work = tmp_path / "work"
+    work.mkdir()
+    config = tiny_config(work)
+    config["sources"].pop("imported")
+    config["seeds"] = [0]
+    run_snakemake(work, config, env=env)
+    assert dry_run_jobs(work, env=env) == {}
+    module = code / "src/calbench/methods/temperature.py"
+    module.write_text(module.read_text() + "\n# an edit\n")
+    assert dry_run_jobs(work, env=env) == {"calibrate": 2, "evaluate": 2, "aggregate": 1, "runtime_table": 1, "all": 1}
+
+
+def test_cifar_config_downloads_and_checks_the_public_logits(tmp_path):
+    """config/cifar.yaml with its GitHub URLs replaced by file:// URLs into ../shared/data."""
+    config = yaml.safe_load((REPO / "config/cifar.yaml").read_text())
+    keep = ["cifar10_resnet-20", "cifar100_resnet-20"]
+    config["sources"] = {name: config["sources"][name] for name in keep}
+    for name, entry in config["sources"].items():
+        for field, location in entry["files"].items():
+            location["url"] = shared_data("logits", name, location["url"].rsplit("/", 1)[-1]).as_uri()
+    config.update(seeds=[0], methods=["uncal", "ts"], metrics=["acc", "nll", "ece.conf.em15.l1"])
+    run_snakemake(tmp_path, config, "--config", f"downloads_dir={tmp_path / 'cache'}")
+    for name, accuracy in [("cifar10_resnet-20", 0.9260), ("cifar100_resnet-20", 0.6883)]:
+        pool = store.read_group(tmp_path / f"results/dumps/{name}.h5", "all")
+        assert np.mean(pool["logits"].argmax(1) == pool["labels"]) == pytest.approx(accuracy, abs=5e-5)
+    long = pd.read_csv(tmp_path / "results/tables/metrics_long.csv")
+    nll = long[long.metric == "nll"].set_index(["source", "method"])["value"]
+    for name in keep:
+        assert nll[(name, "ts")] < nll[(name, "uncal")]

@@ -1,0 +1,66 @@
+"""Tiny configs and table readers shared by the workflow tests of tests/test_{slurm,reruns,resume,faults}.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+TINY_METRICS = ["acc", "nll", "ece.conf.ew15.l1"]
+
+
+def tiny_config(methods=("uncal", "ts"), seeds=(0,), metrics=TINY_METRICS, n_cal=300, n_test=500,
+                method_settings=None) -> dict:
+    """One small planted-temperature source: each job takes well under a second of computing."""
+    config = {
+        "seeds": list(seeds),
+        "sources": {"tiny": {"type": "synthetic", "task": "planted_temperature", "num_classes": 4,
+                             "temperature": 2.0, "n_cal": n_cal, "n_test": n_test}},
+        "methods": list(methods),
+        "metrics": list(metrics),
+    }
+    if method_settings:
+        config["method_settings"] = method_settings
+    return config
+
+
+def table_texts(workdir: Path) -> dict[str, str]:
+    """Every file of ``results/tables`` but runtime.md (timings differ between runs), by name."""
+    tables = Path(workdir) / "results" / "tables"
+    return {p.name: p.read_text() for p in sorted(tables.iterdir()) if p.name != "runtime.md"}
+
+
+def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]:
+    """``(rule, wildcards)`` of every job ``snakemake -n`` (plus ``extra`` arguments) would run, e.g.
+    ``("calibrate", "tiny/ts/0")``."""
+    from conftest import run_snakemake
+
+    result = run_snakemake(Path(workdir), None, "-n", *extra, **run_options)
+    jobs, rule = set(), None
+    for line in result.stdout.splitlines():
+        words = line.split()
+        if len(words) == 2 and words[0] in ("rule", "localrule") and words[1].endswith(":"):
+            if rule is not None:
+                jobs.add((rule, ""))
+            rule = words[1][:-1]
+        elif rule is not None and words[:1] == ["wildcards:"]:
+            values = [w.split("=", 1)[1].rstrip(",") for w in words[1:]]
+            jobs.add((rule, "/".join(values)))
+            rule = None
+    if rule is not None:
+        jobs.add((rule, ""))
+    return {job for job in jobs if job[0] != "all"}
+
+
+def copy_repository(repo: Path, dest: Path) -> Path:
+    """A copy of the tracked workflow and package (no results, venvs or caches) for tests that edit code."""
+    import shutil
+
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", "logs", "benchmarks", ".snakemake", "__pycache__",
+                                    "*.egg-info", ".pytest_cache", "resources")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "workflow", "src", "profiles", "envs", "config"):
+        source = repo / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(source, dest / name)
+    return dest

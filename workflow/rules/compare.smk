@@ -1,0 +1,41 @@
+# Our aggregated results beside a paper's published table (config key `paper_comparison`).
+PAPER_COMPARISON = config.get("paper_comparison") or {}
+if PAPER_COMPARISON and PAPER_COMPARISON["source"] not in SOURCES:
+    raise WorkflowError(
+        f"calbench: invalid config: paper_comparison.source {PAPER_COMPARISON['source']!r} is not a source; "
+        f"allowed: {', '.join(SOURCES)}"
+    )
+
+
+def paper_comparison_outputs():
+    return ["results/tables/paper_comparison.md"] if PAPER_COMPARISON else []
+
+
+def paper_comparison_dump(wildcards):
+    return f"results/dumps/{PAPER_COMPARISON['source']}.h5"
+
+
+def paper_comparison_seeds(wildcards):
+    return source_seeds(PAPER_COMPARISON["source"])
+
+
+localrules:
+    paper_comparison,
+
+
+rule paper_comparison:
+    input:
+        long="results/tables/metrics_long.csv",
+        dump=paper_comparison_dump,
+    output:
+        "results/tables/paper_comparison.md",
+    params:
+        table=PAPER_COMPARISON.get("table"),
+        source=PAPER_COMPARISON.get("source"),
+        seeds=paper_comparison_seeds,
+    log:
+        "logs/paper_comparison.log",
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/paper_comparison.py"

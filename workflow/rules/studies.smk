@@ -1,0 +1,68 @@
+# Studies (config key `studies`): the learning curve of Mix-n-Match §5.2 (Fig. 6), one job per source and
+# method looping over sizes and repeats, then one summary job → results/studies, results/figures.
+# Helpers: report_common.smk.
+
+
+if LEARNING_CURVE is not None:
+
+    localrules:
+        learning_curve_summary,
+
+    rule learning_curve:
+        input:
+            dump="results/dumps/{source}.h5",
+            code=method_code,
+            study=package_files(_calbench_report),
+        output:
+            "results/studies/learning_curve/{source}/{method}.csv",
+        params:
+            settings=method_settings,
+            split=source_split,
+            sizes=LEARNING_CURVE["sizes"],
+            repeats=LEARNING_CURVE["repeats"],
+            metrics=LEARNING_CURVE["metrics"],
+            seed=LEARNING_CURVE["seed"],
+        wildcard_constraints:
+            method=_alternatives(LEARNING_CURVE["methods"]),
+        log:
+            "logs/studies/learning_curve/{source}/{method}.log",
+        benchmark:
+            "benchmarks/studies/learning_curve/{source}/{method}.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        resources:
+            mem_mb=4000,
+            runtime=60,
+        script:
+            "../scripts/learning_curve.py"
+
+    rule learning_curve_summary:
+        input:
+            curves=[f"results/studies/learning_curve/{s}/{m}.csv" for s, m in learning_curve_jobs()],
+        output:
+            csv="results/studies/learning_curve/summary.csv",
+            table=report(
+                "results/studies/learning_curve/summary.md",
+                caption="../report/learning_curve_table.rst",
+                category="Learning curves",
+            ),
+            figures=[
+                report(p, caption="../report/learning_curve.rst", category="Learning curves",
+                       labels={"source": s})
+                for s, p in zip(LEARNING_CURVE["sources"], learning_curve_figures())
+            ],
+        params:
+            sources=LEARNING_CURVE["sources"],
+            methods=LEARNING_CURVE["methods"],
+            metrics=LEARNING_CURVE["metrics"],
+        log:
+            "logs/studies/learning_curve_summary.log",
+        benchmark:
+            "benchmarks/studies/learning_curve_summary.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        resources:
+            mem_mb=2000,
+            runtime=10,
+        script:
+            "../scripts/learning_curve_summary.py"

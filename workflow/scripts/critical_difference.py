@@ -1,0 +1,8 @@
+"""Snakemake adapter of calbench.report.critical_difference.critical_difference_job."""
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.critical_difference import critical_difference_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    critical_difference_job(smk.input.long, dict(zip(smk.params.metrics, smk.output.figures)), smk.output.table,
+                            smk.output.csv, smk.params.test, smk.params.alpha, smk.params.friedman_alpha)

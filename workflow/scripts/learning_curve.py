@@ -1,0 +1,11 @@
+"""Snakemake adapter of calbench.report.learning_curve.learning_curve_job."""
+import json
+
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.learning_curve import learning_curve_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    learning_curve_job(smk.input.dump, smk.output[0], smk.wildcards.source, smk.wildcards.method,
+                       json.loads(smk.params.settings), list(smk.params.sizes), smk.params.repeats,
+                       list(smk.params.metrics), smk.params.seed, json.loads(smk.params.split))

@@ -1,0 +1,9 @@
+"""Snakemake adapter of calbench.report.learning_curve.learning_curve_summary_job."""
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.learning_curve import learning_curve_summary_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    learning_curve_summary_job(list(smk.input.curves), smk.output.csv, smk.output.table,
+                               dict(zip(smk.params.sources, smk.output.figures)), list(smk.params.metrics),
+                               list(smk.params.methods))

@@ -1,0 +1,8 @@
+"""Snakemake adapter of calbench.report.paper_comparison.write_paper_comparison."""
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.paper_comparison import write_paper_comparison
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    write_paper_comparison(smk.input.long, smk.input.dump, smk.params.source, list(smk.params.seeds), smk.output[0],
+                           smk.params.table)

@@ -1,0 +1,10 @@
+"""Snakemake adapter of calbench.report.simplex.simplex_job."""
+import json
+
+from calbench.pipeline import job_logging, snakemake_log
+from calbench.report.simplex import simplex_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    simplex_job(dict(zip(smk.params.methods, smk.input.calibrated)), smk.input.dump, smk.output[0],
+                smk.wildcards.source, smk.params.seed, json.loads(smk.params.split), smk.params.divisions)
