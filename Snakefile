@@ -12,6 +12,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/sources.smk"
+include: "workflow/rules/models.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"

@@ -15,7 +15,7 @@ rule calibrate:
     benchmark:
         "benchmarks/calibrate/{source}/{method}/seed{seed}.tsv"
     conda:
-        "../../envs/calbench.yaml"
+        method_conda_env
     group:
         "calibrate_evaluate"
     resources:

@@ -46,10 +46,17 @@ def source_has_embeddings(source):
     return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
 
 
+def source_has_train(source):
+    """Model sources dump the classifier's training split; imports may carry one (``files.train``)."""
+    entry = SOURCES[source]
+    return entry["type"] in ("train", "pretrained") or "train" in entry.get("files", {})
+
+
 def method_runs_on(method, source):
-    """Methods that need embeddings run only on sources that have them."""
+    """Methods that need embeddings (a training split) run only on sources that have them."""
     needs = set().union(*(method_class(p).needs for p in split_chain(method)))
-    return "embeddings" not in needs or source_has_embeddings(source)
+    return ("embeddings" not in needs or source_has_embeddings(source)) and (
+        "train" not in needs or source_has_train(source))
 
 
 def jobs():
@@ -101,3 +108,9 @@ def method_settings(wildcards):
 
 def method_code(wildcards):
     return source_files(wildcards.method)
+
+
+def method_conda_env(wildcards):
+    """Methods that learn from the training split (KCal's projection) train with torch."""
+    needs = set().union(*(method_class(p).needs for p in split_chain(wildcards.method)))
+    return "../../envs/torch.yaml" if "train" in needs else "../../envs/calbench.yaml"

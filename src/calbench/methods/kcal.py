@@ -1,0 +1,259 @@
+"""KCal: kernel-based calibration (Lin, Trivedi & Sun, ICLR 2023).
+
+KCal replaces the classifier's last layer by a kernel density classifier on a learned projection
+Π of the penultimate-layer embeddings (Alg. 1):
+
+1. Π (a two-layer MLP with a skip connection, output d = min(h, 32), §3.4) is trained on the
+   classifier's *training* split with stratified episodes and log-loss (§3.2, Eq. 6/11); see
+   :mod:`calbench.models.projection` (torch, imported only inside ``fit``).
+2. The bandwidth is chosen on the calibration set by golden-section search (§3.4) of the
+   cross-validated log-loss.
+3. Predictions are Eq. 3: p̂_k(x) = Σ_{i: y_i = k} φ(x_i, x) / Σ_i φ(x_i, x) over the calibration set.
+
+The kernel is the authors' code's ``RBFKernelMean``: φ(u, v) = exp(−‖Π(u) − Π(v)‖² / (d·h)), so
+the bandwidth h lives on the scale of mean squared distances (h ≈ b² of the paper's φ_b; the 1/b
+factor of φ_b cancels in Eq. 3). The search covers h ∈ [0.1, 10] with tolerance 1e-4 and 20-fold
+CV, as their code does. Inference is numpy only. Each row of kernel values is shifted by its largest
+log-kernel before exponentiating: Eq. 3 is unchanged and no row underflows, which replaces the
+code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits`` runs the same on the logits (the
+code's ``use_preds`` variant) for sources without embeddings.
+
+Where the defaults differ from the authors' code (spec §1.1, §6.4), for compute: Adam with lr 1e-3,
+at most 30 epochs of 50 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
+SGD, lr 4e-4 on CIFAR, at most 100 epochs of 5,000 episodes, patience 10, stop below 1e-5).
+``optimizer="sgd", lr=4e-4, steps_per_epoch=5000, max_epochs=100, patience=10, min_lr=1e-5`` gives
+the code's schedule. ``keep="last"`` (code) or ``"best"`` (PyHealth's port).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+from calbench.methods.base import Calibrator
+from calbench.methods.registry import register
+from calbench.scores import Scores
+
+GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
+LOSS_CLIP = 1e-10
+
+
+def project(params: dict, x: np.ndarray) -> np.ndarray:
+    """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode)."""
+    x = (np.asarray(x, dtype=np.float64) - params["bn_mean"]) / np.sqrt(params["bn_var"] + params["bn_eps"])
+    u = (x * params["bn_weight"] + params["bn_bias"]) @ params["first_weight"].T
+    if "first_bias" in params:
+        u = u + params["first_bias"]
+    if "second_weight" in params:
+        u = u + np.where(u > 0, u, np.expm1(np.minimum(u, 0.0))) @ params["second_weight"].T
+    return u
+
+
+#: Cross-validation keeps the calibration set's distance matrix in memory up to this many rows
+#: (float32: 8,000² × 4 bytes = 256 MB); above it, distances are recomputed for every bandwidth.
+CACHE_ROWS = 8000
+
+
+class _Support:
+    """Support points sorted by class, for Eq. 3's per-class sums with one ``np.add.reduceat``."""
+
+    def __init__(self, support, labels, num_classes, groups=None):
+        order = np.argsort(labels, kind="stable")
+        self.points = np.asarray(support, dtype=np.float32)[order]
+        self.sq = np.einsum("ij,ij->i", self.points, self.points)
+        self.present, self.starts = np.unique(labels[order], return_index=True)
+        self.prior = np.bincount(labels, minlength=num_classes) / labels.size
+        self.groups = None if groups is None else np.asarray(groups)[order]
+        self.num_classes = num_classes
+
+    def distances(self, query, query_groups=None, chunk: int = 2048):
+        """Chunks ``(start, squared distances [rows, support])``, +inf for pairs of the same group."""
+        query = np.asarray(query, dtype=np.float32)
+        for lo in range(0, query.shape[0], chunk):
+            q = query[lo:lo + chunk]
+            sq = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] + self.sq[None, :] - 2.0 * q @ self.points.T, 0.0)
+            if query_groups is not None:
+                sq[np.asarray(query_groups)[lo:lo + chunk, None] == self.groups[None, :]] = np.inf
+            yield lo, sq
+
+    def shares(self, sq: np.ndarray, bandwidth: float) -> np.ndarray:
+        """Eq. 3 from squared distances: class shares of exp(−sq / (d·h)), shifted by each row's nearest
+        point (the ratio is unchanged and no row underflows); rows with no admissible point get the prior."""
+        nearest = sq.min(axis=1, keepdims=True)
+        empty = ~np.isfinite(nearest[:, 0])
+        kernel = np.exp((np.where(empty[:, None], 0.0, nearest) - sq) / np.float32(self.points.shape[1] * bandwidth))
+        mass = np.zeros((sq.shape[0], self.num_classes))
+        mass[:, self.present] = np.add.reduceat(kernel, self.starts, axis=1)
+        mass[empty] = self.prior
+        return mass / mass.sum(axis=1, keepdims=True)
+
+
+def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray, num_classes: int,
+              bandwidth: float, query_groups=None, support_groups=None) -> np.ndarray:
+    """Eq. 3 for every query row: class shares of the kernel mass exp(−‖q − s‖² / (d·h)).
+
+    ``query_groups``/``support_groups`` exclude pairs in the same group (cross-validation folds;
+    one group per point gives leave-one-out). Rows with no admissible support get the class prior.
+    """
+    kde = _Support(support, support_labels, num_classes, support_groups)
+    out = np.empty((query.shape[0], num_classes))
+    for lo, sq in kde.distances(query, query_groups):
+        out[lo:lo + sq.shape[0]] = kde.shares(sq, bandwidth)
+    return out
+
+
+def _log_loss(probs: np.ndarray, y: np.ndarray) -> float:
+    return float(-np.sum(np.log(np.maximum(probs[np.arange(y.size), y], LOSS_CLIP))))
+
+
+def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
+    """``loss(h)``: mean log-loss (clipped at 1e-10, as the authors' code) of out-of-group KDE predictions.
+
+    The distances do not depend on h: with ``cache``, up to :data:`CACHE_ROWS` rows, they are computed once.
+    """
+    kde = _Support(z, y, num_classes, groups)
+    cached = list(kde.distances(z, groups)) if cache and y.size <= CACHE_ROWS else None
+
+    def loss(bandwidth: float) -> float:
+        chunks = cached if cached is not None else kde.distances(z, groups)
+        return sum(_log_loss(kde.shares(sq, bandwidth), y[lo:lo + sq.shape[0]]) for lo, sq in chunks) / y.size
+
+    return loss
+
+
+def kde_log_loss(z, y, num_classes, bandwidth, groups) -> float:
+    """Mean out-of-group log-loss at one bandwidth (see :func:`cv_log_loss`)."""
+    return cv_log_loss(z, y, num_classes, groups, cache=False)(bandwidth)
+
+
+def golden_section(loss, lo: float, hi: float, tol: float) -> tuple[float, int]:
+    """Minimise a unimodal ``loss`` on [lo, hi] (Kiefer 1953); returns (midpoint of the final bracket, evaluations)."""
+    c, d = hi - GOLDEN * (hi - lo), lo + GOLDEN * (hi - lo)
+    fc, fd, evaluations = loss(c), loss(d), 2
+    while hi - lo > tol:
+        if fc < fd:
+            hi, d, fd = d, c, fc
+            c = hi - GOLDEN * (hi - lo)
+            fc = loss(c)
+        else:
+            lo, c, fc = c, d, fd
+            d = lo + GOLDEN * (hi - lo)
+            fd = loss(d)
+        evaluations += 1
+    return (lo + hi) / 2.0, evaluations
+
+
+def fold_ids(n: int, n_folds: int, seed: int) -> np.ndarray:
+    """Shuffled k-fold assignment (fold of each row)."""
+    ids = np.empty(n, dtype=np.int64)
+    ids[np.random.default_rng(seed).permutation(n)] = np.arange(n) % min(n_folds, n)
+    return ids
+
+
+@contextlib.contextmanager
+def _torch_threads(threads: int):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@register("kcal")
+class KCal(Calibrator):
+    """KCal on penultimate-layer embeddings (Alg. 1). Fitted: ``params_`` (Π), ``bandwidth_``,
+    ``support_`` (Π of the calibration embeddings), ``support_labels_``, ``history_``.
+
+    Parameters
+    ----------
+    dim : d = min(h, dim) (paper: 32; 128 for ImageNet).
+    projection : ``skip_elu`` (paper) or ``linear`` (the paper's linear ablation).
+    m, batch_size : background points per class and prediction batch of an episode (paper: 20, 64).
+    optimizer, lr, steps_per_epoch, max_epochs, patience, min_lr : Π's training (see module docstring).
+    keep : ``last`` (authors' code) or ``best`` (lowest calibration LOO loss) projection.
+    bandwidth_range, tol, n_folds : golden-section search of h by n-fold CV log-loss (code: [0.1, 10], 1e-4, 20).
+    seed : episodes, initialisation and CV folds. device : ``auto`` (CUDA if present) or a torch device.
+    threads : torch CPU threads while training.
+    """
+
+    needs = frozenset({"embeddings", "train"})
+    feature = "embeddings"
+
+    def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
+                 steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
+                 bandwidth_range=(0.1, 10.0), tol=1e-4, n_folds=20, seed=0, device="auto", threads=1):
+        self.dim = dim
+        self.projection = projection
+        self.m = m
+        self.batch_size = batch_size
+        self.optimizer = optimizer
+        self.lr = lr
+        self.steps_per_epoch = steps_per_epoch
+        self.max_epochs = max_epochs
+        self.patience = patience
+        self.min_lr = min_lr
+        self.keep = keep
+        self.bandwidth_range = bandwidth_range
+        self.tol = tol
+        self.n_folds = n_folds
+        self.seed = seed
+        self.device = device
+        self.threads = threads
+
+    def _features(self, scores: Scores) -> np.ndarray:
+        return np.asarray(getattr(scores, self.feature), dtype=np.float64)
+
+    def _check_settings(self):
+        if self.projection not in ("skip_elu", "linear"):
+            raise ValueError(f"{self.method_name}.projection: expected skip_elu or linear, got {self.projection!r}")
+        if self.keep not in ("last", "best"):
+            raise ValueError(f"{self.method_name}.keep: expected last or best, got {self.keep!r}")
+        if self.optimizer not in ("adam", "sgd"):
+            raise ValueError(f"{self.method_name}.optimizer: expected adam or sgd, got {self.optimizer!r}")
+        lo, hi = self.bandwidth_range
+        if not 0 < lo < hi:
+            raise ValueError(f"{self.method_name}.bandwidth_range: expected 0 < low < high, got {self.bandwidth_range}")
+
+    def _fit(self, scores: Scores, y: np.ndarray, train) -> None:
+        self._check_settings()
+        from calbench.models.projection import train_projection
+
+        train_scores, train_y = train
+        x_train, x_cal = self._features(train_scores), self._features(scores)
+        if x_train.shape[1] != x_cal.shape[1]:
+            raise ValueError(f"{self.method_name}: training {self.feature} have {x_train.shape[1]} columns, "
+                             f"calibration {self.feature} {x_cal.shape[1]}; they must come from the same model")
+        k = self.num_classes_
+        d = min(x_cal.shape[1], int(self.dim))
+        loo = np.arange(y.size)
+        with _torch_threads(self.threads):
+            result = train_projection(
+                x_train, train_y, lambda p: kde_log_loss(project(p, x_cal), y, k, 1.0, loo), k, d,
+                projection=self.projection, m=self.m, batch_size=self.batch_size, optimizer=self.optimizer,
+                lr=self.lr, steps_per_epoch=self.steps_per_epoch, max_epochs=self.max_epochs,
+                patience=self.patience, min_lr=self.min_lr, keep=self.keep, seed=self.seed, device=self.device)
+        self.params_, self.history_ = result["params"], result["history"]
+        self.support_, self.support_labels_ = project(self.params_, x_cal), y
+        folds = fold_ids(y.size, self.n_folds, self.seed)
+        self.bandwidth_, self.bandwidth_evaluations_ = golden_section(
+            cv_log_loss(self.support_, y, k, folds), *self.bandwidth_range, self.tol)
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return kde_probs(project(self.params_, self._features(scores)), self.support_, self.support_labels_,
+                         self.num_classes_, self.bandwidth_)
+
+    def fitted_summary(self) -> dict:
+        return {"bandwidth": self.bandwidth_, "dim": int(self.support_.shape[1]), "epochs": len(self.history_),
+                "final_val_loss": self.history_[-1]["val_loss"], "bandwidth_evaluations": self.bandwidth_evaluations_}
+
+
+@register("kcal_logits")
+class KCalLogits(KCal):
+    """KCal with the logits in place of the embeddings (the authors' ``use_preds`` variant)."""
+
+    needs = frozenset({"logits", "train"})
+    feature = "logits"

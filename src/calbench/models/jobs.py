@@ -1,0 +1,131 @@
+"""The model jobs of the workflow: train a `train` source, dump a `train` or `pretrained` source.
+
+``train_job`` writes ``results/models/{source}/model.pt`` (weights plus the normalisation the model
+was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_job`` writes the
+logits, labels and embeddings of the train, cal and test splits to ``results/dumps/{source}.h5``
+(ARCHITECTURE.md §3). Both run on the GPU when there is one (``device: auto``), else on the CPU.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+import calbench
+from calbench.data import store
+from calbench.data.atomic import atomic_path
+from calbench.models import architectures, datasets
+from calbench.models.training import Recipe, resolve_device, seed_everything, train
+
+log = logging.getLogger("calbench")
+
+
+def _normalisation(entry: dict, data: datasets.ImageData, channels: int) -> tuple[list, list]:
+    """Mean/std of the model input: `normalize` (dataset | imagenet | {mean, std}); default imagenet for
+    published weights, else the statistics of the training split."""
+    default = "imagenet" if entry.get("pretrained") or entry.get("weights") else "dataset"
+    how = entry.get("normalize", default)
+    if isinstance(how, dict):
+        return list(how["mean"]), list(how["std"])
+    if how == "imagenet":
+        mean, std = list(datasets.IMAGENET_MEAN), list(datasets.IMAGENET_STD)
+        return (mean, std) if channels == 3 else ([float(np.mean(mean))] * channels, [float(np.mean(std))] * channels)
+    mean, std = datasets.channel_stats(data.splits["train"], data.channels)
+    if channels != data.channels:  # grey images repeated to 3 channels (or colour averaged to 1)
+        mean, std = [float(np.mean(mean))] * channels, [float(np.mean(std))] * channels
+    return mean, std
+
+
+def _prepare(entry: dict, mean, std, channels: int, device):
+    def prepare(images, augment="none", generator=None):
+        return datasets.prepare_batch(images.to(device), mean, std, channels, entry.get("image_size"), augment,
+                                      generator)
+
+    return prepare
+
+
+def train_job(source: str, entry: dict, output, cache_dir="resources/downloads", threads: int = 1,
+              progress: bool = True) -> None:
+    """Train the model of `train` source ``source`` and save its final weights to ``output``.
+
+    ``threads`` caps torch's CPU threads (the job's share of the cores: more threads than cores
+    makes torch's thread pool spin and slows training by orders of magnitude on a busy machine).
+    """
+    where = f"sources.{source}"
+    torch.set_num_threads(threads)
+    output = Path(output)
+    recipe = Recipe.from_config(entry.get("recipe"), where)
+    device = resolve_device(entry.get("device", "auto"))
+    data = datasets.load(entry, where, cache_dir)
+    kwargs = entry.get("model_kwargs", {})
+    channels = architectures.input_channels(entry["model"], kwargs)
+    mean, std = _normalisation(entry, data, channels)
+    seed_everything(recipe.seed)
+    model = architectures.build(entry["model"], data.num_classes, pretrained=bool(entry.get("pretrained")),
+                                weights=entry.get("weights"), kwargs=kwargs, where=where)
+    log.info("training %s on %s (%d train images, %d classes) on %s", entry["model"], entry["dataset"],
+             len(data.splits["train"]), data.num_classes, device)
+    identity = {k: entry.get(k) for k in ("model", "model_kwargs", "dataset", "sizes", "split_seed", "image_size",
+                                          "pretrained", "weights", "normalize")}
+    train(model, data.splits["train"], _prepare(entry, mean, std, channels, device), recipe, device,
+          output.with_name("checkpoint.pt"), identity, progress)
+    with atomic_path(output) as tmp:
+        torch.save({"model": model.cpu().state_dict(), "mean": mean, "std": std, "num_classes": data.num_classes,
+                    "entry": entry}, tmp)
+    output.with_name("checkpoint.pt").unlink(missing_ok=True)
+
+
+def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
+    kwargs = entry.get("model_kwargs", {})
+    channels = architectures.input_channels(entry["model"], kwargs)
+    if weights is not None:  # a `train` source: its trained weights
+        saved = torch.load(weights, map_location="cpu", weights_only=False)
+        model = architectures.build(entry["model"], saved["num_classes"], kwargs=kwargs, where=where)
+        model.load_state_dict(saved["model"])
+        return model, saved["mean"], saved["std"], channels
+    model = architectures.build(entry["model"], None, pretrained=entry.get("weights") is None,
+                                weights=entry.get("weights"), kwargs=kwargs, where=where)
+    if architectures.num_outputs(model) != data.num_classes:
+        raise ValueError(f"{where}: {entry['model']} outputs {architectures.num_outputs(model)} classes but "
+                         f"{entry['dataset']} has {data.num_classes}; a `pretrained` source evaluates a model made "
+                         "for this dataset (to fine-tune one, use `type: train` with `pretrained: true`)")
+    return model, *_normalisation(entry, data, channels), channels
+
+
+def dump_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads", threads: int = 1,
+             progress: bool = True) -> None:
+    """Dump logits, labels and embeddings of every split of ``source`` to ``output``.
+
+    ``weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
+    comes from its published weights (``pretrained``) or a local file (``weights`` in the entry).
+    """
+    where = f"sources.{source}"
+    torch.set_num_threads(threads)
+    device = resolve_device(entry.get("device", "auto"))
+    data = datasets.load(entry, where, cache_dir)
+    model, mean, std, channels = _load_model(entry, data, weights, where)
+    model.to(device).eval()
+    prepare = _prepare(entry, mean, std, channels, device)
+    batch_size = int(entry.get("eval_batch_size", 256))
+    groups = {}
+    for split, dataset in data.splits.items():
+        if len(dataset) == 0:
+            continue
+        parts = {"embeddings": [], "logits": [], "labels": []}
+        for images, labels in tqdm(DataLoader(dataset, batch_size=batch_size), desc=f"dump {split}",
+                                   disable=not progress):
+            emb, logits = architectures.embed(model, prepare(images))
+            parts["embeddings"].append(emb.float().cpu().numpy())
+            parts["logits"].append(logits.float().cpu().numpy())
+            parts["labels"].append(labels.numpy())
+        groups[split] = {k: np.concatenate(v) for k, v in parts.items()}
+        log.info("%s: %d rows, accuracy %.4f", split, len(groups[split]["labels"]),
+                 np.mean(groups[split]["logits"].argmax(1) == groups[split]["labels"]))
+    store.write_dump(output, groups, {"source": entry, "source_name": source, "class_names": data.class_names,
+                                      "calbench_version": calbench.__version__})
+

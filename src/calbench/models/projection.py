@@ -1,0 +1,164 @@
+"""Training of KCal's projection Π (Lin, Trivedi & Sun, ICLR 2023, §3.2, §3.4, Alg. 1) with torch.
+
+Π is trained on the classifier's *training* split with the paper's episodes: a prediction batch
+S^B of ``batch_size`` points and, per class k, a background set B^k of ``m`` points drawn from
+S^k \\ S^B; x_j ∈ S^B is predicted by the weighted kernel classifier of Eq. 6/11,
+
+    p̂_k(x_j) = Σ_{x∈B^k} w_k φ(x, x_j) / Σ_k' Σ_{x∈B^k'} w_k' φ(x, x_j),   w_k = |S^k \\ S^B| / |B^k|,
+
+with φ(u, v) = exp(−‖Π(u) − Π(v)‖² / d) (bandwidth 1 during training, §3.2), and the loss is the
+mean log-loss over S^B. The ratio is computed in log space (logsumexp), which is Eq. 6 exactly and
+needs none of the authors' code's 1e-10 guards; probabilities are still clipped at 1e-10 in the loss
+as in their code. Early stopping follows the authors' code (the spec's reading of "until the loss
+does not improve"): after each epoch the leave-one-out log-loss of the calibration set (bandwidth 1)
+steps a ReduceLROnPlateau schedule (factor 0.5) and training stops once the learning rate falls
+below ``min_lr``. Only imported inside :meth:`calbench.methods.kcal.KCal.fit`.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+log = logging.getLogger("calbench")
+LOG_CLIP = float(np.log(1e-10))
+
+
+class SkipELU(nn.Module):
+    """Π(x) = u + V·ELU(u), u = W·BN(x) + c: a two-layer MLP with a skip connection (§3.4)."""
+
+    def __init__(self, h: int, d: int):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(h)
+        self.first = nn.Linear(h, d)
+        self.second = nn.Linear(d, d, bias=False)
+
+    def forward(self, x):
+        u = self.first(self.bn(x))
+        return u + self.second(nn.functional.elu(u))
+
+
+class BNLinear(nn.Module):
+    """The linear ablation: Π(x) = W·BN(x)."""
+
+    def __init__(self, h: int, d: int):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(h)
+        self.first = nn.Linear(h, d, bias=False)
+
+    def forward(self, x):
+        return self.first(self.bn(x))
+
+
+PROJECTIONS = {"skip_elu": SkipELU, "linear": BNLinear}
+
+
+def export(module: nn.Module) -> dict[str, np.ndarray]:
+    """The parameters and BatchNorm statistics as float64 numpy arrays (for numpy inference)."""
+    bn = module.bn
+    params = {"bn_mean": bn.running_mean, "bn_var": bn.running_var, "bn_weight": bn.weight, "bn_bias": bn.bias,
+              "first_weight": module.first.weight}
+    if module.first.bias is not None:
+        params["first_bias"] = module.first.bias
+    if hasattr(module, "second"):
+        params["second_weight"] = module.second.weight
+    out = {k: v.detach().cpu().double().numpy() for k, v in params.items()}
+    out["bn_eps"] = np.array(bn.eps)
+    return out
+
+
+class EpisodeSampler:
+    """Draws (prediction indices, background indices, background class weights) per Eq. 6/11, vectorised.
+
+    Background points of class k are the ``m`` lowest random keys among S^k \\ S^B: one sort by
+    (class, key) per episode instead of a loop over classes.
+    """
+
+    def __init__(self, labels: torch.Tensor, num_classes: int, batch_size: int, m: int, generator):
+        self.labels, self.batch_size, self.m, self.generator = labels, batch_size, m, generator
+        self.counts = torch.bincount(labels, minlength=num_classes)
+        self.starts = torch.cumsum(self.counts, 0) - self.counts
+        self.num_classes = num_classes
+
+    def __call__(self):
+        n = self.labels.numel()
+        pred = torch.randperm(n, generator=self.generator)[: self.batch_size]
+        keys = torch.rand(n, generator=self.generator, dtype=torch.float64)
+        keys[pred] = 2.0  # the prediction batch sorts last within its class: never background
+        order = torch.argsort(self.labels.double() * 4.0 + keys)
+        ordered_labels = self.labels[order]
+        rank = torch.arange(n) - self.starts[ordered_labels]
+        available = self.counts - torch.bincount(self.labels[pred], minlength=self.num_classes)
+        taken = torch.clamp(available, max=self.m)
+        background = order[rank < taken[ordered_labels]]
+        weights = available.double() / taken.clamp_min(1).double()
+        return pred, background, weights
+
+
+def episode_loss(z_pred, y_pred, z_back, y_back, log_weights, d: int):
+    """Mean log-loss of Eq. 6 (bandwidth 1, kernel exp(−‖Δ‖²/d)) in log space."""
+    sq = (z_pred.pow(2).sum(1, keepdim=True) + z_back.pow(2).sum(1) - 2.0 * z_pred @ z_back.T).clamp_min(0.0)
+    scores = -sq / d + log_weights[y_back]
+    same = y_pred[:, None] == y_back[None, :]
+    numerator = torch.logsumexp(scores.masked_fill(~same, float("-inf")), dim=1)
+    log_p = (numerator - torch.logsumexp(scores, dim=1)).clamp_min(LOG_CLIP)
+    return -log_p.mean()
+
+
+def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_classes: int, d: int, *,
+                     projection: str, m: int, batch_size: int, optimizer: str, lr: float, steps_per_epoch: int,
+                     max_epochs: int, patience: int, min_lr: float, keep: str, seed: int, device: str) -> dict:
+    """Train Π and return its numpy parameters and a training history.
+
+    ``val_loss(params) -> float`` is the early-stopping criterion (the LOO log-loss of the
+    calibration set for the projected points, computed by the caller in numpy).
+    """
+    device = torch.device("cuda" if device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if device == "auto" else device))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = PROJECTIONS[projection](train_x.shape[1], d).to(device)
+    generator = torch.Generator().manual_seed(seed)
+    features = torch.as_tensor(train_x, dtype=torch.float32)
+    labels = torch.as_tensor(train_y, dtype=torch.int64)
+    sampler = EpisodeSampler(labels, num_classes, batch_size, m, generator)
+    opt = (torch.optim.SGD(module.parameters(), lr=lr) if optimizer == "sgd"
+           else torch.optim.Adam(module.parameters(), lr=lr))
+    # An improvement must exceed 0.1% of the best loss (torch's default 0.01% lets slow creeping reset
+    # the patience for dozens of epochs).
+    schedule = torch.optim.lr_scheduler.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=patience,
+                                                          threshold=1e-3)
+    history, best = [], (np.inf, None)
+    epochs = tqdm(range(max_epochs), desc="KCal projection", disable=None, leave=False)
+    for epoch in epochs:
+        module.train()
+        total = 0.0
+        for _ in range(steps_per_epoch):
+            pred, background, weights = sampler()
+            index = torch.cat([pred, background])
+            z = module(features[index].to(device))
+            loss = episode_loss(z[: pred.numel()], labels[pred].to(device), z[pred.numel():],
+                                labels[background].to(device), weights.log().float().to(device), d)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.item()
+        module.eval()
+        params = export(module)
+        validation = float(val_loss(params))
+        history.append({"epoch": epoch + 1, "train_loss": total / steps_per_epoch, "val_loss": validation,
+                        "lr": opt.param_groups[0]["lr"]})
+        epochs.set_postfix(train=f"{total / steps_per_epoch:.4f}", val=f"{validation:.4f}")
+        if validation < best[0]:
+            best = (validation, copy.deepcopy(params))
+        schedule.step(validation)
+        if opt.param_groups[0]["lr"] < min_lr:
+            break
+    log.info("KCal projection: %d epochs, last val loss %.4f, best %.4f", len(history), history[-1]["val_loss"],
+             best[0])
+    return {"params": best[1] if keep == "best" else export(module), "history": history}

@@ -1,0 +1,158 @@
+"""Train a classifier with a per-epoch checkpoint, so that a killed training resumes where it stopped.
+
+Determinism: the model is initialised after ``torch.manual_seed(seed)``; each epoch reseeds torch
+with ``seed + epoch`` and shuffles with its own generator, so a resumed run draws exactly the batches,
+augmentations and dropout masks of an uninterrupted one. The checkpoint holds the model, optimiser,
+schedule and epoch, and a fingerprint of the recipe: a checkpoint of another recipe is not resumed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+
+from calbench.data.atomic import atomic_path
+
+log = logging.getLogger("calbench")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A training recipe (the `recipe` key of a `train` source; see config/README.md)."""
+
+    epochs: int = 10
+    batch_size: int = 64
+    optimizer: str = "adamw"  # adamw | sgd
+    lr: float = 1e-3
+    momentum: float = 0.9  # sgd only (Nesterov)
+    weight_decay: float = 0.05
+    schedule: str = "cosine"  # cosine | constant
+    warmup_epochs: int = 0
+    label_smoothing: float = 0.0
+    augment: str = "none"  # none | crop | crop_flip
+    seed: int = 0
+
+    @classmethod
+    def from_config(cls, recipe: dict | None, where: str) -> "Recipe":
+        recipe = dict(recipe or {})
+        unknown = set(recipe) - {f.name for f in fields(cls)}
+        if unknown:
+            allowed = [f.name for f in fields(cls)]
+            raise ValueError(f"{where}.recipe: unknown keys {sorted(unknown)}; allowed: {allowed}")
+        made = cls(**recipe)
+        if made.optimizer not in ("adamw", "sgd"):
+            raise ValueError(f"{where}.recipe.optimizer: expected adamw or sgd, got {made.optimizer!r}")
+        if made.schedule not in ("cosine", "constant"):
+            raise ValueError(f"{where}.recipe.schedule: expected cosine or constant, got {made.schedule!r}")
+        return made
+
+
+def resolve_device(device: str = "auto") -> torch.device:
+    """``auto``: CUDA when present, else the CPU."""
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def seed_everything(seed: int) -> None:
+    torch.manual_seed(seed)
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+
+
+def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
+    decay = [p for p in model.parameters() if p.ndim > 1]
+    no_decay = [p for p in model.parameters() if p.ndim <= 1]  # biases and norms: no weight decay
+    groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    if recipe.optimizer == "sgd":
+        return torch.optim.SGD(groups, lr=recipe.lr, momentum=recipe.momentum, nesterov=recipe.momentum > 0)
+    return torch.optim.AdamW(groups, lr=recipe.lr)
+
+
+def _lr_factor(recipe: Recipe, steps_per_epoch: int):
+    total, warmup = recipe.epochs * steps_per_epoch, recipe.warmup_epochs * steps_per_epoch
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        if recipe.schedule == "constant":
+            return 1.0
+        return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, total - warmup)))
+
+    return factor
+
+
+def fingerprint(recipe: Recipe, identity: dict) -> str:
+    """Hash of what a checkpoint must agree on to be resumed (recipe, model, data)."""
+    text = json.dumps({"recipe": asdict(recipe), **identity}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def save_checkpoint(path: Path, state: dict) -> None:
+    with atomic_path(path) as tmp:
+        torch.save(state, tmp)
+
+
+def _load_checkpoint(path: Path, print_: str) -> dict | None:
+    if not path.exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=False)
+    if state.get("fingerprint") != print_:
+        log.warning("checkpoint %s belongs to another recipe/model/data; training from scratch", path)
+        return None
+    return state
+
+
+def train(model: nn.Module, dataset, prepare, recipe: Recipe, device: torch.device, checkpoint: Path,
+          identity: dict, progress: bool = True) -> nn.Module:
+    """Train ``model`` on ``dataset`` of ``(uint8 images, labels)``; resume from ``checkpoint`` if it matches.
+
+    ``prepare(images, augment, generator)`` turns a uint8 batch into model input on ``device``.
+    """
+    checkpoint = Path(checkpoint)
+    model.to(device)
+    loader_size = math.ceil(len(dataset) / recipe.batch_size)
+    optimizer = _optimizer(model, recipe)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(recipe, loader_size))
+    print_ = fingerprint(recipe, identity)
+    start = 0
+    state = _load_checkpoint(checkpoint, print_)
+    if state is not None:
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        start = state["epoch"]
+        log.info("resuming from %s after epoch %d of %d", checkpoint, start, recipe.epochs)
+    epochs = tqdm(range(start, recipe.epochs), desc="epochs", disable=not progress, initial=start,
+                  total=recipe.epochs)
+    for epoch in epochs:
+        torch.manual_seed(recipe.seed + epoch)  # dropout and augmentation of this epoch
+        generator = torch.Generator().manual_seed(recipe.seed * 100_003 + epoch)
+        loader = DataLoader(dataset, batch_size=recipe.batch_size, shuffle=True, generator=generator)
+        model.train()
+        total, count = 0.0, 0
+        for images, labels in tqdm(loader, desc=f"epoch {epoch + 1}", leave=False, disable=not progress):
+            x = prepare(images.to(device), recipe.augment, generator)
+            labels = labels.to(device)
+            loss = F.cross_entropy(model(x), labels, label_smoothing=recipe.label_smoothing)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            schedule.step()
+            total, count = total + loss.item() * labels.numel(), count + labels.numel()
+        log.info("epoch %d/%d: training loss %.4f, lr %.2e", epoch + 1, recipe.epochs, total / count,
+                 optimizer.param_groups[0]["lr"])
+        epochs.set_postfix(loss=f"{total / count:.4f}")
+        save_checkpoint(checkpoint, {"fingerprint": print_, "epoch": epoch + 1, "model": model.state_dict(),
+                                     "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict()})
+    return model

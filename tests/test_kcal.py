@@ -1,0 +1,145 @@
+"""KCal (Lin, Trivedi & Sun, ICLR 2023): Eq. 3 by hand, Eq. 6 episodes, bandwidth search, fit/predict."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from calbench.methods import make
+from calbench.methods.kcal import cv_log_loss, fold_ids, golden_section, kde_log_loss, kde_probs, project
+from calbench.scores import Scores
+
+FAST = {"steps_per_epoch": 20, "max_epochs": 4, "n_folds": 5, "device": "cpu"}
+
+
+def test_eq3_on_a_hand_made_example():
+    # Support on a line: class 0 at 0 and 1, class 1 at 3; query at 2; d = 1, h = 1 → kernel exp(−Δ²).
+    support = np.array([[0.0], [3.0], [1.0]])
+    labels = np.array([0, 1, 0])
+    k0, k1 = np.exp(-4.0) + np.exp(-1.0), np.exp(-1.0)
+    probs = kde_probs(np.array([[2.0]]), support, labels, 3, 1.0)
+    np.testing.assert_allclose(probs, [[k0 / (k0 + k1), k1 / (k0 + k1), 0.0]], rtol=1e-6)  # float32 kernels
+    # Bandwidth h divides the mean squared distance: h = 2 halves every exponent.
+    k0, k1 = np.exp(-2.0) + np.exp(-0.5), np.exp(-0.5)
+    expected = [[k0 / (k0 + k1), k1 / (k0 + k1)]]
+    np.testing.assert_allclose(kde_probs(np.array([[2.0]]), support, labels, 2, 2.0), expected, rtol=1e-6)
+
+
+def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():
+    support = np.array([[0.0, 0.0], [1.0, 0.0], [10.0, 0.0]])
+    labels = np.array([0, 0, 1])
+    far = kde_probs(np.array([[1000.0, 0.0]]), support, labels, 2, 0.1)
+    np.testing.assert_allclose(far, [[0.0, 1.0]])  # every raw kernel value underflows; the ratio does not
+    loo = kde_probs(support, support, labels, 2, 1.0, np.arange(3), np.arange(3))
+    # Point 2 is alone in class 1: left out, only class-0 mass remains.
+    np.testing.assert_allclose(loo[2], [1.0, 0.0])
+    assert kde_log_loss(support, labels, 2, 1.0, np.arange(3)) == pytest.approx(-np.log(1e-10) / 3, rel=1e-6)
+    # The cached CV loss equals the uncached one at every bandwidth.
+    folds = fold_ids(3, 3, 0)
+    cached = cv_log_loss(support, labels, 2, folds)
+    assert [cached(h) for h in (0.5, 2.0)] == [kde_log_loss(support, labels, 2, h, folds) for h in (0.5, 2.0)]
+
+
+def test_golden_section_finds_the_minimum_within_tolerance():
+    h, evaluations = golden_section(lambda h: (h - 2.7) ** 2, 0.1, 10.0, 1e-4)
+    assert h == pytest.approx(2.7, abs=1e-4)
+    assert evaluations == 2 + int(np.ceil(np.log(9.9 / 1e-4) / np.log(1 / 0.6180339887)))  # the spec's 24 steps
+
+
+def test_folds_are_balanced():
+    ids = fold_ids(103, 20, 0)
+    assert np.bincount(ids).min() == 5 and np.bincount(ids).max() == 6
+
+
+def test_episode_sampler_follows_eq6_weights():
+    torch = pytest.importorskip("torch")
+    from calbench.models.projection import EpisodeSampler
+
+    labels = torch.tensor([0] * 30 + [1] * 5 + [2] * 65)
+    sampler = EpisodeSampler(labels, 3, batch_size=20, m=10, generator=torch.Generator().manual_seed(0))
+    for _ in range(20):
+        pred, background, weights = sampler()
+        assert pred.unique().numel() == 20 and not np.intersect1d(pred.numpy(), background.numpy()).size
+        available = np.bincount(labels.numpy(), minlength=3) - np.bincount(labels[pred].numpy(), minlength=3)
+        taken = np.bincount(labels[background].numpy(), minlength=3)
+        np.testing.assert_array_equal(taken, np.minimum(available, 10))
+        np.testing.assert_allclose(weights.numpy(), available / np.maximum(taken, 1))
+
+
+def test_episode_loss_is_eq6_log_loss():
+    torch = pytest.importorskip("torch")
+    from calbench.models.projection import episode_loss
+
+    rng = np.random.default_rng(0)
+    zp, zb = rng.normal(size=(4, 3)), rng.normal(size=(7, 3))
+    yp, yb = np.array([0, 1, 1, 0]), np.array([0, 0, 1, 1, 1, 0, 1])
+    w = np.array([2.5, 4.0])
+    kernel = np.exp(-((zp[:, None] - zb[None]) ** 2).sum(-1) / 3) * w[yb]
+    p = np.stack([kernel[:, yb == k].sum(1) for k in (0, 1)], 1) / kernel.sum(1, keepdims=True)
+    expected = -np.log(p[np.arange(4), yp]).mean()
+    got = episode_loss(torch.tensor(zp), torch.tensor(yp), torch.tensor(zb), torch.tensor(yb),
+                       torch.tensor(np.log(w)), 3)
+    assert float(got) == pytest.approx(expected, rel=1e-10)
+
+
+def _clusters(n, rng, k=4, h=40, noise=1.0):
+    centres = np.random.default_rng(99).normal(size=(k, h)) * 0.4  # the same classes in every split
+    y = rng.integers(0, k, n)
+    emb = centres[y] + noise * rng.normal(size=(n, h))
+    logits = 400.0 * emb @ centres.T / h  # an overconfident linear readout
+    return Scores(logits, emb), y
+
+
+def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
+    rng = np.random.default_rng(0)
+    train, cal, test = (_clusters(n, rng) for n in (600, 300, 400))
+    models = [make("kcal", seed=1, **FAST).fit(cal[0], cal[1], train=train) for _ in range(2)]
+    probs = models[0].predict_proba(test[0])
+    np.testing.assert_array_equal(probs, models[1].predict_proba(test[0]))
+    np.testing.assert_allclose(probs.sum(1), 1.0)
+    assert models[0].support_.shape == (300, 32) and 0.1 <= models[0].bandwidth_ <= 10
+    nll = -np.mean(np.log(np.maximum(probs[np.arange(400), test[1]], 1e-12)))
+    assert nll < -np.mean(test[0].log_probs[np.arange(400), test[1]])
+    assert (probs.argmax(1) == test[1]).mean() > 0.75
+    summary = models[0].fitted_summary()
+    assert summary["dim"] == 32 and summary["epochs"] <= FAST["max_epochs"]
+
+
+def test_kcal_projection_in_numpy_matches_torch():
+    torch = pytest.importorskip("torch")
+    from calbench.models.projection import SkipELU, export
+
+    torch.manual_seed(0)
+    module = SkipELU(6, 3).double()
+    module.train()
+    module(torch.randn(50, 6, dtype=torch.float64) * 3 + 1)  # move the BatchNorm running statistics
+    module.eval()
+    x = np.random.default_rng(0).normal(size=(8, 6))
+    np.testing.assert_allclose(project(export(module), x), module(torch.tensor(x)).detach().numpy(), rtol=1e-10)
+
+
+def test_kcal_logits_uses_logits_and_dimension_min_h_32():
+    rng = np.random.default_rng(1)
+    train, cal, test = (_clusters(n, rng) for n in (300, 200, 100))
+    strip = lambda s: Scores(s[0].logits)  # noqa: E731  (no embeddings)
+    model = make("kcal_logits", **FAST).fit(strip(cal), cal[1], train=(strip(train), train[1]))
+    assert model.support_.shape == (200, 4)  # d = min(K = 4, 32)
+    with pytest.raises(ValueError, match="needs embeddings"):
+        make("kcal", **FAST).fit(strip(cal), cal[1], train=(strip(train), train[1]))
+    with pytest.raises(ValueError, match="learns from the training split"):
+        make("kcal", **FAST).fit(cal[0], cal[1])
+
+
+def test_bad_settings_are_named():
+    rng = np.random.default_rng(2)
+    train, cal = _clusters(100, rng), _clusters(50, rng)
+    with pytest.raises(ValueError, match="kcal.keep: expected last or best"):
+        make("kcal", keep="first", **FAST).fit(cal[0], cal[1], train=train)
+
+
+def test_importing_the_methods_does_not_import_torch():
+    code = "import sys, calbench.methods as m; m.available(); assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

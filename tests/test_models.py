@@ -1,0 +1,164 @@
+"""Model sources: dump round-trip, resume after an interrupted training, offline error messages."""
+
+from __future__ import annotations
+
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+import torch
+
+from calbench.data import store
+from calbench.models import architectures, datasets, jobs, training
+from calbench.models.errors import OfflineError
+
+TINY_VIT = {"img_size": 8, "patch_size": 4, "in_chans": 1, "depth": 1, "embed_dim": 16, "num_heads": 2}
+
+
+def _entry(model="timm:vit_tiny_patch16_224", epochs=1, **extra):
+    return {"type": "train", "dataset": "digits", "sizes": {"train": 120, "cal": 60, "test": 50},
+            "model": model, "model_kwargs": TINY_VIT if model.startswith("timm:") else {},
+            "recipe": {"epochs": epochs, "batch_size": 32, "seed": 3}, **extra}
+
+
+@pytest.mark.parametrize("model,image_size", [("timm:vit_tiny_patch16_224", None),
+                                              ("torchvision:shufflenet_v2_x0_5", 16)])
+def test_dump_round_trip_holds_penultimate_activations(tmp_path, model, image_size):
+    entry = _entry(model, image_size=image_size)
+    weights, dump = tmp_path / "model.pt", tmp_path / "dump.h5"
+    jobs.train_job("tiny", entry, weights, progress=False)
+    jobs.dump_job("tiny", entry, dump, weights, progress=False)
+    assert store.list_groups(dump) == ["cal", "test", "train"]
+    groups = {g: store.read_group(dump, g) for g in ("train", "cal", "test")}
+    for name, size in entry["sizes"].items():
+        g = groups[name]
+        assert g["logits"].shape == (size, 10) and g["logits"].dtype == np.float32
+        assert g["labels"].shape == (size,) and g["labels"].dtype == np.int64
+        assert g["embeddings"].dtype == np.float32 and g["embeddings"].shape[0] == size
+    # Independent check: a forward hook on the classification layer sees the dumped embeddings as its input.
+    saved = torch.load(weights, weights_only=False)
+    net = architectures.build(model, 10, kwargs=entry["model_kwargs"])
+    net.load_state_dict(saved["model"])
+    net.eval()
+    data = datasets.load(entry, "test")
+    images = torch.stack([data.splits["test"][i][0] for i in range(len(data.splits["test"]))])
+    channels = architectures.input_channels(model, entry["model_kwargs"])
+    x = datasets.prepare_batch(images, saved["mean"], saved["std"], channels, image_size)
+    seen = []
+    _, head = architectures.final_linear(net)
+    head.register_forward_hook(lambda _m, inputs, _out: seen.append(inputs[0].detach()))
+    with torch.no_grad():
+        logits = net(x)
+    np.testing.assert_allclose(groups["test"]["embeddings"], seen[0].numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(groups["test"]["logits"], logits.numpy(), rtol=1e-5, atol=1e-5)
+    readout = groups["test"]["embeddings"] @ head.weight.detach().numpy().T + head.bias.detach().numpy()
+    np.testing.assert_allclose(groups["test"]["logits"], readout, rtol=1e-4, atol=1e-4)
+    assert np.array_equal(np.sort(groups["test"]["labels"]),
+                          np.sort([int(data.splits["test"][i][1]) for i in range(50)]))
+
+
+def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypatch):
+    entry = _entry(epochs=2)
+    jobs.train_job("tiny", entry, tmp_path / "full" / "model.pt", progress=False)
+
+    saves = []
+    real_save = training.save_checkpoint
+
+    def save_then_die(path, state):
+        real_save(path, state)
+        saves.append(state["epoch"])
+        raise KeyboardInterrupt("killed after the first epoch's checkpoint")
+
+    monkeypatch.setattr(training, "save_checkpoint", save_then_die)
+    with pytest.raises(KeyboardInterrupt):
+        jobs.train_job("tiny", entry, tmp_path / "killed" / "model.pt", progress=False)
+    assert saves == [1] and (tmp_path / "killed" / "checkpoint.pt").exists()
+    assert not (tmp_path / "killed" / "model.pt").exists()
+
+    def count_save(path, state):
+        real_save(path, state)
+        saves.append(state["epoch"])
+
+    monkeypatch.setattr(training, "save_checkpoint", count_save)
+    jobs.train_job("tiny", entry, tmp_path / "killed" / "model.pt", progress=False)
+    assert saves == [1, 2]  # the rerun trained only the second epoch
+    full = torch.load(tmp_path / "full" / "model.pt", weights_only=False)["model"]
+    resumed = torch.load(tmp_path / "killed" / "model.pt", weights_only=False)["model"]
+    for key in full:
+        torch.testing.assert_close(resumed[key], full[key], rtol=0, atol=0)
+    assert not (tmp_path / "killed" / "checkpoint.pt").exists()
+
+
+def test_checkpoint_of_another_recipe_is_not_resumed(tmp_path, monkeypatch):
+    entry = _entry(epochs=1)
+    recipe = training.Recipe.from_config(entry["recipe"], "x")
+    training.save_checkpoint(tmp_path / "checkpoint.pt", {"fingerprint": "other", "epoch": 1})
+    saves = []
+    monkeypatch.setattr(training, "save_checkpoint", lambda p, s: saves.append(s["epoch"]))
+    net = architectures.build(entry["model"], 10, kwargs=TINY_VIT)
+    data = datasets.load(entry, "x")
+    training.train(net, data.splits["train"], lambda x, a, g: datasets.prepare_batch(x, [0.5], [0.5], 1),
+                   recipe, torch.device("cpu"), tmp_path / "checkpoint.pt", {}, progress=False)
+    assert saves == [1]
+
+
+def _no_network(*args, **kwargs):
+    raise urllib.error.URLError("network unreachable (test)")
+
+
+def test_dataset_download_failure_says_what_was_tried(tmp_path, monkeypatch):
+    monkeypatch.setattr(urllib.request, "urlopen", _no_network)
+    entry = {"dataset": "cifar10", "data_dir": str(tmp_path / "cifar"), "sizes": {"train": 10, "cal": 10}}
+    with pytest.raises(OfflineError) as err:
+        datasets.load(entry, "sources.c10")
+    text = str(err.value)
+    assert "sources.c10" in text and "CIFAR10" in text and str(tmp_path / "cifar") in text and "Offline" in text
+
+
+def test_torchvision_weights_download_failure_names_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setattr(torch.hub, "urlopen", _no_network)
+    with pytest.raises(OfflineError) as err:
+        architectures.build("torchvision:resnet18", 10, pretrained=True, where="sources.r18")
+    text = str(err.value)
+    assert str(tmp_path / "torch" / "hub" / "checkpoints") in text and "weights: /path/to/file.pth" in text
+
+
+def test_timm_weights_offline_mentions_hf_hub_offline(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)  # as HF_HUB_OFFLINE=1 at import
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    with pytest.raises(OfflineError) as err:
+        architectures.build("timm:vit_tiny_patch16_224", 10, pretrained=True, where="sources.vit")
+    text = str(err.value)
+    assert "sources.vit" in text and "HF_HUB_OFFLINE=1" in text and str(tmp_path / "hf") in text
+    assert "weights: /path/to/file" in text
+
+
+def test_pretrained_source_rejects_a_head_of_other_classes(tmp_path):
+    net = architectures.build("timm:vit_tiny_patch16_224", 7, kwargs=TINY_VIT)
+    torch.save(net.state_dict(), tmp_path / "w.pth")
+    entry = {**_entry(), "type": "pretrained", "weights": str(tmp_path / "w.pth")}
+    with pytest.raises(ValueError, match="outputs 7 classes but digits has 10"):
+        jobs.dump_job("p", entry, tmp_path / "d.h5", progress=False)
+
+
+def test_pooled_split_is_stratified_disjoint_and_sized():
+    labels = np.repeat(np.arange(4), 50)
+    index = datasets._split_pool(labels, {"train": 100, "cal": 40, "test": 40}, 0, "x")
+    assert [index[s].size for s in ("train", "cal", "test")] == [100, 40, 40]
+    assert np.unique(np.concatenate(list(index.values()))).size == 180
+    assert np.all(np.bincount(labels[index["cal"]]) == 10)
+    with pytest.raises(ValueError, match="exceeds the 200 images"):
+        datasets._split_pool(labels, {"train": 150, "cal": 40, "test": 40}, 0, "x")
+
+
+def test_translation_augmentation_shifts_without_changing_content():
+    x = torch.zeros(3, 1, 8, 8)
+    x[:, :, 4, 4] = 1.0
+    out = datasets._random_translate(x, 1, torch.Generator().manual_seed(0))
+    assert out.shape == x.shape and torch.all(out.sum((1, 2, 3)) == 1.0)
+    assert torch.all(out[:, 0, 3:6, 3:6].sum((1, 2)) == 1.0)

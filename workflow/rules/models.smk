@@ -1,0 +1,69 @@
+# Model-backed sources (ARCHITECTURE.md §1): train a torchvision/timm model, or load a published or
+# local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
+# results/dumps/{source}.h5. These are the only rules that load torch; they run on the GPU when the
+# job gets one (device: auto) and on the CPU otherwise.
+import calbench.models as _calbench_models
+
+TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
+
+
+def model_weights(wildcards):
+    """The trained weights a dump needs: the train job's output for `train`, none for `pretrained`."""
+    if SOURCES[wildcards.source]["type"] == "train":
+        return f"results/models/{wildcards.source}/model.pt"
+    return []
+
+
+def model_threads(wildcards):
+    return SOURCES[wildcards.source].get("threads", 1)
+
+
+rule train_model:
+    input:
+        code=package_files(_calbench_models),
+    output:
+        "results/models/{source}/model.pt",
+    params:
+        entry=source_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives(TRAIN_SOURCES),
+    threads: model_threads
+    log:
+        "logs/train/{source}.log",
+    benchmark:
+        "benchmarks/train/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=720,
+    script:
+        "../scripts/train_model.py"
+
+
+rule dump_model:
+    input:
+        code=package_files(_calbench_models),
+        weights=model_weights,
+    output:
+        "results/dumps/{source}.h5",
+    params:
+        entry=source_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives(MODEL_SOURCES),
+    threads: model_threads
+    log:
+        "logs/dump/{source}.log",
+    benchmark:
+        "benchmarks/dump/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../scripts/dump_model.py"

@@ -1,0 +1,9 @@
+"""Snakemake adapter of calbench.models.jobs.train_job."""
+import json
+
+from calbench.models.jobs import train_job
+from calbench.pipeline import job_logging, snakemake_log
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    train_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], smk.params.cache_dir, smk.threads)
