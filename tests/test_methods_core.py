@@ -131,3 +131,14 @@ def test_bad_inputs_are_named():
         make("ts").fit(np.zeros(4), np.array([0, 1, 0, 1]))
     with pytest.raises(RuntimeError, match="not fitted yet"):
         make("ts").predict_proba(np.zeros((2, 2)))
+
+
+def test_kfold_splits_equal_scikit_learns_shuffled_kfold():
+    from sklearn.model_selection import KFold
+
+    from calbench.folds import kfold_splits
+
+    for n, k, seed in [(103, 10, 3), (50, 5, 0), (1000, 7, 11)]:
+        ours = list(kfold_splits(n, k, seed))
+        theirs = list(KFold(k, shuffle=True, random_state=seed).split(np.zeros(n)))
+        assert all((a == c).all() and (b == d).all() for (a, b), (c, d) in zip(ours, theirs))

@@ -15,11 +15,9 @@ from pathlib import Path
 import numpy as np
 
 import calbench
-from calbench.data import sources, splits, store
+from calbench.data import splits, store
 from calbench.data.atomic import write_text_atomic
-from calbench.methods import make, split_chain
 from calbench.metrics import evaluate, lookup
-from calbench.report.tables import write_tables
 from calbench.scores import Scores
 
 log = logging.getLogger("calbench")
@@ -27,12 +25,16 @@ log = logging.getLogger("calbench")
 
 def dump_job(source: str, entry: dict, seeds, output, cache_dir="resources/downloads") -> None:
     """Build the HDF5 dump of one source."""
+    from calbench.data import sources
+
     log.info("building dump of source %s (%s)", source, entry.get("type"))
     sources.make_dump(source, entry, seeds, output, cache_dir)
 
 
 def build_method(method: str, settings: dict, seed: int):
     """The calibrator of a job: ``settings`` maps each stage name to its config slice."""
+    from calbench.methods import make, split_chain  # imported per job: evaluation jobs do not need them
+
     parts = split_chain(method)
     estimator = make(method, **settings[parts[0]]) if len(parts) == 1 else make(method, **settings)
     _set_seed(estimator, seed)
@@ -106,6 +108,8 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
 
 def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
     """Fold every metrics JSON into the tables of ``results/tables``."""
+    from calbench.report.tables import write_tables
+
     write_tables(metric_files, out_dir, metrics, methods)
 
 

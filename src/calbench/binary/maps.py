@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import expit, logit
-from sklearn.isotonic import IsotonicRegression
 
 from calbench.scores import PROB_EPS
 
@@ -108,6 +107,8 @@ class Isotonic:
 
     def fit(self, p, y) -> "Isotonic":
         p, y = check_binary(p, y)
+        from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
+
         self.model_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
         return self
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
-from sklearn.model_selection import KFold
+from calbench.folds import kfold_splits
 
 from calbench.binary.maps import check_binary
 from calbench.scores import PROB_EPS
@@ -249,7 +249,7 @@ class PiecewiseLinearCV:
             self.cv_scores_, self.n_pieces_ = np.array([np.nan]), 1
             self.models_ = self._maps(1, [p], [y])
             return self
-        folds = list(KFold(min(self.n_folds, p.size), shuffle=True, random_state=self.seed).split(p))
+        folds = list(kfold_splits(p.size, min(self.n_folds, p.size), self.seed))
         candidates = self.candidates(p.size)
         scores, models = [], []
         for n_pieces in candidates:

@@ -8,7 +8,6 @@ groups carries data drawn for that seed.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 
 from calbench.data import store
 
@@ -16,6 +15,8 @@ from calbench.data import store
 def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,
                stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows."""
+    from sklearn.model_selection import train_test_split  # lazy: only pooled sources need it
+
     n = labels.size
     if (cal_size is None) == (cal_fraction is None):
         raise ValueError("split: give exactly one of cal_size (a count) or cal_fraction (in (0, 1))")

@@ -22,8 +22,8 @@ M = 1 column of top probabilities and correctness; classwise: column j = (p̂_j,
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import norm as normal
-from sklearn.model_selection import KFold
+from scipy.special import ndtr
+from calbench.folds import kfold_splits
 
 from calbench.binary.piecewise import prefer_fewer
 from calbench.metrics.binning import assign_bins, bin_sums
@@ -44,7 +44,7 @@ def bin_stats(scores: np.ndarray, hits: np.ndarray, n_bins: int, scheme: str):
 def folded_normal_mean(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """E|X| for X ~ N(mu, sigma²), elementwise; |mu| where sigma = 0."""
     safe = np.where(sigma > 0, sigma, 1.0)
-    value = safe * np.sqrt(2 / np.pi) * np.exp(-0.5 * (mu / safe) ** 2) + mu * (1 - 2 * normal.cdf(-mu / safe))
+    value = safe * np.sqrt(2 / np.pi) * np.exp(-0.5 * (mu / safe) ** 2) + mu * (1 - 2 * ndtr(-mu / safe))
     return np.where(sigma > 0, value, np.abs(mu))
 
 
@@ -116,7 +116,7 @@ def cv_bin_counts(scores: np.ndarray, hits: np.ndarray, scheme: str, max_bins: i
     candidates = np.arange(1, min(max_bins, max(1, smallest_train)) + 1)
     held_out = _held_out_brier_em if scheme == "em" else _held_out_brier_ew
     total = np.zeros((candidates.size, scores.shape[1]))
-    for train, test in KFold(n_folds, shuffle=True, random_state=seed).split(scores):
+    for train, test in kfold_splits(len(scores), n_folds, seed):
         total += held_out(scores[train], hits[train], scores[test], hits[test], candidates)
     choose = prefer_fewer if trick else np.argmin
     return np.array([candidates[choose(total[:, j])] for j in range(scores.shape[1])])

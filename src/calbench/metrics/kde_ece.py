@@ -22,7 +22,6 @@ fewer than two hits) is floored at 4 grid steps.
 from __future__ import annotations
 
 import numpy as np
-from scipy.signal import fftconvolve
 
 GRID = np.linspace(-0.6, 1.6, 2**14)
 CONVENTIONS = ("paper", "mnm_code")
@@ -52,6 +51,14 @@ def _linear_binning(points: np.ndarray, weights: np.ndarray) -> np.ndarray:
             + np.bincount(left + 1, weights * frac, GRID.size))
 
 
+def _convolve_same(signal: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+    """``scipy.signal.fftconvolve(signal, kernel, mode="same")`` with numpy's FFT (scipy.signal costs ~0.8 s to import)."""
+    size = signal.size + kernel.size - 1
+    full = np.fft.irfft(np.fft.rfft(signal, size) * np.fft.rfft(kernel, size), size)
+    start = (kernel.size - 1) // 2
+    return full[start:start + signal.size]
+
+
 def kde_ece(scores, hits, norm: str = "l1", convention: str = "paper") -> float:
     """KDE-ECE of one binary column (``scores`` in [0, 1], ``hits`` in {0, 1})."""
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
@@ -64,8 +71,8 @@ def kde_ece(scores, hits, norm: str = "l1", convention: str = "paper") -> float:
     kernel = (1 - (offsets / h) ** 2) ** 3
     mirrored = np.where(scores < 0.5, -scores, 2 - scores)
     points, weights = np.concatenate([scores, mirrored]), np.concatenate([hits, hits])
-    density = fftconvolve(_linear_binning(points, np.ones_like(points)), kernel, mode="same")
-    hit_density = fftconvolve(_linear_binning(points, weights), kernel, mode="same")
+    density = _convolve_same(_linear_binning(points, np.ones_like(points)), kernel)
+    hit_density = _convolve_same(_linear_binning(points, weights), kernel)
     inside = (GRID >= 0) & (GRID <= 1)
     x, dens, num = GRID[inside], np.maximum(density[inside], 0), np.maximum(hit_density[inside], 0)
     dens_norm = dens / np.trapezoid(dens, x)
