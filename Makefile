@@ -3,6 +3,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.calbench-installed
 CORES ?= all
+# One BLAS/OpenMP thread per job: Snakemake (and pytest-xdist) already run one job per core, and
+# oversubscribed BLAS threads were measured up to 80x slower on a shared 2-core machine.
+export OMP_NUM_THREADS ?= 1
+export OPENBLAS_NUM_THREADS ?= 1
+export MKL_NUM_THREADS ?= 1
 
 .PHONY: run test bench report clean
 

@@ -193,14 +193,16 @@ def test_transform_passes_logits_and_large_class_counts_stay_linear_in_memory():
 
 
 def test_default_config_settings_build_and_fit():
-    """The reduced grids of config/config.yaml are valid settings of the Dirichlet paper methods."""
+    """The reduced grids of config/config.yaml are valid settings of the Dirichlet paper methods, and
+    every one of them runs in the default config or in config/cifar.yaml."""
     import yaml
 
     from conftest import REPO
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    cifar = yaml.safe_load((REPO / "config" / "cifar.yaml").read_text())
     logits, y = _toy(n=200, k=3)
     for name in UNTUNED + TUNED:
-        assert name in config["methods"]
+        assert name in config["methods"] + cifar["methods"]
         est = make(name, **(config["method_settings"].get(name) or {})).fit(logits, y)
         np.testing.assert_allclose(est.predict_proba(logits).sum(axis=1), 1.0)

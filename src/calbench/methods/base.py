@@ -9,7 +9,8 @@ The public ``fit``/``predict_proba`` validate the boundary once, so implementati
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator
+import copy
+import inspect
 
 from calbench.scores import Scores, as_scores, check_labels
 
@@ -26,7 +27,7 @@ def check_every_class(y: np.ndarray, num_classes: int, who: str) -> None:
         )
 
 
-class Calibrator(BaseEstimator):
+class Calibrator:
     """Base class of every calibration method.
 
     Class attributes
@@ -47,7 +48,47 @@ class Calibrator(BaseEstimator):
     default_grid: dict | None = None
     default_cv: dict = {}
     preserves_argmax: bool = False
+    #: calbench modules the method imports inside functions (e.g. torch code); listed so that editing
+    #: them reruns the method's jobs (see ``registry.source_files``).
+    lazy_modules: tuple[str, ...] = ()
     needs_every_class: bool = False
+
+    # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
+    @classmethod
+    def _get_param_names(cls) -> list[str]:
+        """The keyword arguments of ``__init__`` (the hyperparameters), sorted."""
+        skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+        init = cls.__init__
+        if init is object.__init__:
+            return []
+        return sorted(p.name for p in inspect.signature(init).parameters.values()
+                      if p.name != "self" and p.kind not in skip)
+
+    def get_params(self, deep: bool = True) -> dict:
+        """Hyperparameters by name; with ``deep``, also ``<name>__<param>`` of nested calibrators."""
+        params = {name: getattr(self, name) for name in self._get_param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                if isinstance(value, Calibrator):
+                    params.update({f"{name}__{k}": v for k, v in value.get_params().items()})
+        return params
+
+    def set_params(self, **params) -> "Calibrator":
+        """Set hyperparameters (``<name>__<param>`` reaches a nested calibrator); returns ``self``."""
+        valid = self._get_param_names()
+        for key, value in params.items():
+            name, _, sub = key.partition("__")
+            if name not in valid:
+                raise ValueError(f"{type(self).__name__}: unknown setting {name!r}; allowed settings: {valid}")
+            if sub:
+                getattr(self, name).set_params(**{sub: value})
+            else:
+                setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({args})"
 
     def fit(self, scores, y, train=None) -> "Calibrator":
         """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``.
@@ -109,3 +150,12 @@ class Calibrator(BaseEstimator):
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         raise NotImplementedError
+
+
+def clone(estimator):
+    """An unfitted copy with the same hyperparameters (``sklearn.base.clone`` for calibrators)."""
+    if isinstance(estimator, (list, tuple)):
+        return type(estimator)(clone(e) for e in estimator)
+    if not isinstance(estimator, Calibrator):
+        return copy.deepcopy(estimator)
+    return type(estimator)(**{k: clone(v) for k, v in estimator.get_params(deep=False).items()})

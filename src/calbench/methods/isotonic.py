@@ -18,7 +18,6 @@ zero probabilities, 0 in the paper).
 from __future__ import annotations
 
 import numpy as np
-from sklearn.isotonic import IsotonicRegression
 
 from calbench.methods.base import Calibrator
 from calbench.methods.ovr import OneVsRest, renormalise
@@ -32,8 +31,10 @@ def _check_eps(eps, *, positive: bool) -> None:
         raise ValueError(f"eps: expected {need}, got {eps!r}")
 
 
-def fit_isotonic(p: np.ndarray, hits: np.ndarray) -> IsotonicRegression:
+def fit_isotonic(p: np.ndarray, hits: np.ndarray) -> "IsotonicRegression":  # noqa: F821
     """Non-decreasing least-squares fit of ``hits`` on ``p`` (PAV), clipped outside the data range."""
+    from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
+
     return IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, hits)
 
 

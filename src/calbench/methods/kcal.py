@@ -181,6 +181,7 @@ class KCal(Calibrator):
     """
 
     needs = frozenset({"embeddings", "train"})
+    lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
 
     def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,

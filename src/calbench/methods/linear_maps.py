@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import softmax
-from sklearn.base import clone
+from calbench.methods.base import clone
 
 from calbench.methods.base import Calibrator
 from calbench.scores import Scores

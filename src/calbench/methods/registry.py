@@ -8,6 +8,7 @@ identifiers; ``+`` joins names into a :class:`~calbench.methods.chain.Chain`.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import re
@@ -86,6 +87,8 @@ def source_files(name: str) -> list[str]:
     here = Path(__file__).parent
     files = {str(here / "chain.py"), str(here / "tuning.py")}
     for part in split_chain(name):
+        for lazy in getattr(_REGISTRY[part], "lazy_modules", ()):
+            files.add(importlib.util.find_spec(lazy).origin)  # located without importing it
         for klass in inspect.getmro(_REGISTRY[part]):
             module = inspect.getmodule(klass)
             if module is not None and module.__name__.startswith("calbench."):

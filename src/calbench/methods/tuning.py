@@ -14,10 +14,9 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
-from sklearn.base import clone
-from sklearn.model_selection import KFold, StratifiedKFold
 
-from calbench.methods.base import Calibrator
+from calbench.folds import kfold_splits
+from calbench.methods.base import Calibrator, clone
 from calbench.scores import Scores
 
 #: Probabilities are clipped at this value before the log in the CV score (LECE, IR and binning
@@ -83,10 +82,10 @@ class GridSearch(Calibrator):
     def _splits(self, y: np.ndarray):
         counts = np.bincount(y, minlength=self.num_classes_)
         if counts.min() >= self.folds:
-            splitter = StratifiedKFold(self.folds, shuffle=True, random_state=self.seed)
-        else:
-            splitter = KFold(self.folds, shuffle=True, random_state=self.seed)
-        return list(splitter.split(np.zeros(y.size), y))
+            from sklearn.model_selection import StratifiedKFold  # lazy: only tuned methods pay its import
+
+            return list(StratifiedKFold(self.folds, shuffle=True, random_state=self.seed).split(np.zeros(y.size), y))
+        return list(kfold_splits(y.size, self.folds, self.seed))
 
     def _grid_predictions(self, points, train: Scores, y_train, val: Scores, fit_kwargs: dict):
         if hasattr(self.estimator, "predict_grid"):
