@@ -19,6 +19,9 @@ During the grid search one distance computation and one partial ordering per fol
 
 from __future__ import annotations
 
+import os
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 
 from calbench.methods.base import Calibrator
@@ -200,12 +203,18 @@ class LECE(Calibrator):
         probs = scores.probs
         outputs = [np.empty_like(probs) for _ in points]
         step = block_rows(pool.n)
-        for start in range(0, probs.shape[0], step):
+
+        def predict_block(start: int) -> None:  # blocks write disjoint rows, so threads may share outputs
             rows = slice(start, start + step)
             p = probs[rows]
             sums = dict(zip(unique_ks, pool.neighbour_sums(p, unique_ks)))
             for out, k, (_, t) in zip(outputs, ks, settings):
                 out[rows] = threshold_and_renormalise(p, self._estimate(p, sums[k] / k), t)
+
+        starts = range(0, probs.shape[0], step)
+        # numpy's partition and BLAS release the GIL: blocks run in parallel on the available cores.
+        with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1)) as pool_threads:
+            list(pool_threads.map(predict_block, starts))
         return outputs
 
     def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores) -> list[np.ndarray]:
