@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.binary.maps import Isotonic
 from calbench.methods.base import Calibrator
 from calbench.methods.ovr import OneVsRest, renormalise
 from calbench.methods.registry import register
@@ -29,13 +30,6 @@ def _check_eps(eps, *, positive: bool) -> None:
     if not np.isfinite(eps) or eps < 0 or (positive and eps == 0):
         need = "a small positive number (strict isotonicity)" if positive else "a number >= 0"
         raise ValueError(f"eps: expected {need}, got {eps!r}")
-
-
-def fit_isotonic(p: np.ndarray, hits: np.ndarray) -> "IsotonicRegression":  # noqa: F821
-    """Non-decreasing least-squares fit of ``hits`` on ``p`` (PAV), clipped outside the data range."""
-    from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
-
-    return IsotonicRegression(y_min=0.0, y_max=1.0, increasing=True, out_of_bounds="clip").fit(p, hits)
 
 
 @register("irova")
@@ -54,7 +48,7 @@ class IsotonicOneVsRest(OneVsRest):
         super()._fit(scores, y)
 
     def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
-        return fit_isotonic(p, hits)
+        return Isotonic().fit(p, hits)
 
     def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         return fitted.predict(p) + self.eps * p
@@ -77,7 +71,7 @@ class IsotonicMulticlass(Calibrator):
         probs = scores.probs
         onehot = np.zeros_like(probs)
         onehot[np.arange(y.size), y] = 1.0
-        self.isotonic_ = fit_isotonic(probs.ravel(), onehot.ravel())
+        self.isotonic_ = Isotonic().fit(probs.ravel(), onehot.ravel())
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
@@ -85,4 +79,4 @@ class IsotonicMulticlass(Calibrator):
         return renormalise(mapped)
 
     def fitted_summary(self) -> dict:
-        return {"knots": int(self.isotonic_.X_thresholds_.size)}
+        return {"knots": self.isotonic_.summary()["steps"]}

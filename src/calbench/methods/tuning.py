@@ -17,21 +17,15 @@ import numpy as np
 
 from calbench.folds import kfold_splits
 from calbench.methods.base import Calibrator, clone
+from calbench.metrics import proper
 from calbench.scores import Scores
-
-#: Probabilities are clipped at this value before the log in the CV score (LECE, IR and binning
-#: can output exact zeros; sklearn's ``log_loss`` clips the same way).
-SCORE_EPS = 1e-15
-
 
 def fold_loss(probs: np.ndarray, y: np.ndarray, scoring: str) -> float:
     """Mean log-loss (``"nll"``) or Brier score summed over classes (``"brier"``) of one fold."""
-    if scoring == "nll":
-        return float(-np.mean(np.log(np.clip(probs[np.arange(y.size), y], SCORE_EPS, None))))
+    if scoring == "nll":  # clipped at NLL_EPS: LECE, IR and binning can output exact zeros
+        return proper.log_loss(probs, y)
     if scoring == "brier":
-        onehot = np.zeros_like(probs)
-        onehot[np.arange(y.size), y] = 1.0
-        return float(np.mean(np.sum((probs - onehot) ** 2, axis=1)))
+        return proper.brier(probs, y)
     raise ValueError(f"cv.scoring: expected 'nll' or 'brier', got {scoring!r}")
 
 

@@ -26,7 +26,7 @@ from scipy.special import ndtr
 from calbench.folds import kfold_splits
 
 from calbench.binary.piecewise import prefer_fewer
-from calbench.metrics.binning import assign_bins, bin_sums
+from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 
 MAX_CV_BINS = 40
 CV_FOLDS = 10
@@ -79,8 +79,7 @@ def _held_out_brier_em(s_tr, h_tr, s_te, h_te, candidates):
     query = (s_te + offsets).T.ravel()
     out = np.empty((len(candidates), m))
     for row, n_bins in enumerate(candidates):
-        sizes = np.full(n_bins, n_tr // n_bins)
-        sizes[: n_tr % n_bins] += 1
+        sizes = equal_mass_sizes(n_tr, n_bins)
         starts = np.concatenate([[0], np.cumsum(sizes)])
         gap = ((cum_h[starts[1:]] - cum_h[starts[:-1]]) - (cum_s[starts[1:]] - cum_s[starts[:-1]])) / sizes[:, None]
         borders = (s_sorted[starts[1:-1]] + offsets).T.ravel()  # [M·(B−1)], sorted

@@ -20,6 +20,13 @@ def equal_width_bins(values: np.ndarray, n_bins: int) -> np.ndarray:
     return np.minimum((np.asarray(values) * n_bins).astype(np.int64), n_bins - 1).clip(0)
 
 
+def equal_mass_sizes(n: int, n_bins: int) -> np.ndarray:
+    """Sizes of ``n_bins`` equal-mass bins of ``n`` sorted values: the first ``n mod n_bins`` one larger."""
+    sizes = np.full(n_bins, n // n_bins)
+    sizes[: n % n_bins] += 1
+    return sizes
+
+
 def equal_mass_bins(values: np.ndarray, n_bins: int) -> np.ndarray:
     """Bin index of each value for ``n_bins`` equal-mass bins, per column of a 2-D array.
 
@@ -28,9 +35,7 @@ def equal_mass_bins(values: np.ndarray, n_bins: int) -> np.ndarray:
     """
     values = np.asarray(values)
     n = values.shape[0]
-    sizes = np.full(n_bins, n // n_bins)
-    sizes[: n % n_bins] += 1
-    bin_of_rank = np.repeat(np.arange(n_bins), sizes)
+    bin_of_rank = np.repeat(np.arange(n_bins), equal_mass_sizes(n, n_bins))
     order = np.argsort(values, axis=0, kind="stable")
     bins = np.empty(values.shape, dtype=np.int64)
     np.put_along_axis(bins, order, bin_of_rank.reshape((n,) + (1,) * (values.ndim - 1)), axis=0)

@@ -23,7 +23,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.gridspec import GridSpec
 
 from calbench.data import store
-from calbench.metrics.binning import assign_bins, bin_sums
+from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 from calbench.report.plotting import plt, save_figure, write_csv
 from calbench.scores import check_labels, check_logits
 
@@ -37,9 +37,7 @@ def _bin_edges(scores: np.ndarray, n_bins: int, scheme: str) -> np.ndarray:
     if scheme == "ew":
         return np.broadcast_to(np.linspace(0.0, 1.0, n_bins + 1), (n_cols, n_bins + 1)).copy()
     ordered = np.sort(scores, axis=0)
-    sizes = np.full(n_bins, scores.shape[0] // n_bins)
-    sizes[: scores.shape[0] % n_bins] += 1
-    ends = np.cumsum(sizes)[:-1]  # first sorted position of bins 1..B−1
+    ends = np.cumsum(equal_mass_sizes(scores.shape[0], n_bins))[:-1]  # first sorted position of bins 1..B−1
     inner = (ordered[np.maximum(ends - 1, 0)] + ordered[np.minimum(ends, scores.shape[0] - 1)]) / 2
     edges = np.concatenate([np.zeros((1, n_cols)), inner, np.ones((1, n_cols))]).T
     return np.maximum.accumulate(edges, axis=1)
