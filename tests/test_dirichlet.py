@@ -121,8 +121,9 @@ def test_warm_started_grid_matches_separate_fits():
     est = make("dir_odir", grid=None)
     points = [dict(zip(grid, v)) for v in [(l, m) for l in grid["reg_lambda"] for m in grid["reg_mu"]]]
     train, val = Scores(logits[:300]), Scores(logits[300:])
-    shared = est.predict_grid(points, train, y[:300], val)
-    for p, probs in zip(points, shared):
+    shared = dict(est.predict_grid(points, train, y[:300], val))
+    assert sorted(shared) == list(range(len(points)))
+    for p, probs in zip(points, (shared[i] for i in range(len(points)))):
         alone = make("dir_odir", grid=None, **p).fit(train, y[:300]).predict_proba(val)
         np.testing.assert_allclose(probs, alone, atol=2e-4)
     assert sorted(warm_start_order(points)) == list(range(len(points)))

@@ -112,8 +112,9 @@ def test_predict_grid_equals_one_fit_per_point():
     zq, _ = _data(60, 4, 13)
     points = [{"q": q, "t": t} for q in (0.01, 0.1, 0.2, 1.0) for t in (0.0, 0.05, 1.0)]
     from calbench.scores import Scores
-    shared = make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq))
-    for point, out in zip(points, shared):
+    shared = dict(make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq)))
+    assert sorted(shared) == list(range(len(points)))
+    for point, out in zip(points, (shared[i] for i in range(len(points)))):
         np.testing.assert_allclose(out, make("lecd", grid=None, **point).fit(z, y).predict_proba(zq), atol=1e-12)
 
 

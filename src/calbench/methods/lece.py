@@ -19,14 +19,12 @@ During the grid search one distance computation and one partial ordering per fol
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
-
 import numpy as np
 
 from calbench.methods.base import Calibrator
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
+from calbench.parallel import thread_map
 from calbench.scores import Scores
 
 #: The paper's grid (§4.2.2), verbatim: neighbourhood proportions q and thresholds t.
@@ -211,15 +209,14 @@ class LECE(Calibrator):
             for out, k, (_, t) in zip(outputs, ks, settings):
                 out[rows] = threshold_and_renormalise(p, self._estimate(p, sums[k] / k), t)
 
-        starts = range(0, probs.shape[0], step)
         # numpy's partition and BLAS release the GIL: blocks run in parallel on the available cores.
-        with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1)) as pool_threads:
-            list(pool_threads.map(predict_block, starts))
+        thread_map(predict_block, range(0, probs.shape[0], step))
         return outputs
 
-    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores) -> list[np.ndarray]:
-        """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t)."""
-        return self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores)
+    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores):
+        """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t);
+        yields (point index, probabilities)."""
+        return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
 
     def fitted_summary(self) -> dict:
         return {"k": self.k_, "q": self.q, "t": self.t, "distance": self.distance}

@@ -40,10 +40,11 @@ class Penalty:
     bias: float = 0.0
 
     def value(self, weights: np.ndarray, intercept: np.ndarray) -> float:
-        diagonal = np.diagonal(weights)
-        total = np.sum(weights**2)
-        return float(self.off * (total - np.sum(diagonal**2)) + self.diag * np.sum(diagonal**2)
-                     + self.bias * np.sum(intercept**2))
+        squares = weights**2
+        diag_sq = np.trace(squares)
+        np.fill_diagonal(squares, 0.0)  # summing the off-diagonal squares directly: Σ w² − Σ w²ᵢᵢ cancels
+        # catastrophically near W = I, an error that a penalty weight of 10⁶ turns into objective noise
+        return float(self.off * np.sum(squares) + self.diag * diag_sq + self.bias * np.sum(intercept**2))
 
     def gradient(self, weights: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         grad_w = 2.0 * self.off * weights
@@ -84,30 +85,33 @@ def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
 
 def affine_logits(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarray:
     """W x + b for every row x of ``x`` [n, k]; ``diagonal`` uses only the diagonal of W."""
-    if diagonal:
-        return x * np.diagonal(weights) + intercept
-    return x @ weights.T + intercept
+    out = x * np.diagonal(weights) if diagonal else x @ weights.T
+    out += intercept
+    return out
 
 
 def objective(theta: np.ndarray, x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool):
-    """Mean log-loss of σ(W x + b) plus ``penalty``, and its gradient in θ = (W or diag W, b)."""
+    """Mean log-loss of σ(W x + b) plus ``penalty``, and its gradient in θ = (W or diag W, b).
+
+    One n × k work array is reused in place: scores, then exp, then the residual σ − onehot.
+    """
     n, k = x.shape
     weights, intercept = unpack(theta, k, diagonal)
-    s = affine_logits(x, weights, intercept, diagonal)
-    s -= s.max(axis=1, keepdims=True)
-    e = np.exp(s)
-    norm = e.sum(axis=1)
+    work = affine_logits(x, weights, intercept, diagonal)
+    work -= work.max(axis=1, keepdims=True)
     rows = np.arange(n)
-    loss = float(np.mean(np.log(norm) - s[rows, y]))
-    g = e / norm[:, None]
-    g[rows, y] -= 1.0
-    g /= n
+    picked = work[rows, y]
+    np.exp(work, out=work)
+    norm = work.sum(axis=1)
+    loss = float(np.mean(np.log(norm)) - np.mean(picked))
+    work /= norm[:, None]
+    work[rows, y] -= 1.0
     pen_w, pen_b = penalty.gradient(weights, intercept)
-    grad_b = g.sum(axis=0) + pen_b
+    grad_b = work.sum(axis=0) / n + pen_b
     if diagonal:
-        grad_w = np.einsum("ij,ij->j", g, x) + np.diagonal(pen_w)
+        grad_w = np.einsum("ij,ij->j", work, x) / n + np.diagonal(pen_w)
     else:
-        grad_w = (g.T @ x + pen_w).ravel()
+        grad_w = (work.T @ x / n + pen_w).ravel()
     return loss + penalty.value(weights, intercept), np.concatenate([grad_w, grad_b])
 
 
@@ -142,20 +146,33 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) by L-BFGS from ``init = (W, b)`` (default: W = I, b = 0).
 
     L-BFGS runs on θ / d with d = diag(Hessian at the start)^(−1/2) (Jacobi preconditioning: ln q̂ features
-    of very different scales otherwise make it crawl). It stops when the objective's relative decrease in
-    an iteration falls below ``tol``, or after ``max_iter`` iterations. Returns (W, b, info) with
-    info = {"iterations", "converged", "loss"}.
+    of very different scales otherwise make it crawl). In those coordinates the diagonal-Newton step is −g;
+    its predicted decrease ½‖g‖² decides two things: a start (a warm start along a grid) whose predicted
+    decrease is below ``tol``·max(|f|, 1) is returned as it is, and the coordinates are further scaled by
+    ‖g‖ so that L-BFGS's first trial step (unit length) is that Newton step rather than a blind unit step,
+    which from a good warm start cost up to 40 line-search evaluations. It stops when the objective's
+    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations.
+    Returns (W, b, info) with info = {"iterations", "converged", "loss"}.
     """
     k = x.shape[1]
     weights, intercept = init if init is not None else (np.eye(k), np.zeros(k))
     h = hessian_diagonal(x, weights, intercept, penalty, diagonal)
     d = 1.0 / np.sqrt(np.maximum(h, 1e-8 * h.max() + 1e-300))
+    theta = pack(weights, intercept, diagonal)
+    value, grad = objective(theta, x, y, penalty, diagonal)
+    newton_norm = float(np.linalg.norm(grad * d))
+    if 0.5 * newton_norm**2 <= tol * max(abs(value), 1.0):
+        return weights, intercept, {"iterations": 0, "converged": True, "loss": value}
+    d *= newton_norm
+    start = theta / d
 
     def scaled(theta_scaled):
-        value, grad = objective(theta_scaled * d, x, y, penalty, diagonal)
-        return value, grad * d
+        if theta_scaled is start or np.array_equal(theta_scaled, start):  # the start is already evaluated
+            return value, grad * d
+        f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
+        return f, g * d
 
-    result = minimize(scaled, pack(weights, intercept, diagonal) / d, jac=True, method="L-BFGS-B",
+    result = minimize(scaled, start, jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iter, "gtol": 1e-12, "ftol": tol, "maxcor": 20})
     weights, intercept = unpack(result.x * d, k, diagonal)
     return weights, intercept, {"iterations": int(result.nit), "converged": bool(result.success),
@@ -259,18 +276,18 @@ class AffineSoftmax(Calibrator):
         scores = self._check_scores(scores)
         return scores.with_logits(self.output_logits(scores))
 
-    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores) -> list[np.ndarray]:
+    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
         """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
-        prediction built from the solutions already found (:class:`PathPredictor`); predict ``val``."""
-        out: list = [None] * len(points)
+        prediction built from the solutions already found (:class:`PathPredictor`); yield
+        (point index, probabilities on ``val``) in that order."""
         path = PathPredictor()
+        features = self.features(train)
         for i in warm_start_order(points):
             est = clone(self).set_params(**points[i])
             lam, mu = points[i].get("reg_lambda", 0.0), points[i].get("reg_mu", 0.0)
-            weights, intercept, info = est._solve(est.features(train), y_train, init=path.predict(lam, mu))
+            weights, intercept, info = est._solve(features, y_train, init=path.predict(lam, mu))
             path.add(lam, mu, (weights, intercept))
-            out[i] = est._set_fitted(weights, intercept, info, train.num_classes).predict_proba(val)
-        return out
+            yield i, est._set_fitted(weights, intercept, info, train.num_classes).predict_proba(val)
 
     def fitted_summary(self) -> dict:
         k = self.weights_.shape[0]

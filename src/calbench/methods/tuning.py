@@ -4,9 +4,11 @@ Used as LECE paper §4.2.2 tunes (q, t) (10-fold CV on log-loss) and as the Diri
 (λ, μ) (5-fold CV on log-loss, the fold models averaged at prediction time, its §4.2/Supp. E.5).
 Configured, not coded, per method: ``make(name, grid={...}, cv={...})``.
 
-An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_scores)`` returning
-one probability matrix per grid point, to share work across the grid (one distance computation per
-fold for LECE, warm starts for Dirichlet); otherwise each point is fitted separately.
+An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_scores)`` yielding
+(point index, probabilities) for every grid point in any order, to share work across the grid (one
+distance computation per fold for LECE, warm starts for Dirichlet); otherwise each point is fitted
+separately. Each prediction is scored as it comes, so memory holds one of them per fold, and the folds
+run in threads on the available cores (:mod:`calbench.parallel`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import numpy as np
 from calbench.folds import kfold_splits
 from calbench.methods.base import Calibrator, clone
 from calbench.metrics import proper
+from calbench.parallel import thread_map
 from calbench.scores import Scores
 
 def fold_loss(probs: np.ndarray, y: np.ndarray, scoring: str) -> float:
@@ -81,32 +84,34 @@ class GridSearch(Calibrator):
             return list(StratifiedKFold(self.folds, shuffle=True, random_state=self.seed).split(np.zeros(y.size), y))
         return list(kfold_splits(y.size, self.folds, self.seed))
 
-    def _grid_predictions(self, points, train: Scores, y_train, val: Scores, fit_kwargs: dict):
+    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict) -> np.ndarray:
+        """Validation loss of every grid point, trained on one fold's training part."""
+        tr, va = split
+        train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
         if hasattr(self.estimator, "predict_grid"):
-            return self.estimator.predict_grid(points, train, y_train, val)
-        return [clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs).predict_proba(val)
-                for p in points]
+            predictions = self.estimator.predict_grid(points, train, y_train, val)
+        else:
+            predictions = ((i, clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs)
+                            .predict_proba(val)) for i, p in enumerate(points))
+        losses = np.full(len(points), np.nan)
+        for i, probs in predictions:
+            losses[i] = fold_loss(probs, y[va], self.scoring)
+        return losses
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
             raise ValueError(f"cv.folds: expected 2 <= folds <= {y.size} (the calibration size), got {self.folds}")
         points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
         fit_kwargs = {"train": train} if train is not None else {}
-        losses = np.zeros((len(points), self.folds))
         splits = self._splits(y)
-        for f, (tr, va) in enumerate(splits):
-            preds = self._grid_predictions(points, scores.subset(tr), y[tr], scores.subset(va), fit_kwargs)
-            losses[:, f] = [fold_loss(p, y[va], self.scoring) for p in preds]
-        self.cv_losses_ = losses.mean(axis=1)
+        losses = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs), splits)
+        self.cv_losses_ = np.mean(losses, axis=0)
         self.best_index_ = int(np.argmin(self.cv_losses_))
         self.best_params_ = points[self.best_index_]
-        if self.ensemble:
-            self.estimators_ = [
-                clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(tr), y[tr], **fit_kwargs)
-                for tr, _ in splits
-            ]
-        else:
-            self.estimators_ = [clone(self.estimator).set_params(**self.best_params_).fit(scores, y, **fit_kwargs)]
+        def fit_best(rows):
+            return clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(rows), y[rows], **fit_kwargs)
+
+        self.estimators_ = thread_map(fit_best, [tr for tr, _ in splits] if self.ensemble else [np.arange(y.size)])
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         return np.mean([est.predict_proba(scores) for est in self.estimators_], axis=0)
