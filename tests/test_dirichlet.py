@@ -8,8 +8,8 @@ from scipy.special import softmax
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, authors_odir_grid, l2_penalty, objective, odir_penalty,
-                                          warm_start_order)
+from calbench.methods.linear_maps import (Penalty, authors_odir_grid, fit_affine_softmax, l2_penalty, objective,
+                                          odir_penalty, warm_start_order)
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -52,6 +52,38 @@ def test_odir_penalty_hand_computed():
     # 3 classes: off-diagonal squares 4+9+16+1 = 30, λ/(3·2) = 1 → 30; μ/3 = 1, b² = 9 → 39.
     w3 = np.array([[5.0, 2.0, 0.0], [3.0, 7.0, 4.0], [1.0, 0.0, -2.0]])
     assert odir_penalty(6.0, 3.0, 3).value(w3, np.array([0.0, 3.0, 0.0])) == pytest.approx(39.0)
+
+
+def test_odir_penalty_is_exact_near_the_identity():
+    """Σ_{i≠j} w²ᵢⱼ is summed directly: as Σ w² − Σ w²ᵢᵢ it cancels to rounding noise near W = I, which the
+    strongest λ of the authors' grid (λ/(k(k−1)) = 10⁶) turned into objective noise that broke L-BFGS."""
+    k = 100
+    w = np.eye(k) + 1e-9 * (1 - np.eye(k))
+    got = odir_penalty(1e6 * k * (k - 1), 0.0, k).value(w, np.zeros(k))
+    assert got == pytest.approx(1e6 * k * (k - 1) * 1e-18, rel=1e-12)
+
+
+def test_converged_warm_start_is_returned_without_iterations():
+    logits, y = _toy()
+    x, penalty = Scores(logits).log_probs, odir_penalty(1.0, 1.0, 4)
+    w, b, info = fit_affine_softmax(x, y, penalty, diagonal=False)
+    w2, b2, info2 = fit_affine_softmax(x, y, penalty, diagonal=False, init=(w, b))
+    assert info["iterations"] > 5 and info2["iterations"] == 0
+    assert info2["loss"] == pytest.approx(info["loss"], abs=1e-9)
+    np.testing.assert_array_equal(w2, w)
+
+
+def test_grid_search_does_not_depend_on_the_number_of_threads(monkeypatch):
+    """Folds run in threads (calbench.parallel); results are the same on one core as on many."""
+    import calbench.parallel
+
+    logits, y = _toy(n=400)
+    grid = {"reg_lambda": [10.0, 0.1], "reg_mu": [1.0, 0.01]}
+    threaded = make("dir_odir", grid=grid).fit(logits, y)
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 1)
+    serial = make("dir_odir", grid=grid).fit(logits, y)
+    np.testing.assert_array_equal(threaded.cv_losses_, serial.cv_losses_)
+    np.testing.assert_array_equal(threaded.predict_proba(logits), serial.predict_proba(logits))
 
 
 @pytest.mark.parametrize("diagonal", [False, True])
