@@ -8,8 +8,8 @@ from scipy.special import softmax
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, authors_odir_grid, fit_affine_softmax, l2_penalty, objective,
-                                          odir_penalty, warm_start_order)
+from calbench.methods.linear_maps import (Penalty, authors_odir_grid, fit_affine_softmax, hessian, l2_penalty,
+                                          objective, odir_penalty, unpack, warm_start_order)
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -63,12 +63,17 @@ def test_odir_penalty_is_exact_near_the_identity():
     assert got == pytest.approx(1e6 * k * (k - 1) * 1e-18, rel=1e-12)
 
 
-def test_converged_warm_start_is_returned_without_iterations():
+@pytest.mark.parametrize("solver", ["newton", "lbfgs"])
+def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch):
+    import calbench.methods.linear_maps as linear_maps
+
+    if solver == "lbfgs":
+        monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
     logits, y = _toy()
     x, penalty = Scores(logits).log_probs, odir_penalty(1.0, 1.0, 4)
     w, b, info = fit_affine_softmax(x, y, penalty, diagonal=False)
     w2, b2, info2 = fit_affine_softmax(x, y, penalty, diagonal=False, init=(w, b))
-    assert info["iterations"] > 5 and info2["iterations"] == 0
+    assert info["iterations"] > 3 and info2["iterations"] == 0 and info2["converged"]
     assert info2["loss"] == pytest.approx(info["loss"], abs=1e-9)
     np.testing.assert_array_equal(w2, w)
 
@@ -95,6 +100,34 @@ def test_gradient_matches_finite_differences(diagonal, penalty):
     grad = objective(theta, x, y, penalty, diagonal)[1]
     numeric = approx_fprime(theta, lambda t: objective(t, x, y, penalty, diagonal)[0], 1e-7)
     np.testing.assert_allclose(grad, numeric, atol=2e-6)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("penalty", [odir_penalty(2.0, 3.0, 4), l2_penalty(1.5, 4)])
+def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
+    rng = np.random.default_rng(2)
+    x, y = rng.normal(size=(50, 4)), rng.integers(4, size=50)
+    theta = 0.3 * rng.normal(size=8 if diagonal else 20)
+    exact = hessian(x, *unpack(theta, 4, diagonal), penalty, diagonal)
+    numeric = np.array([approx_fprime(theta, lambda t, i=i: objective(t, x, y, penalty, diagonal)[1][i], 1e-6)
+                        for i in range(theta.size)])
+    np.testing.assert_allclose(exact, numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
+    """Newton serves small problems (NEWTON_MAX_PARAMS), L-BFGS large ones: same objective, same map."""
+    import calbench.methods.linear_maps as linear_maps
+
+    logits, y = _toy(n=800)
+    x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
+    w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
+    monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+    w_lbfgs, b_lbfgs, info_lbfgs = fit_affine_softmax(x, y, penalty, diagonal)
+    assert info_newton["converged"] and info_newton["iterations"] < 15
+    assert info_newton["loss"] == pytest.approx(info_lbfgs["loss"], abs=1e-9)
+    np.testing.assert_allclose(w_newton, w_lbfgs, atol=1e-3)
+    np.testing.assert_allclose(b_newton, b_lbfgs, atol=1e-3)
 
 
 def test_canonical_conversion_round_trip():
