@@ -116,15 +116,17 @@ def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
 
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
-    """Newton serves small problems (NEWTON_MAX_PARAMS), L-BFGS large ones: same objective, same map."""
+    """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (NEWTON_AFTER): same optimum."""
     import calbench.methods.linear_maps as linear_maps
 
     logits, y = _toy(n=800)
     x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
+    monkeypatch.setattr(linear_maps, "NEWTON_AFTER", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
     monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
     w_lbfgs, b_lbfgs, info_lbfgs = fit_affine_softmax(x, y, penalty, diagonal)
-    assert info_newton["converged"] and info_newton["iterations"] < 15
+    assert info_newton["solver"] == "lbfgs+newton" and info_lbfgs["solver"] == "lbfgs"
+    assert info_newton["converged"] and info_newton["iterations"] < 12
     assert info_newton["loss"] == pytest.approx(info_lbfgs["loss"], abs=1e-9)
     np.testing.assert_allclose(w_newton, w_lbfgs, atol=1e-3)
     np.testing.assert_allclose(b_newton, b_lbfgs, atol=1e-3)
