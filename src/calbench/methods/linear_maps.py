@@ -11,9 +11,9 @@ penalty (spec lece_dirichlet.md §1.5–1.6):
 ``reg_scale="paper"`` uses those normalisations; ``reg_scale="code"`` drops the 1/(k(k−1)), 1/k and
 1/(k(k+1)) factors as the authors' Keras code did, so λ_paper = k(k−1)·λ_code and μ_paper = k·μ_code
 (ODIR), λ_paper = k(k+1)·λ_code (L2). Fitting is in float64 with the analytic gradient, started from the
-identity map (W = I, b = 0) or from a given warm start, and deterministic: Newton's method with the exact
-Hessian where θ has at most :data:`NEWTON_MAX_PARAMS` entries (full maps up to 16 classes, diagonal ones
-up to 150), full-batch Jacobi-preconditioned L-BFGS beyond. No n × k × k array is ever formed.
+identity map (W = I, b = 0) or from a given warm start, and deterministic: full-batch Jacobi-preconditioned
+L-BFGS, finished by Newton's method with the exact Hessian where θ has at most :data:`NEWTON_MAX_PARAMS`
+entries (full maps up to 16 classes, diagonal ones up to 150). No n × k × k array is ever formed.
 """
 
 from __future__ import annotations
