@@ -112,6 +112,15 @@ def test_grid_search_picks_the_best_point_and_can_average_fold_models():
     assert len(ensemble.estimators_) == 3
     assert ensemble.predict_proba(data["logits"]).sum(1) == pytest.approx(np.ones(1000))
 
+    class Skipping(Fixed):
+        """A grid hook that forgets its last point."""
+
+        def predict_grid(self, points, train, y_train, val):
+            return ((i, Fixed(**p).fit(train, y_train).predict_proba(val)) for i, p in enumerate(points[:-1]))
+
+    with pytest.raises(RuntimeError, match=r"left grid points \[1\] without a prediction"):
+        GridSearch(Skipping(), {"t": [1.0, 2.0]}, folds=3).fit(data["logits"], data["labels"])
+
 
 def test_grid_helpers():
     assert expand_grid({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]

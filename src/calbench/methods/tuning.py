@@ -96,6 +96,9 @@ class GridSearch(Calibrator):
         losses = np.full(len(points), np.nan)
         for i, probs in predictions:
             losses[i] = fold_loss(probs, y[va], self.scoring)
+        if np.isnan(losses).any():
+            raise RuntimeError(f"{type(self.estimator).__name__}.predict_grid left grid points "
+                               f"{np.flatnonzero(np.isnan(losses)).tolist()} without a prediction or with a NaN loss")
         return losses
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
@@ -108,6 +111,7 @@ class GridSearch(Calibrator):
         self.cv_losses_ = np.mean(losses, axis=0)
         self.best_index_ = int(np.argmin(self.cv_losses_))
         self.best_params_ = points[self.best_index_]
+
         def fit_best(rows):
             return clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(rows), y[rows], **fit_kwargs)
 
