@@ -203,7 +203,7 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
         eigenvalues, vectors = np.linalg.eigh(hessian(x, *unpack(theta, x.shape[1], diagonal), penalty, diagonal))
         keep = eigenvalues > 1e-12 * eigenvalues.max()
         step = -vectors[:, keep] @ ((vectors[:, keep].T @ grad) / eigenvalues[keep])
-        decrease = -float(grad @ step)  # the Newton decrement λ²; the predicted decrease is λ²/2
+        decrease = -float(grad @ step)  # the squared Newton decrement; the predicted decrease is half of it
         if decrease / 2 <= tol * max(abs(value), 1.0):
             converged = True
             break
