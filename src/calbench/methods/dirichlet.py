@@ -17,8 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.linear_maps import (AffineSoftmax, Penalty, l2_default_grid, l2_penalty, odir_default_grid,
-                                          odir_penalty)
+from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, Penalty, l2_default_grid, l2_penalty
 from calbench.methods.registry import register
 from calbench.scores import PROB_EPS
 
@@ -103,11 +102,8 @@ class DirichletL2(DirichletBase):
 
 
 @register("dir_odir")
-class DirichletODIR(DirichletBase):
-    """Dir-ODIR: full Dirichlet calibration with the ODIR penalty of :func:`odir_penalty`."""
-
-    default_grid = staticmethod(odir_default_grid)
-    default_cv = {"folds": 5, "ensemble": True}
+class DirichletODIR(ODIRTuned, DirichletBase):
+    """Dir-ODIR: full Dirichlet calibration with the ODIR penalty, tuned as :class:`ODIRTuned` says."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
@@ -117,6 +113,3 @@ class DirichletODIR(DirichletBase):
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
-
-    def penalty(self, k: int) -> Penalty:
-        return odir_penalty(self.reg_lambda, self.reg_mu, k, self.reg_scale)

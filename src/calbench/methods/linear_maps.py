@@ -427,3 +427,15 @@ def odir_default_grid(num_classes: int) -> dict:
 
 def l2_default_grid(num_classes: int) -> dict:
     return authors_odir_grid(num_classes, with_mu=False)
+
+
+class ODIRTuned:
+    """Mixin of ``ms_odir`` and ``dir_odir``: the ODIR penalty of :func:`odir_penalty` from the estimator's
+    ``reg_lambda``, ``reg_mu`` and ``reg_scale``, tuned over the authors' (λ, μ) grid by 5-fold CV with the
+    fold models averaged (Dirichlet paper §4.2). List it before :class:`AffineSoftmax`."""
+
+    default_grid = staticmethod(odir_default_grid)
+    default_cv = {"folds": 5, "ensemble": True}
+
+    def penalty(self, k: int) -> Penalty:
+        return odir_penalty(self.reg_lambda, self.reg_mu, k, self.reg_scale)

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from calbench.methods.linear_maps import AffineSoftmax, Penalty, odir_default_grid, odir_penalty
+from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned
 from calbench.methods.registry import register
 
 
@@ -33,11 +33,8 @@ class MatrixScaling(AffineSoftmax):
 
 
 @register("ms_odir")
-class MatrixScalingODIR(AffineSoftmax):
-    """σ(W z + b) on logits with the ODIR penalty (Dirichlet paper §3); see :func:`odir_penalty`."""
-
-    default_grid = staticmethod(odir_default_grid)
-    default_cv = {"folds": 5, "ensemble": True}
+class MatrixScalingODIR(ODIRTuned, AffineSoftmax):
+    """σ(W z + b) on logits with the ODIR penalty (Dirichlet paper §3), tuned as :class:`ODIRTuned` says."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  max_iter: int = 1000, tol: float = 1e-10):
@@ -46,6 +43,3 @@ class MatrixScalingODIR(AffineSoftmax):
         self.reg_scale = reg_scale
         self.max_iter = max_iter
         self.tol = tol
-
-    def penalty(self, k: int) -> Penalty:
-        return odir_penalty(self.reg_lambda, self.reg_mu, k, self.reg_scale)
