@@ -71,15 +71,10 @@ class Dirichlet(DirichletBase):
 
 
 @register("dir_diag")
-class DirichletDiagonal(DirichletBase):
+class DirichletDiagonal(Dirichlet):
     """Dirichlet calibration with a diagonal W (vector scaling on ln q̂), unregularised."""
 
     diagonal = True
-
-    def __init__(self, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
-        self.eps = eps
-        self.max_iter = max_iter
-        self.tol = tol
 
 
 @register("dir_l2")

@@ -12,17 +12,6 @@ from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned
 from calbench.methods.registry import register
 
 
-@register("vs")
-class VectorScaling(AffineSoftmax):
-    """σ(diag(w) z + b) on logits, fitted by log-loss from w = 1, b = 0."""
-
-    diagonal = True
-
-    def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
-        self.max_iter = max_iter
-        self.tol = tol
-
-
 @register("ms")
 class MatrixScaling(AffineSoftmax):
     """σ(W z + b) on logits, unregularised, fitted by log-loss from W = I, b = 0."""
@@ -30,6 +19,13 @@ class MatrixScaling(AffineSoftmax):
     def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter
         self.tol = tol
+
+
+@register("vs")
+class VectorScaling(MatrixScaling):
+    """σ(diag(w) z + b) on logits: matrix scaling with W restricted to its diagonal, from w = 1, b = 0."""
+
+    diagonal = True
 
 
 @register("ms_odir")
