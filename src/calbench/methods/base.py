@@ -1,9 +1,14 @@
 """The calibrator interface (ARCHITECTURE.md §4), in scikit-learn's conventions.
 
-Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` (so that
-``get_params``/``set_params``/``clone`` work), learn in ``_fit`` and predict in ``_predict_proba``.
-The public ``fit``/``predict_proba`` validate the boundary once, so implementations see a
-:class:`~calbench.scores.Scores` and int64 labels in ``[0, C)``.
+Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` and store them
+unchanged (so that ``get_params``/``set_params``/``clone`` work), learn in ``_fit`` (fitted attributes
+end in ``_``) and predict in ``_predict_proba``. The public ``fit``/``predict_proba`` validate the
+boundary once, so implementations see a :class:`~calbench.scores.Scores` and int64 labels in ``[0, C)``.
+
+Calibrators are scikit-learn classifiers whose features are the C score columns (``GridSearchCV``,
+``cross_val_score``, ``Pipeline``, ``sklearn.base.clone``, ``check_is_fitted``) without inheriting its base
+classes: importing scikit-learn would add ~0.75 s to every job, so it is imported only when it asks for
+the estimator's tags.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import numpy as np
 import copy
 import inspect
 
+from calbench.metrics.proper import log_loss_rows
 from calbench.scores import Scores, as_scores, check_labels
 
 
@@ -89,6 +95,38 @@ class Calibrator:
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
         return f"{type(self).__name__}({args})"
+
+    # -- the rest of scikit-learn's estimator protocol -----------------------------------------------------
+    def __sklearn_tags__(self):
+        """A multiclass classifier on a 2-D score matrix, needing labels and a fit."""
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+
+        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
+                    classifier_tags=ClassifierTags(), input_tags=InputTags(two_d_array=True))
+
+    def __sklearn_is_fitted__(self) -> bool:
+        return hasattr(self, "num_classes_")
+
+    @property
+    def classes_(self) -> np.ndarray:
+        """The class labels, ``0 … C−1`` (the columns of the scores)."""
+        return np.arange(self.num_classes_)
+
+    @property
+    def n_features_in_(self) -> int:
+        """Number of score columns seen in ``fit`` (= number of classes)."""
+        return self.num_classes_
+
+    def predict(self, scores) -> np.ndarray:
+        """The most probable class of each row after calibration."""
+        return self.predict_proba(scores).argmax(axis=1)
+
+    def score(self, scores, y, sample_weight=None) -> float:
+        """Minus the mean log-loss of the calibrated probabilities (higher is better), the default score of
+        scikit-learn's model selection."""
+        scores = as_scores(scores)
+        y = check_labels(y, scores.num_classes, scores.n)
+        return -float(np.average(log_loss_rows(self.predict_proba(scores), y), weights=sample_weight))
 
     def fit(self, scores, y, train=None) -> "Calibrator":
         """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``.

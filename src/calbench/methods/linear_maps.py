@@ -421,12 +421,19 @@ def authors_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool 
             "reg_scale": [reg_scale]}
 
 
-def odir_default_grid(num_classes: int) -> dict:
-    return authors_odir_grid(num_classes)
+def odir_default_grid(num_classes: int, reg_scale: str = "paper") -> dict:
+    """Default grid of ``ms_odir``/``dir_odir``: :func:`authors_odir_grid` in the estimator's ``reg_scale``
+    (which :func:`~calbench.methods.tuning.without_fixed` passes in when the user sets it)."""
+    grid = authors_odir_grid(num_classes, reg_scale)
+    del grid["reg_scale"]
+    return grid
 
 
-def l2_default_grid(num_classes: int) -> dict:
-    return authors_odir_grid(num_classes, with_mu=False)
+def l2_default_grid(num_classes: int, reg_scale: str = "paper") -> dict:
+    """Default grid of ``dir_l2``, as :func:`odir_default_grid`."""
+    grid = authors_odir_grid(num_classes, reg_scale, with_mu=False)
+    del grid["reg_scale"]
+    return grid
 
 
 class ODIRTuned:

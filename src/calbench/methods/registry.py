@@ -102,13 +102,15 @@ def make(name: str, **settings):
     Parameters
     ----------
     name : a registered name (``"ts"``) or a chain (``"ts+lece"``).
-    settings : for a single method, its hyperparameters plus the optional reserved keys ``grid``
-        (a dict of lists searched by k-fold CV; ``None`` switches the class's default grid off) and
-        ``cv`` (settings of :class:`~calbench.methods.tuning.GridSearch`). For a chain, one dict
-        per stage name, e.g. ``make("ts+lece", lece={"q": 0.1, "grid": None})``.
+    settings : for a single method, its hyperparameters plus the optional reserved keys ``grid`` and
+        ``cv``. A hyperparameter given here is held fixed: the class's default grid (k-fold CV) searches
+        only the ones left unset, and no search runs when all of them are given. ``grid`` replaces the
+        default grid (a dict of lists, searched as given; ``None``: no search); a setting that it also
+        searches is an error. ``cv`` holds settings of :class:`~calbench.methods.tuning.GridSearch`.
+        For a chain, one dict per stage name, e.g. ``make("ts+lece", lece={"q": 0.1})``.
     """
     from calbench.methods.chain import Chain
-    from calbench.methods.tuning import GridSearch
+    from calbench.methods.tuning import GridSearch, grid_names, without_fixed
 
     parts = split_chain(name)
     if len(parts) > 1:
@@ -118,13 +120,24 @@ def make(name: str, **settings):
         return Chain([make(part, **(settings.get(part) or {})) for part in parts])
     cls = _REGISTRY[parts[0]]
     settings = dict(settings)
-    grid = settings.pop("grid", cls.default_grid)
-    cv = {**cls.default_cv, **(settings.pop("cv", None) or {})}
+    explicit_grid = "grid" in settings
+    grid = settings.pop("grid", None)
+    cv = settings.pop("cv", None)
     allowed = cls._get_param_names()  # scikit-learn: the keyword arguments of __init__, sorted
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
     estimator = cls(**settings)
-    if grid:
-        return GridSearch(estimator, grid, **cv)
-    return estimator
+    if explicit_grid:
+        both = sorted(set(settings) & grid_names(grid)) if grid else []
+        if both:
+            raise ValueError(f"method {name!r}: {both} both set and searched by the grid; drop the setting(s) to "
+                             "search them, or drop them from `grid` to hold them fixed")
+    elif cls.default_grid:
+        grid = without_fixed(cls.default_grid, settings)
+    if not grid:
+        if cv:
+            raise ValueError(f"method {name!r}: `cv` settings {cv} given, but no grid is searched (every searched "
+                             "setting is given, or `grid` is null); drop `cv` or leave a setting to search")
+        return estimator
+    return GridSearch(estimator, grid, **{**cls.default_cv, **(cv or {})})

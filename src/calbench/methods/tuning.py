@@ -8,12 +8,18 @@ An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_s
 (point index, probabilities) for every grid point in any order, to share work across the grid (one
 distance computation per fold for LECE, warm starts for Dirichlet); otherwise each point is fitted
 separately. Each prediction is scored as it comes, so memory holds one of them per fold, and the folds
-run in threads on the available cores (:mod:`calbench.parallel`).
+run in threads on the available cores (:mod:`calbench.parallel`), each logging at INFO when done.
+
+A default grid searches only the hyperparameters the user left unset (:func:`without_fixed`).
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import itertools
+import logging
+import time
 
 import numpy as np
 
@@ -22,6 +28,9 @@ from calbench.methods.base import Calibrator, clone
 from calbench.metrics import proper
 from calbench.parallel import thread_map
 from calbench.scores import Scores
+
+log = logging.getLogger(__name__)
+
 
 def fold_loss(probs: np.ndarray, y: np.ndarray, scoring: str) -> float:
     """Mean log-loss (``"nll"``) or Brier score summed over classes (``"brier"``) of one fold."""
@@ -41,6 +50,29 @@ def expand_grid(grid: dict) -> list[dict]:
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
 
+def grid_names(grid) -> set[str]:
+    """The hyperparameters a grid searches; a grid function's names must not depend on the number of classes."""
+    return set(grid(2) if callable(grid) else grid)
+
+
+def _grid_without(grid, fixed: dict, num_classes: int) -> dict:
+    accepted = inspect.signature(grid).parameters
+    full = grid(num_classes, **{k: v for k, v in fixed.items() if k in accepted})
+    return {k: v for k, v in full.items() if k not in fixed}
+
+
+def without_fixed(grid, fixed: dict):
+    """A method's default ``grid`` with the settings the user gave (``fixed``) held fixed: their keys leave the
+    search, and a grid function receives those it takes as keywords (e.g. ``reg_scale``, the scale of its
+    values). ``None`` when nothing is left to search."""
+    if callable(grid):
+        taken = grid_names(grid) | set(inspect.signature(grid).parameters)
+        left = functools.partial(_grid_without, grid, fixed) if taken & set(fixed) else grid
+    else:
+        left = {k: v for k, v in grid.items() if k not in fixed}
+    return left if grid_names(left) else None
+
+
 class GridSearch(Calibrator):
     """Choose hyperparameters of ``estimator`` by k-fold CV, then refit (or average fold models).
 
@@ -48,12 +80,19 @@ class GridSearch(Calibrator):
     ----------
     estimator : the calibrator to tune (its other settings stay fixed).
     grid : dict of hyperparameter name → list of candidate values, or a function of the number of
-        classes returning one (for grids that depend on it, like the Dirichlet paper's).
+        classes returning one (for grids that depend on it, like the Dirichlet paper's). The grid's values
+        override ``estimator``'s; its other settings stay fixed.
     folds : number of CV folds (stratified by label when every class has ``folds`` members).
     scoring : ``"nll"`` (log-loss) or ``"brier"``; lower is better. Ties keep the first point.
     ensemble : False refits the best point on all data (LECE paper); True averages the
         predictions of the ``folds`` fold models at the best point (Dirichlet paper).
     seed : seed of the fold assignment.
+
+    Fitted attributes (scikit-learn's names): ``best_params_``, ``best_index_``, ``best_score_`` (minus the
+    best CV loss), ``cv_results_`` (``params``, ``param_<name>``, ``split<i>_test_score``,
+    ``mean_test_score``, ``std_test_score``, ``rank_test_score``; scores are minus losses, higher is better),
+    ``cv_losses_`` (mean CV loss per point), ``fixed_params_`` (the estimator's settings the grid leaves
+    alone) and ``estimators_`` (one refitted model, or the ``folds`` fold models with ``ensemble``).
     """
 
     def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0):
@@ -84,7 +123,7 @@ class GridSearch(Calibrator):
             return list(StratifiedKFold(self.folds, shuffle=True, random_state=self.seed).split(np.zeros(y.size), y))
         return list(kfold_splits(y.size, self.folds, self.seed))
 
-    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict) -> np.ndarray:
+    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress) -> np.ndarray:
         """Validation loss of every grid point, trained on one fold's training part."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
@@ -99,7 +138,34 @@ class GridSearch(Calibrator):
         if np.isnan(losses).any():
             raise RuntimeError(f"{type(self.estimator).__name__}.predict_grid left grid points "
                                f"{np.flatnonzero(np.isnan(losses)).tolist()} without a prediction or with a NaN loss")
+        progress()
         return losses
+
+    def _progress(self, points: int):
+        """A callback logging, at INFO, each finished fold with the elapsed time (folds run in threads)."""
+        start, done = time.perf_counter(), itertools.count(1)
+
+        def fold_done() -> None:
+            log.info("grid search of %s: fold %d/%d done (%d points, %.1f s)", self.method_name, next(done),
+                     self.folds, points, time.perf_counter() - start)
+
+        return fold_done
+
+    def _record(self, points: list[dict], losses: np.ndarray, fixed: dict) -> None:
+        """Fitted attributes of the search from the ``[folds, points]`` validation losses."""
+        self.cv_losses_ = losses.mean(axis=0)
+        self.best_index_ = int(np.argmin(self.cv_losses_))
+        self.best_params_ = points[self.best_index_]
+        self.best_score_ = -float(self.cv_losses_[self.best_index_])
+        self.fixed_params_ = fixed
+        ranks = np.empty(len(points), dtype=np.int64)
+        ranks[np.argsort(self.cv_losses_, kind="stable")] = np.arange(1, len(points) + 1)
+        self.cv_results_ = {
+            "params": points,
+            **{f"param_{name}": [p[name] for p in points] for name in points[0]},
+            **{f"split{i}_test_score": -fold for i, fold in enumerate(losses)},
+            "mean_test_score": -self.cv_losses_, "std_test_score": losses.std(axis=0), "rank_test_score": ranks,
+        }
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
@@ -107,10 +173,10 @@ class GridSearch(Calibrator):
         points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
         fit_kwargs = {"train": train} if train is not None else {}
         splits = self._splits(y)
-        losses = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs), splits)
-        self.cv_losses_ = np.mean(losses, axis=0)
-        self.best_index_ = int(np.argmin(self.cv_losses_))
-        self.best_params_ = points[self.best_index_]
+        progress = self._progress(len(points))
+        losses = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress), splits)
+        self._record(points, np.array(losses), {k: v for k, v in self.estimator.get_params(deep=False).items()
+                                                if k not in points[0]})
 
         def fit_best(rows):
             return clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(rows), y[rows], **fit_kwargs)
@@ -126,9 +192,15 @@ class GridSearch(Calibrator):
         return super().transform(scores)
 
     def fitted_summary(self) -> dict:
+        """The chosen point, the settings held fixed, the mean CV loss of every point (grid order) and the
+        fold losses of the chosen one."""
         return {
             "best_params": self.best_params_,
+            "fixed_params": self.fixed_params_,
             "cv_loss": float(self.cv_losses_[self.best_index_]),
             "cv_scoring": self.scoring,
+            "cv_fold_losses": [-float(self.cv_results_[f"split{i}_test_score"][self.best_index_])
+                               for i in range(self.folds)],
+            "cv_losses": self.cv_losses_.tolist(),
             **({"fitted": self.estimators_[0].fitted_summary()} if len(self.estimators_) == 1 else {}),
         }
