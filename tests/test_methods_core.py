@@ -138,7 +138,7 @@ def test_bad_inputs_are_named():
         make("ts").fit(np.zeros((2, 2)), np.array([0, 5]))
     with pytest.raises(ValueError, match="expected a 2-D array"):
         make("ts").fit(np.zeros(4), np.array([0, 1, 0, 1]))
-    with pytest.raises(RuntimeError, match="not fitted yet"):
+    with pytest.raises(ValueError, match="not fitted yet"):  # scikit-learn's NotFittedError
         make("ts").predict_proba(np.zeros((2, 2)))
 
 

@@ -13,11 +13,12 @@ from conftest import REPO
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
 
-def _job_files(tmp_path, method, seed, fit, predict, rss):
+def _job_files(tmp_path, method, seed, fit, predict, rss, fitted=None):
     calibrated = tmp_path / f"{method}{seed}.h5"
     probs = np.full((3, 2), 0.5)
     store.write_calibrated(calibrated, probs, probs, np.arange(3), np.arange(3), np.zeros(3, dtype=int),
-                           {"method": method, "seed": seed, "fit_seconds": fit, "predict_seconds": predict})
+                           {"method": method, "seed": seed, "fit_seconds": fit, "predict_seconds": predict,
+                            **({"fitted": fitted} if fitted is not None else {})})
     bench = tmp_path / f"{method}{seed}.tsv"
     bench.write_text(BENCH_HEADER + f"1.0\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t1\t1\n")
     return calibrated, bench
@@ -33,7 +34,21 @@ def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
     out = tmp_path / "runtime.md"
     write_runtime_table(jobs, cal, bench, bench, out, method_order=["uncal", "ts"])
     rows = [line for line in out.read_text().splitlines() if line.startswith("| s |")]
-    assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 200 |"]
+    assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 200 | – |"]
+
+
+def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):
+    """Issue 13: the fitted calibrator's chosen grid point (its fitted_summary in the calibrated HDF5) is shown."""
+    lece = [{"best_params": {"q": q, "t": 0.0}, "cv_loss": 0.5} for q in (0.05, 0.2, 0.05)]
+    chain = {"0:ts": {"temperature": 1.5}, "1:lece": {"best_params": {"t": 0.01}, "fixed_params": {"q": 0.05}}}
+    jobs = [("s", "lece", seed) for seed in range(3)] + [("s", "ts+lece", 0)]
+    files = [_job_files(tmp_path, "lece", seed, 1.0, 0.1, 100, fitted) for seed, fitted in enumerate(lece)]
+    files.append(_job_files(tmp_path, "ts+lece", 0, 1.0, 0.1, 100, chain))
+    cal, bench = zip(*files)
+    out = tmp_path / "runtime.md"
+    write_runtime_table(jobs, cal, bench, bench, out)
+    chosen = [line.split(" | ")[-1] for line in out.read_text().splitlines() if line.startswith("| s |")]
+    assert chosen == ["q=0.05, t=0 (2/3) |", "lece: t=0.01 (1/1) |"]
 
 
 def test_every_hdf5_open_in_the_package_has_file_locking_off():

@@ -98,11 +98,13 @@ class Calibrator:
 
     # -- the rest of scikit-learn's estimator protocol -----------------------------------------------------
     def __sklearn_tags__(self):
-        """A multiclass classifier on a 2-D score matrix, needing labels and a fit."""
-        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags
+        """A multiclass classifier on a 2-D score matrix, needing labels and a fit; ``transform`` passes
+        :class:`Scores` to the next stage of a chain (or of a ``Pipeline``)."""
+        from sklearn.utils import ClassifierTags, InputTags, Tags, TargetTags, TransformerTags
 
         return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags(), input_tags=InputTags(two_d_array=True))
+                    classifier_tags=ClassifierTags(), transformer_tags=TransformerTags(preserves_dtype=[]),
+                    input_tags=InputTags(two_d_array=True))
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "num_classes_")
@@ -154,7 +156,9 @@ class Calibrator:
         """Calibrated probabilities ``[N, C]`` (float64, rows sum to 1)."""
         scores = self._check_scores(scores)
         if not hasattr(self, "num_classes_"):
-            raise RuntimeError(f"{type(self).__name__} is not fitted yet; call fit(scores, y) first")
+            from sklearn.exceptions import NotFittedError  # a ValueError and AttributeError, as scikit-learn expects
+
+            raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(scores, y) first")
         if scores.num_classes != self.num_classes_:
             raise ValueError(
                 f"{type(self).__name__} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"

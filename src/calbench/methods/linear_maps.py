@@ -337,7 +337,8 @@ class AffineSoftmax(Calibrator):
 
     Subclasses set ``diagonal`` (W restricted to its diagonal) and ``uses_log_probs``, take their
     hyperparameters in ``__init__`` (always ``max_iter`` and ``tol``, plus ``eps`` on log-probabilities)
-    and override :meth:`penalty`. Fitted attributes: ``weights_`` [k, k], ``intercept_`` [k], ``fit_info_``.
+    and override :meth:`penalty`. Fitted attributes: ``weights_`` [k, k], ``intercept_`` [k], ``fit_info_``
+    (and its ``n_iter_``, scikit-learn's name for the solver's iteration count).
     """
 
     diagonal: bool = False
@@ -361,6 +362,10 @@ class AffineSoftmax(Calibrator):
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         self._set_fitted(*self._solve(self.features(scores), y), scores.num_classes)
+
+    @property
+    def n_iter_(self) -> int:
+        return self.fit_info_["iterations"]
 
     def _set_fitted(self, weights, intercept, info, num_classes):
         self.weights_, self.intercept_, self.fit_info_, self.num_classes_ = weights, intercept, info, num_classes

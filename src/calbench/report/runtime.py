@@ -1,8 +1,13 @@
 """Cost of each method: fit and predict seconds (timed inside the calibrate job, HDF5 attributes
 ``fit_seconds``/``predict_seconds``) and the peak memory of its jobs (``max_rss`` of Snakemake's
-``benchmark:`` files), folded into ``results/tables/runtime.md``."""
+``benchmark:`` files), folded into ``results/tables/runtime.md`` with the grid point that tuned methods
+chose (attribute ``fitted``: the calibrator's ``fitted_summary()``)."""
 
 from __future__ import annotations
+
+import json
+import re
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -17,6 +22,16 @@ def _max_rss(benchmark_file) -> float:
     return float(pd.to_numeric(values, errors="coerce").max())
 
 
+def chosen_point(fitted: dict) -> str:
+    """The grid point a tuned calibrator chose (``"q=0.05, t=0"``), per tuned chain stage (``"lece: q=0.05"``);
+    ``""`` where nothing was tuned."""
+    if "best_params" in fitted:
+        return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in fitted["best_params"].items())
+    stages = [(key.split(":", 1)[1], chosen_point(sub)) for key, sub in fitted.items()
+              if re.match(r"\d+:", key) and isinstance(sub, dict)]  # a chain's "<index>:<method>" stages
+    return "; ".join(f"{stage}: {point}" for stage, point in stages if point)
+
+
 def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks) -> pd.DataFrame:
     """One row per (source, method, seed) job with its timings and peak memory."""
     rows = []
@@ -25,7 +40,8 @@ def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchma
         attrs = store.read_attrs(calibrated)
         rows.append({"source": source, "method": method, "seed": seed,
                      "fit_s": float(attrs["fit_seconds"]), "predict_s": float(attrs["predict_seconds"]),
-                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": _max_rss(eval_bench)})
+                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": _max_rss(eval_bench),
+                     "chosen": chosen_point(json.loads(attrs.get("fitted", "{}")))})
     return pd.DataFrame(rows)
 
 
@@ -33,18 +49,27 @@ def _cell(value: float, decimals: int) -> str:
     return "–" if np.isnan(value) else f"{value:.{decimals}f}"
 
 
+def _most_frequent(points: pd.Series) -> str:
+    """The grid point chosen most often over seeds, with how often (``"q=0.05, t=0 (4/5)"``)."""
+    point, count = Counter(points).most_common(1)[0]
+    return f"{point} ({count}/{points.size})" if point else "–"
+
+
 def runtime_markdown(frame: pd.DataFrame, method_order=None) -> str:
     """Mean over seeds per source and method, methods in config order."""
-    means = frame.groupby(["source", "method"], sort=False).mean(numeric_only=True)
+    groups = frame.groupby(["source", "method"], sort=False)
+    means = groups.mean(numeric_only=True)
+    chosen = groups["chosen"].agg(_most_frequent)
     order = {m: i for i, m in enumerate(method_order or frame["method"].unique())}
     lines = ["### Runtime and peak memory (mean over seeds)", "",
              "Fit and predict seconds are timed inside the calibrate job (test-set prediction only); peak "
-             "memory is the resident set size of the whole job (Python, libraries and data included).", "",
-             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB |",
-             "|---|---|---|---|---|---|"]
+             "memory is the resident set size of the whole job (Python, libraries and data included). Tuned "
+             "methods: the grid point chosen by cross-validation most often over seeds (times chosen / seeds).", "",
+             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB | chosen grid point |",
+             "|---|---|---|---|---|---|---|"]
     for (source, method), row in sorted(means.iterrows(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 1e9))):
         lines.append(f"| {source} | {method} | {_cell(row.fit_s, 4)} | {_cell(row.predict_s, 4)} | "
-                     f"{_cell(row.calibrate_mb, 0)} | {_cell(row.evaluate_mb, 0)} |")
+                     f"{_cell(row.calibrate_mb, 0)} | {_cell(row.evaluate_mb, 0)} | {chosen[(source, method)]} |")
     return "\n".join(lines) + "\n"
 
 
