@@ -169,7 +169,8 @@ class GridSearch(Calibrator):
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
-            raise ValueError(f"cv.folds: expected 2 <= folds <= {y.size} (the calibration size), got {self.folds}")
+            raise ValueError(f"cv.folds: expected 2 <= folds <= n_samples = {y.size} (the calibration size), "
+                             f"got {self.folds}")
         points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
         fit_kwargs = {"train": train} if train is not None else {}
         splits = self._splits(y)
