@@ -15,7 +15,6 @@ A default grid searches only the hyperparameters the user left unset (:func:`wit
 
 from __future__ import annotations
 
-import functools
 import inspect
 import itertools
 import logging
@@ -55,19 +54,29 @@ def grid_names(grid) -> set[str]:
     return set(grid(2) if callable(grid) else grid)
 
 
-def _grid_without(grid, fixed: dict, num_classes: int) -> dict:
-    accepted = inspect.signature(grid).parameters
-    full = grid(num_classes, **{k: v for k, v in fixed.items() if k in accepted})
-    return {k: v for k, v in full.items() if k not in fixed}
+class GridWithout:
+    """A grid function of the number of classes with the settings in ``fixed`` held fixed: it receives those it
+    takes as keywords (e.g. ``reg_scale``, the scale of its values) and their keys leave its grid."""
+
+    def __init__(self, grid, fixed: dict):
+        self.grid = grid
+        self.fixed = fixed
+
+    def __call__(self, num_classes: int) -> dict:
+        accepted = inspect.signature(self.grid).parameters
+        full = self.grid(num_classes, **{k: v for k, v in self.fixed.items() if k in accepted})
+        return {k: v for k, v in full.items() if k not in self.fixed}
+
+    def __repr__(self) -> str:
+        return f"GridWithout({self.grid.__name__}, fixed={self.fixed!r})"
 
 
 def without_fixed(grid, fixed: dict):
-    """A method's default ``grid`` with the settings the user gave (``fixed``) held fixed: their keys leave the
-    search, and a grid function receives those it takes as keywords (e.g. ``reg_scale``, the scale of its
-    values). ``None`` when nothing is left to search."""
+    """A method's default ``grid`` with the settings the user gave (``fixed``) held fixed; ``None`` when
+    nothing is left to search."""
     if callable(grid):
         taken = grid_names(grid) | set(inspect.signature(grid).parameters)
-        left = functools.partial(_grid_without, grid, fixed) if taken & set(fixed) else grid
+        left = GridWithout(grid, fixed) if taken & set(fixed) else grid
     else:
         left = {k: v for k, v in grid.items() if k not in fixed}
     return left if grid_names(left) else None
