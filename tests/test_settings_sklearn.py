@@ -1,5 +1,6 @@
 """Settings that mean what they say (issue 13) and calibrators as scikit-learn estimators (issue 17 point 4)."""
 
+import json
 import logging
 import pickle
 
@@ -42,6 +43,7 @@ def test_a_given_setting_is_held_fixed_and_the_rest_of_the_default_grid_searched
     assert summary["fixed_params"]["q"] == 0.05 and summary["best_params"] == cal.best_params_
     assert len(summary["cv_losses"]) == 10 and len(summary["cv_fold_losses"]) == 3
     assert summary["cv_loss"] == pytest.approx(np.mean(summary["cv_fold_losses"]))
+    json.dumps(summary)  # recorded as JSON in the calibrated HDF5
 
 
 def test_every_searched_setting_given_means_no_search():
