@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.binary import Beta, PiecewiseLinearCV, Platt
+from calbench.binary.piecewise import LOSSES
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -55,6 +57,8 @@ class BetaOneVsRest(_MapOneVsRest):
 
 class _PiecewiseMixin:
     logit_space = False
+    _parameter_constraints = {"loss": [Options(*LOSSES)], "seed": [Interval("int", 0)],
+                              "n_folds": [Interval("int", 1)], "max_pieces": [None, Interval("int", 1)]}
 
     def _new_map(self):
         return PiecewiseLinearCV(logit_space=self.logit_space, loss=self.loss, seed=self.seed, n_folds=self.n_folds,

@@ -21,6 +21,7 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -51,6 +52,7 @@ class EnsembleTemperatureScaling(Calibrator):
     """ETS with fitted ``temperature_`` and ``weights_`` (w₁ temperature-scaled, w₂ raw, w₃ uniform)."""
 
     preserves_argmax = True
+    _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}
 
     def __init__(self, loss: str = "mse", procedure: str = "joint"):
         self.loss = loss

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.metrics.binning import bin_sums, equal_width_bins
@@ -30,6 +31,8 @@ def _check_bins(n_bins) -> None:
 
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""
+
+    _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 
     def __init__(self, n_bins: int = 5):
         self.n_bins = n_bins

@@ -21,6 +21,7 @@ import numpy as np
 
 from calbench.binary.maps import Isotonic
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest, renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -39,6 +40,8 @@ class IsotonicOneVsRest(OneVsRest):
     ``eps = 0`` is the paper's map; the authors' codes (LECE, Mix-n-Match) use 1e-9 so that no
     class gets probability 0 (finite log-loss).
     """
+
+    _parameter_constraints = {"eps": [Interval("real", 0)]}
 
     def __init__(self, eps: float = 0.0):
         self.eps = eps
@@ -62,6 +65,7 @@ class IsotonicMulticlass(Calibrator):
     """
 
     preserves_argmax = True
+    _parameter_constraints = {"eps": [Interval("real", 0, closed="neither")]}
 
     def __init__(self, eps: float = 1e-9):
         self.eps = eps

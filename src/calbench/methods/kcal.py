@@ -32,6 +32,7 @@ import contextlib
 import numpy as np
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -183,6 +184,13 @@ class KCal(Calibrator):
     needs = frozenset({"embeddings", "train"})
     lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
+    _parameter_constraints = {
+        "dim": [Interval("int", 1)], "projection": [Options("skip_elu", "linear")], "m": [Interval("int", 1)],
+        "batch_size": [Interval("int", 1)], "optimizer": [Options("adam", "sgd")],
+        "lr": [Interval("real", 0, closed="neither")], "steps_per_epoch": [Interval("int", 1)],
+        "max_epochs": [Interval("int", 1)], "patience": [Interval("int", 0)], "min_lr": [Interval("real", 0)],
+        "keep": [Options("last", "best")], "tol": [Interval("real", 0, closed="neither")],
+        "n_folds": [Interval("int", 2)], "seed": [Interval("int", 0)], "threads": [Interval("int", 1)]}
 
     def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
                  steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",

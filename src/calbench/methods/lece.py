@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.parallel import thread_map
@@ -162,6 +163,8 @@ class LECE(Calibrator):
 
     default_grid = PAPER_GRID
     default_cv = {"folds": 10, "scoring": "nll"}
+    _parameter_constraints = {"q": [Interval("real", 0, 1, closed="right")], "t": [Interval("real", 0, 1)],
+                              "distance": [Options(*DISTANCES)], "eps": [Interval("real", 0, 1, closed="right")]}
 
     def __init__(self, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
         self.q = q

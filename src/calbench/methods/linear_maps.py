@@ -26,6 +26,7 @@ from scipy.special import softmax
 from calbench.methods.base import clone
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
 
 REG_SCALES = ("paper", "code")
@@ -342,6 +343,9 @@ class AffineSoftmax(Calibrator):
 
     diagonal: bool = False
     uses_log_probs: bool = False
+    _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)],
+                              "eps": [Interval("real", 0, 1, closed="neither")], "reg_lambda": [Interval("real", 0)],
+                              "reg_mu": [Interval("real", 0)], "reg_scale": [Options(*REG_SCALES)]}
 
     def penalty(self, k: int) -> Penalty:
         return Penalty()
