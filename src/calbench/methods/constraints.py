@@ -68,7 +68,8 @@ def _allows(form, value) -> bool:
 
 
 def check_settings(constraints: dict, settings: dict, prefix: str = "") -> None:
-    """Raise :class:`InvalidSetting` for the first setting that fits none of its declared forms."""
+    """Raise :class:`InvalidSetting` for the first setting that fits none of its declared forms; the
+    message starts with the setting's name (after ``prefix``, e.g. ``grid.``)."""
     for key, value in settings.items():
         forms = constraints.get(key)
         if forms is not None and not any(_allows(form, value) for form in forms):

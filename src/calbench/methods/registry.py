@@ -127,7 +127,7 @@ def make(name: str, **settings):
         raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
     check_settings(cls._parameter_constraints, settings)
     for key, values in (grid.items() if isinstance(grid, dict) else ()):
-        for value in values:
+        for value in values if isinstance(values, (list, tuple)) else ():  # GridSearch names a non-list
             check_settings(cls._parameter_constraints, {key: value}, prefix="grid.")
     estimator = cls(**settings)
     if grid:
