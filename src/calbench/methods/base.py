@@ -1,4 +1,4 @@
-"""The calibrator interface (ARCHITECTURE.md §4), in scikit-learn's conventions.
+"""The calibrator interface (docs/architecture.md §4), in scikit-learn's conventions.
 
 Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` (so that
 ``get_params``/``set_params``/``clone`` work), learn in ``_fit`` and predict in ``_predict_proba``.

@@ -1,6 +1,6 @@
 """Calibrators built from the binary maps of :mod:`calbench.binary`.
 
-* One-vs-rest (Dirichlet paper §4.1; spec lece_dirichlet.md §1.7): class j's map is fitted on
+* One-vs-rest (Dirichlet paper §4.1; docs/methods_nonparametric.md): class j's map is fitted on
   (p̂_j, 1[y = j]) and the calibrated columns are divided by their sum (:class:`OneVsRest`):
   ``platt`` (σ(a·logit p + b)), ``beta`` (Kull et al. 2017 "abm"), ``pl_ovr`` and ``pl3_ovr`` (the
   fit-on-test paper's PL / PL3 with CV-chosen pieces and fold-model averaging).

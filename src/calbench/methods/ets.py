@@ -1,10 +1,10 @@
 """Ensemble temperature scaling (ETS), Mix-n-Match (Zhang, Kailkhura & Han, ICML 2020) Eq. 5.
 
 T(z; w, t) = w₁·σ(z/t) + w₂·σ(z) + w₃·(1/L), with t > 0 and w on the simplex: a mixture of the
-temperature-scaled, the uncalibrated and the uniform prediction (spec kcal_mixnmatch.md §1.2).
+temperature-scaled, the uncalibrated and the uniform prediction (docs/methods_nonparametric.md).
 Every component keeps the order of the classes, so the argmax is preserved whenever w₁ + w₂ > 0.
 
-Options (spec §6.7):
+Options (docs/methods_nonparametric.md):
 
 * ``loss``: ``"mse"`` — the squared error (1/(N·L)) Σ (p − e_y)², the paper's loss (§5.2, after
   Kumar et al.); ``"nll"`` — log-loss, the code's alternative.

@@ -1,9 +1,9 @@
 """Isotonic calibration: one-vs-rest (IROvA) and the accuracy-preserving multiclass IRM.
 
-Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (spec kcal_mixnmatch.md §1.2):
+Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (docs/methods_nonparametric.md):
 
 * ``irova``: one isotonic map per class, fitted by PAV on (p̂_j, 1[y = j]), then renormalised
-  (§3.3.1; the LECE paper's IR, spec lece_dirichlet.md §1.7). Not accuracy-preserving.
+  (§3.3.1; the LECE paper's IR). Not accuracy-preserving.
 * ``irm``: the "data ensemble" (§3.3.2): one isotonic g* fitted on all n·L pooled pairs
   (p̂_ij, 1[y_i = j]), made strictly isotonic as ĝ(a) = g*(a) + ε·a and applied to every entry,
   then normalised (Eq. 4). One strictly increasing g for all classes keeps the argmax (Prop. 3.1).

@@ -18,7 +18,7 @@ log-kernel before exponentiating: Eq. 3 is unchanged and no row underflows, whic
 code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits`` runs the same on the logits (the
 code's ``use_preds`` variant) for sources without embeddings.
 
-Where the defaults differ from the authors' code (spec §1.1, §6.4), for compute: Adam with lr 1e-3,
+Where the defaults differ from the authors' code (docs/models_and_kcal.md), for compute: Adam with lr 1e-3,
 at most 30 epochs of 50 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
 SGD, lr 4e-4 on CIFAR, at most 100 epochs of 5,000 episodes, patience 10, stop below 1e-5).
 ``optimizer="sgd", lr=4e-4, steps_per_epoch=5000, max_epochs=100, patience=10, min_lr=1e-5`` gives
