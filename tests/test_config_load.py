@@ -192,3 +192,13 @@ def test_the_readme_command_runs_a_user_config_from_the_repository_root(tmp_path
                       for args in ((), ("--configfile", "config/config.yaml")))
     counts = lambda out: [line.split() for line in out.splitlines() if re.fullmatch(r"\S+ +\d+", line)]  # noqa: E731
     assert ["train_model", "3"] in counts(default) and counts(default) == counts(named)
+
+
+def test_the_readme_config_for_your_own_logits_validates_as_written(tmp_path, capsys):
+    """README "Your own logits": its YAML, with /data/my_model pointing at 8,000 × 20 logits, is valid."""
+    readme = (REPO / "README.md").read_text()
+    block = readme[readme.index("**Your own logits.**"):].split("```yaml\n", 1)[1].split("```", 1)[0]
+    user_config(tmp_path, rows=8000, classes=20)
+    path = tmp_path / "my.yaml"
+    path.write_text(block.replace("/data/my_model", str(tmp_path)))
+    assert main(["validate", str(path)]) == 0, capsys.readouterr().out
