@@ -67,9 +67,13 @@ def main(argv=None) -> int:
         return _validate(args.config)
 
     from calbench import pipeline
-    from calbench.config import chain_settings, load
+    from calbench.config import ConfigError, chain_settings, load
 
-    config = load(args.config)
+    try:
+        config = load(args.config)
+    except ConfigError as err:
+        print(f"{args.config}: {err}", file=sys.stderr)
+        return 1
 
     entry = config["sources"][args.source]
     dump = f"results/dumps/{args.source}.h5"

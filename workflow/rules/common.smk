@@ -1,4 +1,5 @@
-# Config access, target builders and wildcard constraints; all Python helpers of the rules live here.
+# The resolved config, the helpers several rule files share (targets, params, inputs) and the wildcard
+# constraints. A rule file's own helpers live beside its rules (figures.smk, studies.smk, compare.smk).
 import json
 import re
 from pathlib import Path
