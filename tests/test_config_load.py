@@ -55,8 +55,9 @@ def test_the_default_config_resolves_as_the_rules_used_to_fill_it():
     """The defaults report_common.smk and config.py filled before (the default run is unchanged)."""
     resolved = load(REPO / "config" / "config.yaml")
     figures = resolved["figures"]
-    assert figures["reliability"] == {"bins": 15, "scheme": "ew", "methods": ["uncal", "ts", "ts+lece", "dir_odir", "kcal"],
-                                      "targets": ["conf", "cw"], "max_classes": 10, "sources": list(resolved["sources"])}
+    assert figures["reliability"] == {"bins": 15, "scheme": "ew", "targets": ["conf", "cw"], "max_classes": 10,
+                                      "methods": ["uncal", "ts", "ts+lece", "dir_odir", "kcal"],
+                                      "sources": list(resolved["sources"])}
     assert figures["simplex"]["divisions"] == 15
     assert figures["critical_difference"] == {"test": "bonferroni-dunn", "alpha": 0.05, "friedman_alpha": 0.005,
                                               "metrics": resolved["metrics"]}
@@ -124,7 +125,8 @@ BROKEN = {
     "missing file": r"sources.my_model.files: .*no_such_labels.npy does not exist",
     "cal_size too big": r"sources.my_model.split.cal_size: must lie in \(0, 400\) for a pool of 400 rows, got 50000",
     "test without labels": r"sources.my_model.files: split 'test' has no labels",
-    "probs declared as logits": r"declared `scores: logits` but every row is a probability vector; declare `scores: probs`",
+    "probs declared as logits": r"declared `scores: logits` but every row is a probability vector; "
+                                r"declare `scores: probs`",
     "q: 2": r"config key method_settings.lece.q: 2 is not allowed; expected a number in \(0, 1\]",
 }
 

@@ -33,9 +33,10 @@ class Interval:
             return False
         if not math.isfinite(value):
             return False
-        if self.low is not None and (value < self.low or (value == self.low and self.closed in ("right", "neither"))):
+        low_open, high_open = self.closed in ("right", "neither"), self.closed in ("left", "neither")
+        if self.low is not None and (value < self.low or (value == self.low and low_open)):
             return False
-        return self.high is None or not (value > self.high or (value == self.high and self.closed in ("left", "neither")))
+        return self.high is None or not (value > self.high or (value == self.high and high_open))
 
     def __str__(self) -> str:
         what = "an integer" if self.kind == "int" else "a number"
