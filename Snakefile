@@ -4,7 +4,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default config applies only when no --configfile is given: a user's config stands alone
+# (Snakemake would otherwise merge it into the default's sources, figures and studies).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 report: "workflow/report/workflow.rst"
@@ -16,7 +20,6 @@ include: "workflow/rules/models.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
-include: "workflow/rules/report_common.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
 include: "workflow/rules/compare.smk"
@@ -26,5 +29,8 @@ include: "workflow/rules/runtime.smk"
 rule all:
     default_target: True
     input:
-        get_final_output(),
+        table_files(),
+        "results/tables/runtime.md",
+        figure_files(),
+        study_files(),
         paper_comparison_outputs(),

@@ -136,7 +136,7 @@ def test_kcal_logits_uses_logits_and_dimension_min_h_32():
 def test_bad_settings_are_named():
     rng = np.random.default_rng(2)
     train, cal = _clusters(100, rng), _clusters(50, rng)
-    with pytest.raises(ValueError, match="kcal.keep: expected last or best"):
+    with pytest.raises(ValueError, match="^keep: 'first' is not allowed; expected one of 'last', 'best'"):
         make("kcal", keep="first", **FAST).fit(cal[0], cal[1], train=train)
 
 

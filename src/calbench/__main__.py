@@ -13,15 +13,25 @@ import json
 import sys
 from pathlib import Path
 
-import yaml
-
-REPO_SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 
 
-def _load_config(path):
-    from calbench.config import validate
+def _validate(path) -> int:
+    """``validate``: the config (schema, names, settings), then its files; one line per problem."""
+    from calbench.config import ConfigError, load
+    from calbench.data.check import config_problems
 
-    return validate(yaml.safe_load(Path(path).read_text()), REPO_SCHEMA)
+    try:
+        config = load(path)
+    except ConfigError as err:
+        print(f"{path}: {err}")
+        return 1
+    problems = config_problems(config, deep=True)
+    for problem in problems:
+        print(f"{path}: {problem}")
+    if problems:
+        return 1
+    print(f"{path}: valid ({len(config['sources'])} sources, {len(config['methods'])} methods; files checked)")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -30,7 +40,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("methods", help="list registered calibration methods")
     sub.add_parser("metrics", help="list metric id patterns")
-    validate = sub.add_parser("validate", help="validate a config file")
+    validate = sub.add_parser("validate", help="check a config file and the files it names (one line per problem)")
     validate.add_argument("config")
     for name in ("dump", "calibrate", "evaluate"):
         job = sub.add_parser(name, help=f"run one {name} job as the workflow would (paths under results/)")
@@ -53,13 +63,17 @@ def main(argv=None) -> int:
 
         print("\n".join(known_patterns()))
         return 0
-    config = _load_config(args.config)
     if args.command == "validate":
-        print(f"{args.config}: valid ({len(config['sources'])} sources, {len(config['methods'])} methods)")
-        return 0
+        return _validate(args.config)
 
     from calbench import pipeline
-    from calbench.config import chain_settings
+    from calbench.config import ConfigError, chain_settings, load
+
+    try:
+        config = load(args.config)
+    except ConfigError as err:
+        print(f"{args.config}: {err}", file=sys.stderr)
+        return 1
 
     entry = config["sources"][args.source]
     dump = f"results/dumps/{args.source}.h5"
@@ -72,7 +86,8 @@ def main(argv=None) -> int:
         else:
             out = f"results/metrics/{args.source}/{args.method}/seed{args.seed}.json"
             pipeline.evaluate_job(f"results/calibrated/{args.source}/{args.method}/seed{args.seed}.h5", dump, out,
-                                  config["metrics"], args.source, args.method, args.seed, entry.get("split"))
+                                  config["metrics"], args.source, args.method, args.seed, entry.get("split"),
+                                  config["bootstrap"])
             print(json.dumps(json.loads(Path(out).read_text()), indent=1))
     return 0
 

@@ -1,19 +1,30 @@
-"""Validate a workflow config before any job runs.
+"""The one place that reads a workflow config: :func:`load`.
 
-Structural checks come from ``workflow/schemas/config.schema.yaml`` (JSON Schema 2020-12); the
-semantic ones (method names and their settings, metric ids) ask the registries. Every error names
-the key and what is allowed, so the message alone says how to fix the config.
+``load`` validates the config against ``workflow/schemas/config.schema.yaml`` (JSON Schema 2020-12),
+fills every default from that schema alone, fills the defaults that depend on the config itself
+(a figure's sources default to every source), cross-checks figures, studies and the paper comparison
+against the config's sources, methods and metrics, and checks each method's settings against the
+constraints its class declares (``_parameter_constraints``). Every error is one line naming the key
+and what is allowed, so the message alone says how to fix the config. The workflow's rule files
+and the command line only read its result.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from pathlib import Path
 
 import jsonschema
 import yaml
 
 from calbench.methods import make, split_chain
+from calbench.methods.constraints import InvalidSetting
 from calbench.metrics import check_metric_ids
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: Sections that are on when present; ``null`` (e.g. ``figures: {simplex: null}``) means absent.
+OPTIONAL_SECTIONS = ("paper_comparison", "bootstrap", "figures", "studies")
 
 
 class ConfigError(ValueError):
@@ -35,29 +46,69 @@ def _describe(error) -> str:
     return error.message
 
 
-def load_schema(path) -> dict:
+def load_schema(path=SCHEMA_PATH) -> dict:
     return yaml.safe_load(Path(path).read_text())
 
 
-def apply_defaults(config: dict) -> dict:
-    """Fill the top-level defaults the schema declares (seeds, method_settings, downloads_dir)."""
-    config.setdefault("seeds", [0])
-    config.setdefault("method_settings", {})
-    config.setdefault("downloads_dir", "resources/downloads")
-    for name, settings in list(config["method_settings"].items()):
-        config["method_settings"][name] = settings or {}
+def _read(path) -> dict:
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such config file")
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"{path}: a config is a mapping of keys (sources, methods, metrics, ...), got "
+                          f"{type(config).__name__}")
     return config
 
 
-def validate(config: dict, schema_path) -> dict:
-    """Raise :class:`ConfigError` on the first problem; return the config with defaults filled."""
-    validator = jsonschema.Draft202012Validator(load_schema(schema_path))
+def _drop_null_sections(config: dict) -> None:
+    """``key: null`` of an optional section (or of one figure or study) means the key is absent."""
+    for key in OPTIONAL_SECTIONS:
+        if key in config and config[key] is None:
+            del config[key]
+    for key in ("figures", "studies"):
+        if isinstance(config.get(key), dict):
+            config[key] = {k: v for k, v in config[key].items() if v is not None}
+    if isinstance(config.get("method_settings"), dict):
+        config["method_settings"] = {k: v or {} for k, v in config["method_settings"].items()}
+
+
+def _check_schema(config: dict, schema: dict) -> None:
+    validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(list(e.absolute_path)), str(e.absolute_path)))
     if errors:
         deepest = max(errors, key=lambda e: len(list(e.absolute_path)))
         leaf = deepest.context and min(deepest.context, key=lambda e: len(list(e.absolute_path))) or deepest
         raise ConfigError(f"config key {_key_path(leaf)!s}: {_describe(leaf)}")
-    config = apply_defaults(config)
+
+
+def _fill_schema_defaults(config: dict, schema: dict) -> None:
+    """Set every absent key that has a ``default`` in the schema, at every depth (nested sections,
+    ``$ref``-ed definitions, the ``then`` branch a source's ``type`` selects); ``config`` is valid."""
+    properties = jsonschema.Draft202012Validator.VALIDATORS["properties"]
+
+    def fill_then_descend(validator, props, instance, subschema):
+        if isinstance(instance, dict):
+            for key, prop in props.items():
+                if isinstance(prop, dict) and "default" in prop and key not in instance:
+                    instance[key] = copy.deepcopy(prop["default"])
+        yield from properties(validator, props, instance, subschema)
+
+    filler = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": fill_then_descend})
+    for _ in filler(schema).iter_errors(config):
+        pass
+
+
+def _check_names(where: str, names, known, what: str) -> None:
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ConfigError(f"config key {where}: {unknown} not in the config's {what} ({', '.join(known)})")
+
+
+def _check_methods(config: dict) -> None:
     for method in config["methods"]:
         try:
             split_chain(method)
@@ -66,12 +117,63 @@ def validate(config: dict, schema_path) -> dict:
     for name, settings in config["method_settings"].items():
         try:
             make(name, **settings)
+        except InvalidSetting as err:
+            raise ConfigError(f"config key method_settings.{name}.{err.key}: {err.detail}") from None
         except ValueError as err:
             raise ConfigError(f"config key method_settings.{name}: {err}") from None
+
+
+def _check_metrics(where: str, ids) -> None:
     try:
-        check_metric_ids(config["metrics"])
+        check_metric_ids(ids)
     except ValueError as err:
-        raise ConfigError(f"config key metrics: {err}") from None
+        raise ConfigError(f"config key {where}: {err}") from None
+
+
+def _resolve_figures_and_studies(config: dict) -> None:
+    """Fill the defaults that are the config's own lists, and check every name against them."""
+    sources, methods, metrics = list(config["sources"]), list(config["methods"]), list(config["metrics"])
+    figures = config.get("figures", {})
+    for key in ("reliability", "simplex"):
+        if key in figures:
+            section = figures[key]
+            section.setdefault("sources", sources)
+            section.setdefault("methods", methods)
+            _check_names(f"figures.{key}.sources", section["sources"], sources, "sources")
+            _check_names(f"figures.{key}.methods", section["methods"], methods, "methods")
+    if "critical_difference" in figures:
+        section = figures["critical_difference"]
+        section.setdefault("metrics", metrics)
+        _check_names("figures.critical_difference.metrics", section["metrics"], metrics, "metrics")
+    curve = config.get("studies", {}).get("learning_curve")
+    if curve is not None:
+        _check_names("studies.learning_curve.sources", curve["sources"], sources, "sources")
+        for method in curve["methods"]:
+            try:
+                split_chain(method)
+            except ValueError as err:
+                raise ConfigError(f"config key studies.learning_curve.methods: {err}") from None
+        _check_metrics("studies.learning_curve.metrics", curve["metrics"])
+    comparison = config.get("paper_comparison")
+    if comparison is not None:
+        _check_names("paper_comparison.source", [comparison["source"]], sources, "sources")
+
+
+def load(config, schema_path=SCHEMA_PATH) -> dict:
+    """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
+
+    Raises :class:`ConfigError` with a one-line message on the first problem. The result has every
+    schema default filled, ``null`` optional sections removed and ``method_settings`` entries as
+    dicts; the input mapping is not modified.
+    """
+    config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
+    _drop_null_sections(config)
+    schema = load_schema(schema_path)
+    _check_schema(config, schema)
+    _fill_schema_defaults(config, schema)
+    _check_methods(config)
+    _check_metrics("metrics", config["metrics"])
+    _resolve_figures_and_studies(config)
     return config
 
 

@@ -1,4 +1,5 @@
-# Config access, target builders and wildcard constraints; all Python helpers of the rules live here.
+# The resolved config, the helpers several rule files share (targets, params, inputs) and the wildcard
+# constraints. A rule file's own helpers live beside its rules (figures.smk, studies.smk, compare.smk).
 import json
 import re
 from pathlib import Path
@@ -7,14 +8,23 @@ from snakemake.exceptions import WorkflowError
 
 import calbench.data as _calbench_data
 import calbench.metrics as _calbench_metrics
-from calbench.config import ConfigError, chain_settings, validate
+from calbench.config import ConfigError, chain_settings, load
+from calbench.data.check import config_problems
 from calbench.methods import method_class, source_files, split_chain
 
-REPO = Path(workflow.basedir)
+# The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
+# replaces Snakemake's in place; the rule files read only it.
 try:
-    validate(config, REPO / "workflow" / "schemas" / "config.schema.yaml")
+    _resolved = load(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
 except ConfigError as err:
     raise WorkflowError(f"calbench: invalid config: {err}") from None
+config.clear()
+config.update(_resolved)
+# Cheap checks of imported files (missing files, npy shapes and split sizes from the headers), so that
+# `snakemake -n` stops on them; `python -m calbench validate` reads the files in full.
+_problems = config_problems(config, deep=False)
+if _problems:
+    raise WorkflowError("calbench: invalid input files:\n" + "\n".join(_problems))
 
 SOURCES = config["sources"]
 METHODS = config["methods"]
@@ -35,6 +45,7 @@ wildcard_constraints:
 
 
 def source_seeds(source):
+    """A source's own ``seeds``, else the config's."""
     return SOURCES[source].get("seeds", config["seeds"])
 
 
@@ -72,10 +83,6 @@ def table_files():
     return ["results/tables/metrics_long.csv", "results/tables/summary.md", "results/tables/average_ranks.md"] + [
         f"results/tables/{m}.md" for m in METRICS
     ]
-
-
-def get_final_output():
-    return table_files() + ["results/tables/runtime.md"] + figure_files() + study_files()  # runtime.smk, figures.smk, studies.smk
 
 
 def package_files(package):

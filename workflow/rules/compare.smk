@@ -1,10 +1,5 @@
 # Our aggregated results beside a paper's published table (config key `paper_comparison`).
-PAPER_COMPARISON = config.get("paper_comparison") or {}
-if PAPER_COMPARISON and PAPER_COMPARISON["source"] not in SOURCES:
-    raise WorkflowError(
-        f"calbench: invalid config: paper_comparison.source {PAPER_COMPARISON['source']!r} is not a source; "
-        f"allowed: {', '.join(SOURCES)}"
-    )
+PAPER_COMPARISON = config.get("paper_comparison", {})  # its source is checked by calbench.config.load
 
 
 def paper_comparison_outputs():

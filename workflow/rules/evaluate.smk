@@ -12,7 +12,7 @@ rule evaluate:
     params:
         metrics=METRICS,
         split=source_split,
-        bootstrap=config.get("bootstrap", {}),
+        bootstrap=config["bootstrap"],
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:

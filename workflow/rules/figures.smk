@@ -1,6 +1,61 @@
 # Figures (config key `figures`): reliability diagrams and simplex maps from results/calibrated, and
 # critical-difference diagrams from the long metrics table → results/figures (docs/figures_and_studies.md).
-# Helpers: report_common.smk.
+# Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
+import calbench.report as _calbench_report
+
+RELIABILITY = config.get("figures", {}).get("reliability")
+SIMPLEX = config.get("figures", {}).get("simplex")
+CRITICAL_DIFFERENCE = config.get("figures", {}).get("critical_difference")
+
+
+def figure_seed(source):
+    """Figures show the first seed of each source (the LECE paper draws seed 0)."""
+    return source_seeds(source)[0]
+
+
+def figure_methods(section, source):
+    return [m for m in section["methods"] if method_runs_on(m, source)]
+
+
+def figure_calibrated(section, source):
+    seed = figure_seed(source)
+    return [f"results/calibrated/{source}/{m}/seed{seed}.h5" for m in figure_methods(section, source)]
+
+
+def reliability_inputs(wildcards):
+    return figure_calibrated(RELIABILITY, wildcards.source)
+
+
+def reliability_methods(wildcards):
+    return figure_methods(RELIABILITY, wildcards.source)
+
+
+def simplex_inputs(wildcards):
+    return figure_calibrated(SIMPLEX, wildcards.source)
+
+
+def simplex_methods(wildcards):
+    return figure_methods(SIMPLEX, wildcards.source)
+
+
+def figure_seed_of(wildcards):
+    return figure_seed(wildcards.source)
+
+
+def cd_figure_paths():
+    return {m: f"results/figures/critical_difference/{m}.png" for m in CRITICAL_DIFFERENCE["metrics"]}
+
+
+def figure_files():
+    files = []
+    if RELIABILITY is not None:
+        files += [f"results/figures/reliability/{s}/{t}.{ext}" for s in RELIABILITY["sources"]
+                  for t in RELIABILITY["targets"] for ext in ("png", "csv")]
+    if SIMPLEX is not None:
+        files += [f"results/figures/simplex/{s}.png" for s in SIMPLEX["sources"]]
+    if CRITICAL_DIFFERENCE is not None:
+        files += list(cd_figure_paths().values()) + ["results/tables/friedman.md", "results/tables/friedman.csv"]
+    return files
 
 
 if RELIABILITY is not None:

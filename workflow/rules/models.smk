@@ -1,5 +1,5 @@
-# Model-backed sources (ARCHITECTURE.md §1): train a torchvision/timm model, or load a published or
-# local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
+# Model-backed sources (docs/architecture.md §1, docs/models_and_kcal.md): train a torchvision/timm
+# model, or load a published or local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
 # results/dumps/{source}.h5. These are the only rules that load torch; they run on the GPU when the
 # job gets one (device: auto) and on the CPU otherwise.
 import calbench.models as _calbench_models

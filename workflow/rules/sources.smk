@@ -1,4 +1,4 @@
-# Sources → results/dumps/{source}.h5 (ARCHITECTURE.md §3). Model-backed sources (train, pretrained)
+# Sources → results/dumps/{source}.h5 (docs/architecture.md §3). Model-backed sources (train, pretrained)
 # have their own GPU rules.
 
 

@@ -1,6 +1,25 @@
 # Studies (config key `studies`): the learning curve of Mix-n-Match §5.2 (Fig. 6), one job per source and
 # method looping over sizes and repeats, then one summary job → results/studies, results/figures.
-# Helpers: report_common.smk.
+# The section's defaults and names are resolved by calbench.config.load; None = not run.
+import calbench.report as _calbench_report
+
+LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
+
+
+def learning_curve_jobs():
+    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"] if method_runs_on(m, s)]
+
+
+def learning_curve_figures():
+    return [f"results/figures/learning_curve/{s}.png" for s in LEARNING_CURVE["sources"]]
+
+
+def study_files():
+    if LEARNING_CURVE is None:
+        return []
+    return ["results/studies/learning_curve/summary.csv", "results/studies/learning_curve/summary.md"] + (
+        learning_curve_figures()
+    )
 
 
 if LEARNING_CURVE is not None:

@@ -1,1 +1,1 @@
-"""Sources of classifier outputs and their HDF5 dumps (ARCHITECTURE.md §3)."""
+"""Sources of classifier outputs and their HDF5 dumps (docs/architecture.md §3)."""

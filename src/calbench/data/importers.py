@@ -89,26 +89,66 @@ def _from_pickle(archive) -> dict[str, dict]:
 
 
 def read_files(fmt: str, files: dict, scores: str, origin: str) -> dict[str, dict]:
-    """Groups ``{split: {field: array}}`` from local ``files`` in format ``fmt``.
+    """Groups ``{split: {field: array}}`` from local ``files`` in format ``fmt``; raises the first problem.
 
     ``origin`` names the config entry in error messages.
     """
+    groups, problems = inspect_files(fmt, files, scores, origin)
+    if problems:
+        raise problems[0]
+    return groups
+
+
+def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict[str, dict], list[Exception]]:
+    """The checked groups of :func:`read_files` and every problem found (one per missing file or bad
+    split; a split with a problem is left out of the groups)."""
     readers = {"npy": lambda: _from_npy(files), "npz": lambda: _from_npz(files["archive"]),
                "pickle": lambda: _from_pickle(files["archive"])}
     if fmt not in readers:
-        raise ValueError(f"{origin}.format: expected one of {sorted(readers)}, got {fmt!r}")
+        return {}, [ValueError(f"{origin}.format: expected one of {sorted(readers)}, got {fmt!r}")]
     if fmt in ("npz", "pickle") and "archive" not in files:
-        raise ValueError(f"{origin}.files: format {fmt} needs `archive: <path>`")
-    for path in _paths(files):
-        if not Path(path).exists():
-            raise FileNotFoundError(f"{origin}.files: {path} does not exist")
-    groups = readers[fmt]()
-    for split, arrays in groups.items():
-        where = f"{origin}: {_file_of(fmt, files, split, 'logits')}:{split}/logits"
-        if "logits" in arrays:
-            arrays["logits"] = convert_scores(arrays["logits"], scores, where)
-        groups[split] = validate_split(arrays, f"{origin}: {_file_of(fmt, files, split, 'labels')}:{split}")
-    return groups
+        return {}, [ValueError(f"{origin}.files: format {fmt} needs `archive: <path>`")]
+    missing = missing_files(files, origin)
+    if missing:
+        return {}, missing
+    try:
+        raw = readers[fmt]()
+    except ValueError as err:
+        return {}, [err]
+    groups, problems = {}, []
+    for split, arrays in raw.items():
+        missing_fields = [f for f in ("logits", "labels") if f not in arrays]
+        if missing_fields:
+            problems.append(ValueError(f"{origin}.files: split {split!r} has no {' and no '.join(missing_fields)}; "
+                                       f"every split needs logits and labels (metrics compare with the labels)"))
+            continue
+        try:
+            where = f"{origin}: {_file_of(fmt, files, split, 'logits')}:{split}/logits"
+            if "logits" in arrays:
+                arrays["logits"] = convert_scores(arrays["logits"], scores, where)
+            groups[split] = validate_split(arrays, f"{origin}: {_file_of(fmt, files, split, 'labels')}:{split}")
+        except ValueError as err:
+            problems.append(err)
+    return groups, problems
+
+
+def missing_files(files: dict, origin: str) -> list[FileNotFoundError]:
+    """One error per file of ``files`` that does not exist."""
+    return [FileNotFoundError(f"{origin}.files: {path} does not exist") for path in _paths(files)
+            if not Path(path).exists()]
+
+
+def npy_shapes(files: dict) -> dict[str, dict]:
+    """``{split: {field: shape}}`` of an ``npy`` source read from the file headers only (memory-mapped)."""
+    def shape(path):
+        try:
+            return np.load(path, mmap_mode="r", allow_pickle=False).shape
+        except (ValueError, OSError) as err:
+            raise ValueError(f"{path}: cannot read as .npy ({err})") from None
+
+    if "logits" in files:
+        return {"all": {field: shape(path) for field, path in files.items()}}
+    return {split: {field: shape(path) for field, path in fields.items()} for split, fields in files.items()}
 
 
 def _file_of(fmt: str, files: dict, split: str, field: str) -> str:

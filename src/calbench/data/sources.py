@@ -1,4 +1,7 @@
-"""Build a source's dump from its config entry (dispatch on ``type``)."""
+"""Build the dump of a data source from its config entry (dispatch on ``type``: synthetic, import, download).
+
+Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.models.jobs` instead.
+"""
 
 from __future__ import annotations
 
@@ -36,7 +39,8 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
     if kind == "download":
         files = _resolve_downloads(entry["files"], cache_dir, origin)
         return importers.read_files(entry["format"], files, entry.get("scores", "logits"), origin)
-    raise ValueError(f"{origin}.type: expected synthetic, import, download or train, got {kind!r}")
+    raise ValueError(f"{origin}.type: expected synthetic, import or download, got {kind!r} (train and pretrained "
+                     "sources are dumped by calbench.models.jobs)")
 
 
 def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:

@@ -12,19 +12,25 @@ import numpy as np
 from calbench.data import store
 
 
+def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None = None) -> None:
+    """Raise unless exactly one of ``cal_size`` and ``cal_fraction`` is given and it leaves both parts of a
+    pool of ``n`` rows non-empty."""
+    if (cal_size is None) == (cal_fraction is None):
+        raise ValueError("split: give exactly one of cal_size (a count) or cal_fraction (in (0, 1))")
+    if cal_size is not None and not 0 < cal_size < n:
+        raise ValueError(f"split.cal_size: must lie in (0, {n}) for a pool of {n} rows, got {cal_size}")
+    if cal_fraction is not None and not 0 < cal_fraction < 1:
+        raise ValueError(f"split.cal_fraction: must lie in (0, 1), got {cal_fraction}")
+
+
 def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,
                stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows."""
     from sklearn.model_selection import train_test_split  # lazy: only pooled sources need it
 
     n = labels.size
-    if (cal_size is None) == (cal_fraction is None):
-        raise ValueError("split: give exactly one of cal_size (a count) or cal_fraction (in (0, 1))")
+    check_split(n, cal_size, cal_fraction)
     size = cal_size if cal_size is not None else cal_fraction
-    if cal_size is not None and not 0 < cal_size < n:
-        raise ValueError(f"split.cal_size: must lie in (0, {n}) for a pool of {n} rows, got {cal_size}")
-    if cal_fraction is not None and not 0 < cal_fraction < 1:
-        raise ValueError(f"split.cal_fraction: must lie in (0, 1), got {cal_fraction}")
     counts = np.bincount(labels)
     strat = labels if stratify and counts[counts > 0].min() >= 2 else None
     try:

@@ -1,4 +1,4 @@
-"""HDF5 dumps and calibrated outputs (ARCHITECTURE.md §3).
+"""HDF5 dumps and calibrated outputs (docs/architecture.md §3).
 
 A dump holds one group per split: ``train``/``cal``/``test`` (fixed splits), ``all`` (one pool,
 re-split per seed by :mod:`calbench.data.splits`), or ``seed{s}/cal`` and ``seed{s}/test`` (data

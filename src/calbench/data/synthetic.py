@@ -1,6 +1,6 @@
 """Synthetic sources with a known calibration map.
 
-* ``lece3``: the 3-class task of the LECE paper §4.1 (spec lece_dirichlet.md §3.1): p̂ ~ Dir(½,½,½),
+* ``lece3``: the 3-class task of the LECE paper §4.1: p̂ ~ Dir(½,½,½),
   true map c(p̂) = (p̂₁^0.8 + p̂₁p̂₂/5, p̂₂ + p̂₁p̂₃/3, p̂₃ + p̂₁p̂₂/10)/Z, y ~ Categorical(c(p̂)).
   Logits are ln p̂ (the paper applies TS "to log(p̂)").
 * ``planted_temperature``: a C-class task whose calibrated logits s are known and whose reported

@@ -1,4 +1,4 @@
-"""The calibrator interface (ARCHITECTURE.md §4), in scikit-learn's conventions.
+"""The calibrator interface (docs/architecture.md §4), in scikit-learn's conventions.
 
 Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` and store them
 unchanged (so that ``get_params``/``set_params``/``clone`` work), learn in ``_fit`` (fitted attributes
@@ -18,6 +18,7 @@ import copy
 import inspect
 
 from calbench.metrics.proper import log_loss_rows
+from calbench.methods.constraints import check_settings
 from calbench.scores import Scores, as_scores, check_labels
 
 
@@ -48,6 +49,8 @@ class Calibrator:
     preserves_argmax : True for methods whose output never changes the predicted class.
     needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
         when a class has no calibration example; ``fit`` then refuses such a calibration set.
+    _parameter_constraints : the allowed values of each setting (:mod:`calbench.methods.constraints`),
+        checked by :func:`~calbench.methods.make` and :meth:`set_params`.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
@@ -58,6 +61,7 @@ class Calibrator:
     #: them reruns the method's jobs (see ``registry.source_files``).
     lazy_modules: tuple[str, ...] = ()
     needs_every_class: bool = False
+    _parameter_constraints: dict = {}
 
     # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
     @classmethod
@@ -82,6 +86,7 @@ class Calibrator:
     def set_params(self, **params) -> "Calibrator":
         """Set hyperparameters (``<name>__<param>`` reaches a nested calibrator); returns ``self``."""
         valid = self._get_param_names()
+        check_settings(self._parameter_constraints, {k: v for k, v in params.items() if "__" not in k})
         for key, value in params.items():
             name, _, sub = key.partition("__")
             if name not in valid:

@@ -1,6 +1,6 @@
 """Calibrators built from the binary maps of :mod:`calbench.binary`.
 
-* One-vs-rest (Dirichlet paper §4.1; spec lece_dirichlet.md §1.7): class j's map is fitted on
+* One-vs-rest (Dirichlet paper §4.1; docs/methods_nonparametric.md): class j's map is fitted on
   (p̂_j, 1[y = j]) and the calibrated columns are divided by their sum (:class:`OneVsRest`):
   ``platt`` (σ(a·logit p + b)), ``beta`` (Kull et al. 2017 "abm"), ``pl_ovr`` and ``pl3_ovr`` (the
   fit-on-test paper's PL / PL3 with CV-chosen pieces and fold-model averaging).
@@ -17,7 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.binary import Beta, PiecewiseLinearCV, Platt
+from calbench.binary.piecewise import LOSSES
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -55,6 +57,8 @@ class BetaOneVsRest(_MapOneVsRest):
 
 class _PiecewiseMixin:
     logit_space = False
+    _parameter_constraints = {"loss": [Options(*LOSSES)], "seed": [Interval("int", 0)],
+                              "n_folds": [Interval("int", 1)], "max_pieces": [None, Interval("int", 1)]}
 
     def _new_map(self):
         return PiecewiseLinearCV(logit_space=self.logit_space, loss=self.loss, seed=self.seed, n_folds=self.n_folds,

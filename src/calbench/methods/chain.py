@@ -1,6 +1,6 @@
 """Composition of calibrators: ``ts+lece`` means fit TS, then LECE on TS's output.
 
-As in LECE paper §4.2.2 (spec lece_dirichlet.md §1.0): stage A is fitted on the whole calibration
+As in LECE paper §4.2.2 (docs/methods_nonparametric.md): stage A is fitted on the whole calibration
 set, the calibration set is transformed with A, stage B is fitted on A(cal), and predictions are
 B(A(x)). Each stage receives the previous stage's output through ``transform``.
 """

@@ -1,4 +1,4 @@
-"""Dirichlet calibration (Kull et al. 2019, "Beyond temperature scaling"; spec lece_dirichlet.md §1.6).
+"""Dirichlet calibration (Kull et al. 2019, "Beyond temperature scaling"; docs/methods_parametric.md).
 
 The map is fitted in the linear parametrisation σ(W ln q̂ + b) (paper Eq. 7) on the clipped
 log-probabilities and exposed also in the canonical one σ(A ln(q̂/u) + ln c) (Eq. 8, u = (1/k, …, 1/k)),

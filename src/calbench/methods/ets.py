@@ -1,10 +1,10 @@
 """Ensemble temperature scaling (ETS), Mix-n-Match (Zhang, Kailkhura & Han, ICML 2020) Eq. 5.
 
 T(z; w, t) = w₁·σ(z/t) + w₂·σ(z) + w₃·(1/L), with t > 0 and w on the simplex: a mixture of the
-temperature-scaled, the uncalibrated and the uniform prediction (spec kcal_mixnmatch.md §1.2).
+temperature-scaled, the uncalibrated and the uniform prediction (docs/methods_nonparametric.md).
 Every component keeps the order of the classes, so the argmax is preserved whenever w₁ + w₂ > 0.
 
-Options (spec §6.7):
+Options (docs/methods_nonparametric.md):
 
 * ``loss``: ``"mse"`` — the squared error (1/(N·L)) Σ (p − e_y)², the paper's loss (§5.2, after
   Kumar et al.); ``"nll"`` — log-loss, the code's alternative.
@@ -21,6 +21,7 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -51,6 +52,7 @@ class EnsembleTemperatureScaling(Calibrator):
     """ETS with fitted ``temperature_`` and ``weights_`` (w₁ temperature-scaled, w₂ raw, w₃ uniform)."""
 
     preserves_argmax = True
+    _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}
 
     def __init__(self, loss: str = "mse", procedure: str = "joint"):
         self.loss = loss

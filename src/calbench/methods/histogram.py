@@ -1,6 +1,6 @@
 """One-vs-rest histogram binning: H-LECD, H-LECE (equal-width bins) and classical binning (equal-size bins).
 
-LECE paper §3.1 and Figure 1 (spec lece_dirichlet.md §1.7): for class j and the bin B holding p̂_j,
+LECE paper §3.1 and Figure 1 (docs/methods_nonparametric.md): for class j and the bin B holding p̂_j,
 with p̄_j(B) the mean prediction and ȳ_j(B) the label frequency of the calibration points in B,
 
 * ``hist_lecd`` (classical, "locally equal calibration distributions"): ĉ_j = ȳ_j(B);
@@ -9,7 +9,7 @@ with p̄_j(B) the mean prediction and ȳ_j(B) the label frequency of the calibra
 on ``n_bins`` equal-width bins of [0, 1] (5 in the paper's synthetic experiment), then renormalised.
 ``hist`` is Zadrozny & Elkan's histogram binning with equal-size (equal-frequency) bins: ĉ_j = ȳ_j(B).
 
-Choices where the paper is silent (spec §6.11): a bin without calibration points leaves p̂_j
+Choices where the paper is silent (docs/methods_nonparametric.md): a bin without calibration points leaves p̂_j
 unchanged (the authors' code returns 0); negative H-LECE values are clipped to 0 by the one-vs-rest
 renormalisation (the code divides by the sum of absolute values); an all-zero row becomes uniform.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.metrics.binning import bin_sums, equal_width_bins
@@ -30,6 +31,8 @@ def _check_bins(n_bins) -> None:
 
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""
+
+    _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 
     def __init__(self, n_bins: int = 5):
         self.n_bins = n_bins

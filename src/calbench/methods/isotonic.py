@@ -1,9 +1,9 @@
 """Isotonic calibration: one-vs-rest (IROvA) and the accuracy-preserving multiclass IRM.
 
-Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (spec kcal_mixnmatch.md §1.2):
+Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (docs/methods_nonparametric.md):
 
 * ``irova``: one isotonic map per class, fitted by PAV on (p̂_j, 1[y = j]), then renormalised
-  (§3.3.1; the LECE paper's IR, spec lece_dirichlet.md §1.7). Not accuracy-preserving.
+  (§3.3.1; the LECE paper's IR). Not accuracy-preserving.
 * ``irm``: the "data ensemble" (§3.3.2): one isotonic g* fitted on all n·L pooled pairs
   (p̂_ij, 1[y_i = j]), made strictly isotonic as ĝ(a) = g*(a) + ε·a and applied to every entry,
   then normalised (Eq. 4). One strictly increasing g for all classes keeps the argmax (Prop. 3.1).
@@ -21,6 +21,7 @@ import numpy as np
 
 from calbench.binary.maps import Isotonic
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest, renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -39,6 +40,8 @@ class IsotonicOneVsRest(OneVsRest):
     ``eps = 0`` is the paper's map; the authors' codes (LECE, Mix-n-Match) use 1e-9 so that no
     class gets probability 0 (finite log-loss).
     """
+
+    _parameter_constraints = {"eps": [Interval("real", 0)]}
 
     def __init__(self, eps: float = 0.0):
         self.eps = eps
@@ -62,6 +65,7 @@ class IsotonicMulticlass(Calibrator):
     """
 
     preserves_argmax = True
+    _parameter_constraints = {"eps": [Interval("real", 0, closed="neither")]}
 
     def __init__(self, eps: float = 1e-9):
         self.eps = eps

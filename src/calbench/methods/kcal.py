@@ -18,7 +18,7 @@ log-kernel before exponentiating: Eq. 3 is unchanged and no row underflows, whic
 code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits`` runs the same on the logits (the
 code's ``use_preds`` variant) for sources without embeddings.
 
-Where the defaults differ from the authors' code (spec §1.1, §6.4), for compute: Adam with lr 1e-3,
+Where the defaults differ from the authors' code (docs/models_and_kcal.md), for compute: Adam with lr 1e-3,
 at most 30 epochs of 50 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
 SGD, lr 4e-4 on CIFAR, at most 100 epochs of 5,000 episodes, patience 10, stop below 1e-5).
 ``optimizer="sgd", lr=4e-4, steps_per_epoch=5000, max_epochs=100, patience=10, min_lr=1e-5`` gives
@@ -32,6 +32,7 @@ import contextlib
 import numpy as np
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -183,6 +184,13 @@ class KCal(Calibrator):
     needs = frozenset({"embeddings", "train"})
     lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
+    _parameter_constraints = {
+        "dim": [Interval("int", 1)], "projection": [Options("skip_elu", "linear")], "m": [Interval("int", 1)],
+        "batch_size": [Interval("int", 1)], "optimizer": [Options("adam", "sgd")],
+        "lr": [Interval("real", 0, closed="neither")], "steps_per_epoch": [Interval("int", 1)],
+        "max_epochs": [Interval("int", 1)], "patience": [Interval("int", 0)], "min_lr": [Interval("real", 0)],
+        "keep": [Options("last", "best")], "tol": [Interval("real", 0, closed="neither")],
+        "n_folds": [Interval("int", 2)], "seed": [Interval("int", 0)], "threads": [Interval("int", 1)]}
 
     def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
                  steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",

@@ -1,7 +1,7 @@
 """LECE and LECD: non-parametric calibration from the k nearest calibration points.
 
 Valk & Kull, *Assuming Locally Equal Calibration Errors for Non-Parametric Multiclass Calibration*
-(TMLR), Algorithm 1 and §3.2 (spec lece_dirichlet.md §1.8–1.9). For a query p̂ and the k = ⌊q·n⌋
+(TMLR), Algorithm 1 and §3.2 (docs/methods_nonparametric.md). For a query p̂ and the k = ⌊q·n⌋
 calibration predictions nearest to it (KL divergence d_KL(p̂, p̂ᵢ) with the query first, or the
 Euclidean distance):
 
@@ -10,11 +10,11 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (spec §5): the query-to-pool distances are one matrix product per block of queries
-(d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order needs only
-−a·ln b); the neighbour sums are a gather (small k) or a product of the 0/1 neighbour mask with the
-pool's targets (large k). Queries are processed in blocks so memory stays bounded for any test size.
-During the grid search one distance computation and one partial ordering per fold serve every (q, t).
+Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix
+product per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so
+neighbour order needs only −a·ln b); the neighbour sums are a gather (small k) or a product of the 0/1
+neighbour mask with the pool's targets (large k). Queries are processed in blocks so memory stays bounded
+for any test size. During the grid search one distance computation and one partial ordering per fold serve every (q, t).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.parallel import thread_map
@@ -162,6 +163,8 @@ class LECE(Calibrator):
 
     default_grid = PAPER_GRID
     default_cv = {"folds": 10, "scoring": "nll"}
+    _parameter_constraints = {"q": [Interval("real", 0, 1, closed="right")], "t": [Interval("real", 0, 1)],
+                              "distance": [Options(*DISTANCES)], "eps": [Interval("real", 0, 1, closed="right")]}
 
     def __init__(self, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
         self.q = q

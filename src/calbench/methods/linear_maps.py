@@ -3,7 +3,7 @@
 Dirichlet paper (Kull et al. 2019) §3: matrix scaling is σ(W z + b) on logits z, Dirichlet calibration the
 same layer on x = ln q̂ (its Eq. 7, the linear parametrisation); vector scaling and the diagonal
 Dirichlet map fix the off-diagonal entries of W to 0. The objective is the mean log-loss plus a quadratic
-penalty (spec lece_dirichlet.md §1.5–1.6):
+penalty (docs/methods_parametric.md):
 
 * ODIR (paper §3):  λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σⱼ b²ⱼ, the diagonal of W unpenalised;
 * L2 (Dir-L2):      λ/(k(k+1)) (Σᵢⱼ w²ᵢⱼ + Σⱼ b²ⱼ), shrinking towards W = 0, b = 0.
@@ -26,6 +26,7 @@ from scipy.special import softmax
 from calbench.methods.base import clone
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
 
 REG_SCALES = ("paper", "code")
@@ -343,6 +344,9 @@ class AffineSoftmax(Calibrator):
 
     diagonal: bool = False
     uses_log_probs: bool = False
+    _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)],
+                              "eps": [Interval("real", 0, 1, closed="neither")], "reg_lambda": [Interval("real", 0)],
+                              "reg_mu": [Interval("real", 0)], "reg_scale": [Options(*REG_SCALES)]}
 
     def penalty(self, k: int) -> Penalty:
         return Penalty()
@@ -406,7 +410,8 @@ class AffineSoftmax(Calibrator):
 
 
 def authors_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool = True) -> dict:
-    """The (λ, μ) grid of the Dirichlet paper's deep-network runs (spec §1.5, tune_cal_odir.py).
+    """The (λ, μ) grid of the Dirichlet paper's deep-network runs (§4.2; the authors' tune_cal_odir.py;
+    docs/methods_parametric.md).
 
     Code scale: λ ∈ {0.25, 0.5, 1}·10^i, μ ∈ 10^i for i = s … 6, with s = −5 for 10 classes and s = −2 for
     100 classes (we use s = −2 from 100 classes on, −5 below): 36 × 12 and 27 × 9 points. ``reg_scale="paper"``

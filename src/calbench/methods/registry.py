@@ -17,7 +17,7 @@ from pathlib import Path
 _REGISTRY: dict[str, type] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Modules of this package that hold infrastructure, not methods.
-_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr"}
+_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints"}
 
 
 def register(name: str):
@@ -110,6 +110,7 @@ def make(name: str, **settings):
         For a chain, one dict per stage name, e.g. ``make("ts+lece", lece={"q": 0.1})``.
     """
     from calbench.methods.chain import Chain
+    from calbench.methods.constraints import check_settings
     from calbench.methods.tuning import GridSearch, grid_names, without_fixed
 
     parts = split_chain(name)
@@ -127,6 +128,10 @@ def make(name: str, **settings):
     unknown = sorted(set(settings) - set(allowed))
     if unknown:
         raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
+    check_settings(cls._parameter_constraints, settings)
+    for key, values in (grid.items() if isinstance(grid, dict) else ()):
+        for value in values if isinstance(values, (list, tuple)) else ():  # GridSearch names a non-list
+            check_settings(cls._parameter_constraints, {key: value}, prefix="grid.")
     estimator = cls(**settings)
     if explicit_grid:
         both = sorted(set(settings) & grid_names(grid)) if grid else []

@@ -1,4 +1,4 @@
-"""Vector and matrix scaling on logits (Guo et al. 2017; Dirichlet paper §3–4.2; spec lece_dirichlet.md §1.3–1.5).
+"""Vector and matrix scaling on logits (Guo et al. 2017; Dirichlet paper §3–4.2; docs/methods_parametric.md).
 
 * ``vs``: σ(diag(w) z + b), unregularised.
 * ``ms``: σ(W z + b), unregularised (the Dirichlet paper leaves it out: it overfits with many classes).

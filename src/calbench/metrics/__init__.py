@@ -1,4 +1,4 @@
-"""Evaluation metrics, addressed by id (ARCHITECTURE.md §5).
+"""Evaluation metrics, addressed by id (docs/metrics.md).
 
 >>> from calbench.metrics import evaluate
 >>> evaluate(probs, labels, ["acc", "nll", "ece.conf.em15.l1"])

@@ -5,7 +5,7 @@
 * Classwise ECE ("CECE"): for each class k keep only the instances with p̂_k ≥ τ, compute the
   adaptive-bin ECE of (p̂_k, 1[y = k]) on them, and average over the classes that keep any instance.
   τ = min(0.01, 1/K) as in the authors' code, which reproduces their Table 3 (the paper's text says
-  max{0.01, 1/K}; spec kcal_mixnmatch.md §6.1).
+  max{0.01, 1/K}; docs/metrics.md).
 * Confidence ECE: the same adaptive bins on (max p̂, correctness), nothing dropped.
 Vectorised over classes: dropped instances go to an extra bin that is ignored.
 """

@@ -1,4 +1,4 @@
-"""Metric ids (ARCHITECTURE.md §5) → functions, with how tables display and rank them.
+"""Metric ids (docs/metrics.md) → functions, with how tables display and rank them.
 
 An id is ``<family>.<target>.<binning>.<norm>`` or a plain name. Families register a regular
 expression whose named groups become keyword arguments of the function, so ``ece.cw.em15.l1`` and

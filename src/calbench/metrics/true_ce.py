@@ -1,6 +1,6 @@
 """True calibration errors on synthetic sources whose calibration map c(·) is known.
 
-LECE paper §4.1.3 and spec lece_dirichlet.md §2.9: with α = 1 and the expectation replaced by the
+LECE paper §4.1.3 and Table 1 (docs/metrics.md): with α = 1 and the expectation replaced by the
 test-set average, as the authors' code computes them (the version that reproduces Table 1), where
 ĉ(p̂) is the calibrated output and c(p̂) the true map at the *uncalibrated* prediction:
 

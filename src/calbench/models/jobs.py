@@ -3,7 +3,7 @@
 ``train_job`` writes ``results/models/{source}/model.pt`` (weights plus the normalisation the model
 was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_job`` writes the
 logits, labels and embeddings of the train, cal and test splits to ``results/dumps/{source}.h5``
-(ARCHITECTURE.md §3). Both run on the GPU when there is one (``device: auto``), else on the CPU.
+(docs/architecture.md §3). Both run on the GPU when there is one (``device: auto``), else on the CPU.
 """
 
 from __future__ import annotations

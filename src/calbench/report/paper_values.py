@@ -1,8 +1,8 @@
 """Published reference values that reproduction tables are compared with (mean, std).
 
 LECE paper (Valk & Kull, TMLR) Table 1: the synthetic experiment of §4.1, mean ± std over 100 data
-seeds (spec lece_dirichlet.md §4.1). Columns are keyed by calbench method name (``true`` is the true
-calibration map c(·) applied to the test predictions), rows by calbench metric id.
+seeds (docs/methods_nonparametric.md, "Reproduction"). Columns are keyed by calbench method name
+(``true`` is the true calibration map c(·) applied to the test predictions), rows by calbench metric id.
 """
 
 LECE_TABLE1_METHODS = {"hist_lecd": "H-LECD", "hist_lece": "H-LECE", "ts": "TS", "dir": "DIR", "lece": "LECE",

@@ -1,4 +1,4 @@
-"""Reliability diagrams with diagonal filling (fit-on-test paper §4.5, Fig. 4; spec fit_on_test.md §3).
+"""Reliability diagrams with diagonal filling (fit-on-test paper §4.5, Fig. 4; docs/figures_and_studies.md).
 
 Each panel draws, for every bin k with edges [b_{k−1}, b_k], mean score p̄_k and observed frequency ȳ_k:
 

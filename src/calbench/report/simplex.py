@@ -1,4 +1,4 @@
-"""Calibration maps on the 3-class probability simplex (LECE paper Figures 1–2; spec lece_dirichlet.md §3.1).
+"""Calibration maps on the 3-class probability simplex (LECE paper Figures 1–2; docs/figures_and_studies.md).
 
 Each panel shows one map p̂ ↦ ĉ(p̂) learned by a method (or the true map c of a synthetic source):
 

@@ -1,6 +1,6 @@
 """Aggregate per-job metrics into the long CSV and ranked per-metric tables.
 
-Ranking follows the LECE paper's tables (spec lece_dirichlet.md §2.10): within each row (source),
+Ranking follows the LECE paper's tables (docs/figures_and_studies.md): within each row (source),
 methods are ranked on the *displayed* mean (scaled and rounded as the metric's table shows it),
 ties get the minimum rank, lower is better except for higher-is-better metrics such as accuracy.
 The last row is each method's average rank over sources.
@@ -21,7 +21,7 @@ ID_COLUMNS = ("source", "method", "seed")
 
 
 def long_table(metric_files) -> pd.DataFrame:
-    """``source,method,seed,metric,value`` rows from flat metrics JSON files (ARCHITECTURE.md §3)."""
+    """``source,method,seed,metric,value`` rows from flat metrics JSON files (docs/architecture.md §3)."""
     rows = []
     for path in metric_files:
         record = json.loads(Path(path).read_text())

@@ -1,0 +1,62 @@
+"""Check a config's imported files before any job runs: one line per problem.
+
+``python -m calbench validate`` runs the deep check (every file read as the dump job reads it:
+shapes, finite values, label range, declared ``scores`` kind against the content); ``snakemake -n``
+runs the cheap one (missing files and, for ``npy`` files, shapes and split sizes from the file
+headers). Download sources are checked by checksum when fetched, synthetic and model sources need no
+file, so both check ``type: import`` sources only.
+"""
+
+from __future__ import annotations
+
+from calbench.data import importers
+from calbench.data.splits import check_split
+
+
+def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -> list[str]:
+    """Splits present, labels beside logits, one class count, split sizes within the pool."""
+    problems = []
+    for name, fields in shapes.items():
+        if "logits" not in fields or "labels" not in fields:
+            problems.append(f"{origin}.files.{name}: needs both logits and labels, found {sorted(fields)}")
+    if "all" in shapes:
+        labels = shapes["all"].get("labels")
+        if not split:
+            problems.append(f"{origin}: one pool of rows needs `split: {{cal_size: N}}` or `{{cal_fraction: f}}`")
+        elif labels is not None:
+            try:
+                check_split(labels[0], split.get("cal_size"), split.get("cal_fraction"))
+            except ValueError as err:
+                problems.append(f"{origin}.{err}")
+    elif not {"cal", "test"} <= set(shapes):
+        problems.append(f"{origin}.files: needs a `cal` and a `test` split (or one pool: logits, labels), "
+                        f"found {sorted(shapes)}")
+    classes = {fields["logits"][1] for fields in shapes.values() if len(fields.get("logits", ())) == 2}
+    if len(classes) > 1:
+        problems.append(f"{origin}.files: the splits disagree on the number of classes: {sorted(classes)}")
+    return problems
+
+
+def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
+    """Problems of the files of one ``import`` source (empty for other types)."""
+    if entry["type"] != "import":
+        return []
+    origin, files = f"sources.{name}", entry["files"]
+    if deep:
+        groups, errors = importers.inspect_files(entry["format"], files, entry["scores"], origin)
+        shapes = {split: {f: a.shape for f, a in arrays.items()} for split, arrays in groups.items()}
+        if errors:  # a split with a problem is left out of the groups: no layout check on the rest
+            return [str(err) for err in errors]
+        return _layout_problems(origin, shapes, entry.get("split"))
+    missing = importers.missing_files(files, origin)
+    if missing or entry["format"] != "npy":
+        return [str(err) for err in missing]
+    try:
+        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split"))
+    except ValueError as err:
+        return [f"{origin}: {err}"]
+
+
+def config_problems(config: dict, deep: bool = True) -> list[str]:
+    """Problems of every source of a loaded config (:func:`calbench.config.load`)."""
+    return [p for name, entry in config["sources"].items() for p in source_problems(name, entry, deep)]
