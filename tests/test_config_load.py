@@ -88,11 +88,11 @@ def test_load_cross_checks_names_and_declared_ranges_in_one_line(change, message
         load(config)
 
 
-def test_declared_ranges_guard_make_and_set_params():
+def test_declared_ranges_guard_make_and_fit():
     with pytest.raises(InvalidSetting, match=r"^q: 2 is not allowed"):
         make("lece", q=2)
     with pytest.raises(InvalidSetting, match=r"^n_bins: 2.5 is not allowed; expected an integer >= 1"):
-        make("hist").set_params(n_bins=2.5)
+        make("hist").set_params(n_bins=2.5).fit(np.zeros((4, 2)), np.array([0, 1, 0, 1]))
     with pytest.raises(InvalidSetting, match=r"^reg_scale: 'Paper' is not allowed; expected one of 'paper', 'code'"):
         make("dir_l2", reg_scale="Paper")
     assert make("lece", q=1, t=0, grid=None).q == 1  # the closed ends are allowed

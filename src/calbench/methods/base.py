@@ -86,7 +86,6 @@ class Calibrator:
     def set_params(self, **params) -> "Calibrator":
         """Set hyperparameters (``<name>__<param>`` reaches a nested calibrator); returns ``self``."""
         valid = self._get_param_names()
-        check_settings(self._parameter_constraints, {k: v for k, v in params.items() if "__" not in k})
         for key, value in params.items():
             name, _, sub = key.partition("__")
             if name not in valid:
@@ -139,8 +138,10 @@ class Calibrator:
         """Fit on calibration scores ``[N, C]`` (a :class:`Scores` or logits) and labels ``[N]``.
 
         ``train`` is ``(train_scores, train_labels)`` of the classifier's training split; only
-        methods whose ``needs`` include ``"train"`` use it (and require it).
+        methods whose ``needs`` include ``"train"`` use it (and require it). Settings are checked against
+        their declared ranges here, not in ``set_params`` (scikit-learn's convention).
         """
+        check_settings(self._parameter_constraints, self.get_params(deep=False))
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
         if self.needs_every_class:
