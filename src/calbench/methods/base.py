@@ -12,7 +12,7 @@ import numpy as np
 import copy
 import inspect
 
-from calbench.scores import Scores, as_scores, check_labels
+from calbench.scores import PROB_EPS, Scores, as_scores, check_labels
 
 
 def check_every_class(y: np.ndarray, num_classes: int, who: str) -> None:
@@ -126,11 +126,11 @@ class Calibrator:
     def transform(self, scores) -> Scores:
         """The calibrated output as :class:`Scores` for the next stage of a chain.
 
-        The default takes the logarithm of :meth:`predict_proba`; methods that produce logits
-        (temperature scaling, matrix scaling) override it to pass them on without clipping.
+        The default takes the logarithm of :meth:`predict_proba` floored at :data:`PROB_EPS`; methods
+        that produce logits (temperature scaling, matrix scaling) override it to pass them on unfloored.
         """
         scores = as_scores(scores)
-        return Scores.from_probs(self.predict_proba(scores), scores.embeddings)
+        return Scores.from_probs(self.predict_proba(scores), scores.embeddings, floor=PROB_EPS)
 
     def fitted_summary(self) -> dict:
         """Small fitted parameters worth recording with the results (JSON-serialisable)."""
