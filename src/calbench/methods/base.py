@@ -8,23 +8,42 @@ The public ``fit``/``predict_proba`` validate the boundary once, so implementati
 
 from __future__ import annotations
 
-import numpy as np
 import copy
 import inspect
+import warnings
+
+import numpy as np
 
 from calbench.scores import PROB_EPS, Scores, as_scores, check_labels
 
 
-def check_every_class(y: np.ndarray, num_classes: int, who: str) -> None:
-    """Raise when some class of ``[0, num_classes)`` has no label in ``y``."""
+class MissingClassWarning(UserWarning):
+    """A method that copes without examples of some class (its ``needs_every_class`` is False) was
+    fitted on calibration labels that lack one; its output for that class comes from the scores alone."""
+
+
+def missing_classes_text(y: np.ndarray, num_classes: int) -> str | None:
+    """``"1 of 4 classes have none among the 40 calibration labels (classes 2)"``, or None when none is missing."""
     missing = np.flatnonzero(np.bincount(y, minlength=num_classes) == 0)
-    if missing.size:
-        shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
+    if not missing.size:
+        return None
+    shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
+    return f"{missing.size} of {num_classes} classes have none among the {y.size} calibration labels (classes {shown})"
+
+
+def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | None = True) -> None:
+    """Raise (``needs`` True) or warn (False) when some class of ``[0, num_classes)`` has no label in ``y``."""
+    text = None if needs is None else missing_classes_text(y, num_classes)
+    if text is None:
+        return
+    if needs:
         raise ValueError(
-            f"{who} needs calibration examples of every class, but {missing.size} of {num_classes} classes have none "
-            f"among the {y.size} calibration labels (classes {shown}); use a larger or stratified calibration split "
-            "(source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
+            f"{who} needs calibration examples of every class, but {text}; use a larger or stratified calibration "
+            "split (source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
         )
+    missing = text.rpartition("(")[2]  # "classes 2)": the same text for every fold of a grid search
+    warnings.warn(f"{who} was fitted without calibration examples of some classes ({missing}; their probabilities "
+                  "come from the scores alone", MissingClassWarning, stacklevel=3)
 
 
 class Calibrator:
@@ -41,7 +60,8 @@ class Calibrator:
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
     preserves_argmax : True for methods whose output never changes the predicted class.
     needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
-        when a class has no calibration example; ``fit`` then refuses such a calibration set.
+        when a class has no calibration example; ``fit`` then refuses such a calibration set. False
+        (methods that cope): ``fit`` warns with :class:`MissingClassWarning`. None: the labels are unused.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
@@ -51,7 +71,7 @@ class Calibrator:
     #: calbench modules the method imports inside functions (e.g. torch code); listed so that editing
     #: them reruns the method's jobs (see ``registry.source_files``).
     lazy_modules: tuple[str, ...] = ()
-    needs_every_class: bool = False
+    needs_every_class: bool | None = False
 
     # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
     @classmethod
@@ -98,8 +118,8 @@ class Calibrator:
         """
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
-        if self.needs_every_class:
-            check_every_class(y, scores.num_classes, type(self).__name__)
+        check_every_class(y, scores.num_classes, getattr(self, "method_name", type(self).__name__),
+                          self.needs_every_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:

@@ -181,6 +181,8 @@ class KCal(Calibrator):
     """
 
     needs = frozenset({"embeddings", "train"})
+    #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
+    needs_every_class = True
     lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
 
