@@ -223,6 +223,9 @@ class KCal(Calibrator):
 
     def _fit(self, scores: Scores, y: np.ndarray, train) -> None:
         self._check_settings()
+        from calbench.models.errors import require_models_extra
+
+        require_models_extra(self.method_name, packages=("torch",))
         from calbench.models.projection import train_projection
 
         train_scores, train_y = train
