@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from calbench import ProbabilitiesAsLogitsWarning, Scores
@@ -28,6 +28,8 @@ FAST = {"pl_ovr": {"n_folds": 3}, "pl3_ovr": {"n_folds": 3}, "pl_conf": {"n_fold
         "dir_l2": {"grid": {"reg_lambda": [1e-2]}, "cv": {"folds": 2}},
         "dir_odir": {"grid": {"reg_lambda": [1e-2], "reg_mu": [1e-2]}, "cv": {"folds": 2}},
         "ms_odir": {"grid": {"reg_lambda": [1e-2], "reg_mu": [1e-2]}, "cv": {"folds": 2}}}
+#: C² parameters (ms, dir), C per-class CV fits (PL) or a Newton fit of 2C parameters (vs, ~25 s CPU).
+SLOW_AT_1000 = ("dir", "dir_diag", "dir_l2", "dir_odir", "ms", "ms_odir", "vs", "pl_ovr", "pl3_ovr", "irm")
 LOGIT_METHODS = [m for m in available() if "train" not in method_class(m).needs]
 TRAIN_METHODS = [m for m in available() if "train" in method_class(m).needs]
 
@@ -58,18 +60,19 @@ def assert_distributions(probs: np.ndarray, name: str) -> None:
     assert rows.all(), f"{name}: {np.count_nonzero(~rows)} rows are not distributions, e.g. {probs[~rows][0]}"
 
 
-@settings(max_examples=4, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**16), num_classes=st.sampled_from([2, 3, 10, 1000]),
        saturated=st.sampled_from([0.0, 0.3, 1.0]), ties=st.sampled_from([0.0, 0.2]))
+@example(seed=0, num_classes=1000, saturated=0.3, ties=0.2)  # always run: the issue's 2-1,000 classes
+@example(seed=1, num_classes=2, saturated=1.0, ties=0.0)
 def test_every_method_and_chain_outputs_distributions(seed, num_classes, saturated, ties):
     rng = np.random.default_rng(seed)
     n_cal = 240 if num_classes < 1000 else 1200
     z, y = hard_logits(rng, n_cal, num_classes, saturated, ties)
     z_test, _ = hard_logits(rng, 120, num_classes, saturated, ties)
     for name in LOGIT_METHODS + CHAINS:
-        if num_classes == 1000 and name.split("+")[-1] in ("dir", "dir_diag", "dir_l2", "dir_odir", "ms", "ms_odir",
-                                                          "pl_ovr", "pl3_ovr", "irm"):
-            continue  # C² parameters or C per-class CV fits: covered at 2-10 classes, too slow for a unit test
+        if num_classes == 1000 and name.split("+")[-1] in SLOW_AT_1000:
+            continue  # covered at 2-10 classes; too slow for a unit test at 1,000
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence warnings of tiny, saturated fits are not the point here
             model = build(name).fit(z, y)
