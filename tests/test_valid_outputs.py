@@ -181,3 +181,12 @@ def test_a_class_missing_from_the_calibration_labels_is_refused_or_warned(name):
     else:
         with pytest.warns(MissingClassWarning, match=rf"^{name} was fitted without .* \(classes 2\)"):
             build(name).fit(z, y)
+
+
+def test_the_tables_name_the_methods_whose_output_is_floored():
+    from calbench.report.tables import floor_notes
+
+    notes = floor_notes(["uncal", "ts", "ts+irova", "hist_lece", "lece", "true"])
+    assert [n.split(":")[0] for n in notes[2:]] == ["- ts+irova", "- hist_lece"]
+    assert "`eps: 0` is the paper's unfloored map" in notes[2]
+    assert floor_notes(["ts", "lece"]) == []
