@@ -9,7 +9,7 @@ import pytest
 
 from calbench.data import download, splits, store, synthetic
 from calbench.data.sources import build_groups, make_dump
-from calbench.scores import PROB_EPS
+from calbench.scores import PROB_FLOOR
 
 
 def _logits(n=60, c=3, seed=0):
@@ -131,7 +131,7 @@ def test_import_nn_calibration_pickle(tmp_path):
         build_groups("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
 
 
-def test_probabilities_import_as_clipped_log_probabilities_and_mismatches_are_errors(tmp_path):
+def test_probabilities_import_as_floored_log_probabilities_and_mismatches_are_errors(tmp_path):
     z, y = _logits(40)
     p = np.exp(z) / np.exp(z).sum(1, keepdims=True)
     p[0] = [1.0, 0.0, 0.0]
@@ -140,7 +140,7 @@ def test_probabilities_import_as_clipped_log_probabilities_and_mismatches_are_er
     np.save(tmp_path / "y.npy", y)
     files = {"logits": str(tmp_path / "p.npy"), "labels": str(tmp_path / "y.npy")}
     groups = build_groups("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
-    np.testing.assert_allclose(groups["all"]["logits"][0], np.log([1.0, PROB_EPS, PROB_EPS]))
+    np.testing.assert_allclose(groups["all"]["logits"][0], np.log([1.0, PROB_FLOOR, PROB_FLOOR]))
     with pytest.raises(ValueError, match="declared `scores: logits` but every row is a probability vector"):
         build_groups("s", {"type": "import", "format": "npy", "scores": "logits", "files": files}, [0])
     files["logits"] = str(tmp_path / "z.npy")

@@ -13,6 +13,7 @@ from calbench.methods.kcal import cv_log_loss, fold_ids, golden_section, kde_log
 from calbench.scores import Scores
 
 FAST = {"steps_per_epoch": 20, "max_epochs": 4, "n_folds": 5, "device": "cpu"}
+NEEDS_TORCH = "KCal trains its projection with torch: pip install 'calbench[models]'"
 
 
 def test_eq3_on_a_hand_made_example():
@@ -55,7 +56,7 @@ def test_folds_are_balanced():
 
 
 def test_episode_sampler_follows_eq6_weights():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason=NEEDS_TORCH)
     from calbench.models.projection import EpisodeSampler
 
     labels = torch.tensor([0] * 30 + [1] * 5 + [2] * 65)
@@ -70,7 +71,7 @@ def test_episode_sampler_follows_eq6_weights():
 
 
 def test_episode_loss_is_eq6_log_loss():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason=NEEDS_TORCH)
     from calbench.models.projection import episode_loss
 
     rng = np.random.default_rng(0)
@@ -94,6 +95,7 @@ def _clusters(n, rng, k=4, h=40, noise=1.0):
 
 
 def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
+    pytest.importorskip("torch", reason=NEEDS_TORCH)
     rng = np.random.default_rng(0)
     train, cal, test = (_clusters(n, rng) for n in (600, 300, 400))
     models = [make("kcal", seed=1, **FAST).fit(cal[0], cal[1], train=train) for _ in range(2)]
@@ -109,7 +111,7 @@ def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
 
 
 def test_kcal_projection_in_numpy_matches_torch():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason=NEEDS_TORCH)
     from calbench.models.projection import SkipELU, export
 
     torch.manual_seed(0)
@@ -122,6 +124,7 @@ def test_kcal_projection_in_numpy_matches_torch():
 
 
 def test_kcal_logits_uses_logits_and_dimension_min_h_32():
+    pytest.importorskip("torch", reason=NEEDS_TORCH)
     rng = np.random.default_rng(1)
     train, cal, test = (_clusters(n, rng) for n in (300, 200, 100))
     strip = lambda s: Scores(s[0].logits)  # noqa: E731  (no embeddings)
@@ -133,7 +136,7 @@ def test_kcal_logits_uses_logits_and_dimension_min_h_32():
         make("kcal", **FAST).fit(cal[0], cal[1])
 
 
-def test_bad_settings_are_named():
+def test_bad_settings_are_named():  # checked before torch is needed
     rng = np.random.default_rng(2)
     train, cal = _clusters(100, rng), _clusters(50, rng)
     with pytest.raises(ValueError, match="^keep: 'first' is not allowed; expected one of 'last', 'best'"):

@@ -59,10 +59,12 @@ def test_ts_preserves_argmax_and_uncal_is_identity():
     np.testing.assert_allclose(uncal.predict_proba(data["logits"]), Scores(data["logits"]).probs)
 
 
-def test_scores_from_probs_uses_the_log_as_logits():
-    p = np.array([[0.2, 0.8], [1.0, 0.0]])
+def test_scores_from_probs_uses_the_log_as_logits_floored_at_the_smallest_float():
+    p = np.array([[0.2, 0.8], [1.0, 0.0], [1 - 1e-20, 1e-20]])
     scores = Scores.from_probs(p)
-    np.testing.assert_allclose(scores.probs, [[0.2, 0.8], [1 - 1e-12, 1e-12]], atol=1e-15)
+    tiny = np.finfo(float).tiny
+    np.testing.assert_allclose(scores.probs, [[0.2, 0.8], [1.0, tiny], [1.0, 1e-20]], rtol=1e-12, atol=0)
+    np.testing.assert_allclose(scores.logits[:, 1], np.log([0.8, tiny, 1e-20]))
     with pytest.raises(ValueError, match="values must lie in"):
         Scores.from_probs(np.array([[2.0, -1.0]]))
 

@@ -7,11 +7,12 @@ import urllib.request
 
 import numpy as np
 import pytest
-import torch
 
-from calbench.data import store
-from calbench.models import architectures, datasets, jobs, training
-from calbench.models.errors import OfflineError
+torch = pytest.importorskip("torch", reason="the model sources need torch: pip install 'calbench[models]'")
+
+from calbench.data import store  # noqa: E402
+from calbench.models import architectures, datasets, jobs, training  # noqa: E402
+from calbench.models.errors import OfflineError  # noqa: E402
 
 TINY_VIT = {"img_size": 8, "patch_size": 4, "in_chans": 1, "depth": 1, "embed_dim": 16, "num_heads": 2}
 

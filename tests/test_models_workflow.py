@@ -7,6 +7,8 @@ import pytest
 from calbench.data import store
 from conftest import dry_run_jobs, run_snakemake
 
+pytest.importorskip("torch", reason="train sources and KCal need torch: pip install 'calbench[models]'")
+
 CONFIG = {
     "seeds": [0],
     "sources": {

@@ -5,7 +5,7 @@ The library half of calbench: every calibration method (:mod:`calbench.methods`)
 files to these functions.
 """
 
-from calbench.scores import PROB_EPS, Scores
+from calbench.scores import PROB_EPS, PROB_FLOOR, ProbabilitiesAsLogitsWarning, Scores
 
 __version__ = "0.1.0"
-__all__ = ["Scores", "PROB_EPS", "__version__"]
+__all__ = ["Scores", "PROB_EPS", "PROB_FLOOR", "ProbabilitiesAsLogitsWarning", "__version__"]

@@ -101,7 +101,8 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
     bootstrap = bootstrap or {}
     values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed,
                       uncal_probs=uncal_probs, bootstrap=int(bootstrap.get("samples", 0)),
-                      level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"))
+                      level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"),
+                      method=f"{method}, {calibrated}:test/probs")
     record = {"source": source, "method": method, "seed": seed, **values}
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 

@@ -6,17 +6,44 @@ on demand) and, where the source has them, penultimate-layer embeddings ``[N, D]
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
 from scipy.special import log_softmax, softmax
 
-#: Probabilities are clipped to ``[PROB_EPS, 1]`` before taking their logarithm, whenever
-#: probabilities are turned into logits (imported probability files, outputs of non-parametric
-#: methods such as LECE or isotonic regression that contain exact zeros, fed to a next chain stage).
-#: ``log(1e-12) = -27.6`` keeps such zeros finite without dominating a linear map fitted on them.
+#: Floor of probabilities whose logarithm becomes logits (``Scores.from_probs``, imported
+#: ``scores: probs`` files): the smallest positive normal float64, ln = −708.4. Only exact zeros (and
+#: subnormals) move; every representable probability keeps its own log, so log-probabilities
+#: survive the round trip (issue 16: a floor of 1e-12 changed accuracy and ECE).
+PROB_FLOOR = float(np.finfo(np.float64).tiny)
+
+#: Floor of the calibrated probabilities of a chain's *intermediate* stage (``Calibrator.transform``
+#: of non-parametric methods such as LECE or isotonic regression, whose outputs contain exact
+#: zeros) and of the binary maps' logits: ``log(1e-12) = -27.6`` keeps such zeros finite without
+#: dominating a linear map fitted on them by the next stage.
 PROB_EPS = 1e-12
+
+
+class ProbabilitiesAsLogitsWarning(UserWarning):
+    """Scores given as logits look like probabilities (every row in [0, 1] and summing to 1).
+
+    Softmax of probabilities is not the classifier's distribution: wrap them with
+    :meth:`Scores.from_probs` (workflow: ``scores: probs``). Silence it, for scores that really are
+    such logits, with ``warnings.simplefilter("ignore", calbench.ProbabilitiesAsLogitsWarning)``.
+    """
+
+
+def looks_like_probs(arr: np.ndarray, atol: float = 1e-3) -> bool:
+    """True when every row of the ``[N, C]`` array lies in [0, 1] and sums to 1 within ``atol``."""
+    return bool(arr.min() >= 0 and arr.max() <= 1
+                and np.allclose(arr.sum(axis=1), 1.0, rtol=0, atol=atol))
+
+
+def log_of_probs(probs: np.ndarray, floor: float = PROB_FLOOR) -> np.ndarray:
+    """``log(max(p, floor))``: log-probabilities used as logits (see :data:`PROB_FLOOR`)."""
+    return np.log(np.maximum(probs, floor))
 
 
 def check_logits(logits, *, name: str = "logits") -> np.ndarray:
@@ -75,6 +102,10 @@ class Scores:
 
     def __post_init__(self):
         object.__setattr__(self, "logits", check_logits(self.logits))
+        if self.logits.shape[0] > 1 and looks_like_probs(self.logits):
+            warnings.warn("logits: every row lies in [0, 1] and sums to 1, so these look like probabilities; "
+                          "wrap them with Scores.from_probs(probs) (workflow: `scores: probs`) so that their "
+                          "logarithm is used as logits", ProbabilitiesAsLogitsWarning, stacklevel=3)
         if self.embeddings is not None:
             emb = np.asarray(self.embeddings)
             if emb.ndim != 2 or emb.shape[0] != self.logits.shape[0]:
@@ -84,12 +115,12 @@ class Scores:
             object.__setattr__(self, "embeddings", emb)
 
     @classmethod
-    def from_probs(cls, probs, embeddings=None, eps: float = PROB_EPS) -> "Scores":
-        """Wrap probabilities; their clipped logarithm serves as logits (see :data:`PROB_EPS`)."""
+    def from_probs(cls, probs, embeddings=None, floor: float = PROB_FLOOR) -> "Scores":
+        """Wrap probabilities; ``log(max(p, floor))`` serves as logits (see :data:`PROB_FLOOR`)."""
         p = check_logits(probs, name="probs")
         if (p < 0).any() or (p > 1 + 1e-6).any():
             raise ValueError("probs: values must lie in [0, 1]; were logits passed as probabilities?")
-        return cls(np.log(np.clip(p, eps, 1.0)), embeddings)
+        return cls(log_of_probs(p, floor), embeddings)
 
     @cached_property
     def probs(self) -> np.ndarray:

@@ -9,9 +9,9 @@ Layouts (see config/README.md):
 * ``pickle``: ``files: {archive: x.p}`` holding ``((logits_val, y_val), (logits_test, y_test))``, the
   format of github.com/markus93/NN_calibration used by the LECE and Dirichlet papers; val → cal.
 
-Declared probabilities (``scores: probs``) become log-probabilities, clipped at
-:data:`calbench.scores.PROB_EPS`. A declaration that does not fit the data (rows of "probabilities"
-that do not sum to one, or "logits" that all do) is an error, not a guess.
+Declared probabilities (``scores: probs``) become log-probabilities, floored at
+:data:`calbench.scores.PROB_FLOOR` (the smallest positive float64). A declaration that does not fit
+the data (rows of "probabilities" that do not sum to one, or "logits" that all do) is an error, not a guess.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data.store import validate_split
-from calbench.scores import PROB_EPS, check_logits
+from calbench.scores import check_logits, log_of_probs, looks_like_probs
 
 SPLITS = ("train", "cal", "test", "all")
 
@@ -34,20 +34,16 @@ def _load_npy(path) -> np.ndarray:
         raise ValueError(f"{path}: cannot read as .npy ({err})") from None
 
 
-def _looks_like_probs(arr: np.ndarray) -> bool:
-    return bool(arr.min() >= 0 and arr.max() <= 1 and np.allclose(arr.sum(axis=1), 1.0, atol=1e-3))
-
-
 def convert_scores(logits: np.ndarray, declared: str, where: str) -> np.ndarray:
     """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data."""
     arr = check_logits(logits, name=where)  # numeric, 2-D, finite
     if declared == "probs":
-        if not _looks_like_probs(arr):
+        if not looks_like_probs(arr):
             raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
                              "(values outside [0, 1] or rows not summing to 1); declare `scores: logits`")
-        return np.log(np.clip(arr, PROB_EPS, 1.0))
+        return log_of_probs(arr)
     if declared == "logits":
-        if arr.shape[0] > 1 and _looks_like_probs(arr):
+        if arr.shape[0] > 1 and looks_like_probs(arr):
             raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
                              "declare `scores: probs` so they are converted to log-probabilities")
         return arr

@@ -13,25 +13,44 @@ the estimator's tags.
 
 from __future__ import annotations
 
-import numpy as np
 import copy
 import inspect
+import warnings
+
+import numpy as np
 
 from calbench.metrics.proper import log_loss_rows
 from calbench.methods.constraints import check_settings
-from calbench.scores import Scores, as_scores, check_labels
+from calbench.scores import PROB_EPS, Scores, as_scores, check_labels
 
 
-def check_every_class(y: np.ndarray, num_classes: int, who: str) -> None:
-    """Raise when some class of ``[0, num_classes)`` has no label in ``y``."""
+class MissingClassWarning(UserWarning):
+    """A method that copes without examples of some class (its ``needs_every_class`` is False) was
+    fitted on calibration labels that lack one; its output for that class comes from the scores alone."""
+
+
+def missing_classes_text(y: np.ndarray, num_classes: int) -> str | None:
+    """``"1 of 4 classes have none among the 40 calibration labels (classes 2)"``, or None when none is missing."""
     missing = np.flatnonzero(np.bincount(y, minlength=num_classes) == 0)
-    if missing.size:
-        shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
+    if not missing.size:
+        return None
+    shown = ", ".join(map(str, missing[:10])) + (", ..." if missing.size > 10 else "")
+    return f"{missing.size} of {num_classes} classes have none among the {y.size} calibration labels (classes {shown})"
+
+
+def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | None = True) -> None:
+    """Raise (``needs`` True) or warn (False) when some class of ``[0, num_classes)`` has no label in ``y``."""
+    text = None if needs is None else missing_classes_text(y, num_classes)
+    if text is None:
+        return
+    if needs:
         raise ValueError(
-            f"{who} needs calibration examples of every class, but {missing.size} of {num_classes} classes have none "
-            f"among the {y.size} calibration labels (classes {shown}); use a larger or stratified calibration split "
-            "(source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
+            f"{who} needs calibration examples of every class, but {text}; use a larger or stratified calibration "
+            "split (source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
         )
+    missing = text.rpartition("(")[2]  # "classes 2)": the same text for every fold of a grid search
+    warnings.warn(f"{who} was fitted without calibration examples of some classes ({missing}; their probabilities "
+                  "come from the scores alone", MissingClassWarning, stacklevel=3)
 
 
 class Calibrator:
@@ -48,9 +67,10 @@ class Calibrator:
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
     preserves_argmax : True for methods whose output never changes the predicted class.
     needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
-        when a class has no calibration example; ``fit`` then refuses such a calibration set.
+        when a class has no calibration example; ``fit`` then refuses such a calibration set. False
+        (methods that cope): ``fit`` warns with :class:`MissingClassWarning`. None: the labels are unused.
     _parameter_constraints : the allowed values of each setting (:mod:`calbench.methods.constraints`),
-        checked by :func:`~calbench.methods.make` and :meth:`set_params`.
+        checked by :func:`~calbench.methods.make` and at :meth:`fit`.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
@@ -60,7 +80,7 @@ class Calibrator:
     #: calbench modules the method imports inside functions (e.g. torch code); listed so that editing
     #: them reruns the method's jobs (see ``registry.source_files``).
     lazy_modules: tuple[str, ...] = ()
-    needs_every_class: bool = False
+    needs_every_class: bool | None = False
     _parameter_constraints: dict = {}
 
     # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
@@ -144,8 +164,8 @@ class Calibrator:
         check_settings(self._parameter_constraints, self.get_params(deep=False))
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
-        if self.needs_every_class:
-            check_every_class(y, scores.num_classes, type(self).__name__)
+        check_every_class(y, scores.num_classes, getattr(self, "method_name", type(self).__name__),
+                          self.needs_every_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:
@@ -174,11 +194,11 @@ class Calibrator:
     def transform(self, scores) -> Scores:
         """The calibrated output as :class:`Scores` for the next stage of a chain.
 
-        The default takes the logarithm of :meth:`predict_proba`; methods that produce logits
-        (temperature scaling, matrix scaling) override it to pass them on without clipping.
+        The default takes the logarithm of :meth:`predict_proba` floored at :data:`PROB_EPS`; methods
+        that produce logits (temperature scaling, matrix scaling) override it to pass them on unfloored.
         """
         scores = as_scores(scores)
-        return Scores.from_probs(self.predict_proba(scores), scores.embeddings)
+        return Scores.from_probs(self.predict_proba(scores), scores.embeddings, floor=PROB_EPS)
 
     def fitted_summary(self) -> dict:
         """Small fitted parameters worth recording with the results (JSON-serialisable)."""

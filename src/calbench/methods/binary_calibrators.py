@@ -6,7 +6,8 @@
   fit-on-test paper's PL / PL3 with CV-chosen pieces and fold-model averaging).
 * Confidence (fit-on-test paper §3.3 (ii), top-label): one map fitted on (max p̂, 1[argmax p̂ = y]);
   the top probability becomes ĉ(max p̂) and the other classes share 1 − ĉ(max p̂) in proportion
-  to their original probabilities (uniformly if they were all 0): ``pl_conf`` and ``pl3_conf``.
+  to their original probabilities (computed as the softmax of their logits, so that the shares stay
+  exact when max p̂ rounds to 1): ``pl_conf`` and ``pl3_conf``.
   The predicted class can change when ĉ(max p̂) falls below another class's rescaled probability.
 PL and PL3 take ``loss`` "ce" (the paper's headline) or "mse", and the CV settings ``n_folds`` (10)
 and ``max_pieces`` (default: the paper's min(n // 200, 15) + 1).
@@ -15,6 +16,7 @@ and ``max_pieces`` (default: the paper's min(n // 200, 15) + 1).
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import softmax
 
 from calbench.binary import Beta, PiecewiseLinearCV, Platt
 from calbench.binary.piecewise import LOSSES
@@ -92,15 +94,16 @@ class PLConfidence(_PiecewiseMixin, Calibrator):
         self.map_ = self._new_map().fit(probs.max(axis=1), (probs.argmax(axis=1) == y).astype(np.float64))
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        probs = scores.probs
-        top = probs.argmax(axis=1)
-        conf = probs[np.arange(top.size), top]
-        new_conf = self.map_.predict(conf)
-        rest = 1.0 - conf
-        others = np.where(rest[:, None] > 0, probs / np.where(rest > 0, rest, 1.0)[:, None],
-                          1.0 / (probs.shape[1] - 1))
-        out = others * (1.0 - new_conf)[:, None]
-        out[np.arange(top.size), top] = new_conf
+        logits = scores.logits
+        rows = np.arange(logits.shape[0])
+        top = logits.argmax(axis=1)
+        new_conf = self.map_.predict(scores.probs[rows, top])
+        # The other classes' shares p_j / (1 − p_top) are the softmax of their own logits: computing
+        # 1 − p_top by subtraction cancels to 0 or a few ulps when p_top ≈ 1 (issue 16).
+        others = logits.copy()
+        others[rows, top] = -np.inf
+        out = softmax(others, axis=1) * (1.0 - new_conf)[:, None]
+        out[rows, top] = new_conf
         return out
 
     def fitted_summary(self) -> dict:

@@ -64,6 +64,9 @@ class DirichletBase(AffineSoftmax):
 class Dirichlet(DirichletBase):
     """Full Dirichlet calibration, unregularised."""
 
+    #: Unregularised: a class without examples drives its bias to −∞ (refused; dir_l2, dir_odir cope).
+    needs_every_class = True
+
     def __init__(self, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.eps = eps
         self.max_iter = max_iter

@@ -10,8 +10,9 @@ on ``n_bins`` equal-width bins of [0, 1] (5 in the paper's synthetic experiment)
 ``hist`` is Zadrozny & Elkan's histogram binning with equal-size (equal-frequency) bins: ĉ_j = ȳ_j(B).
 
 Choices where the paper is silent (docs/methods_nonparametric.md): a bin without calibration points leaves p̂_j
-unchanged (the authors' code returns 0); negative H-LECE values are clipped to 0 by the one-vs-rest
-renormalisation (the code divides by the sum of absolute values); an all-zero row becomes uniform.
+unchanged (the authors' code returns 0); negative H-LECE values are clipped to 0 (the code divides
+by the sum of absolute values), then ``eps``·p̂_j (1e-9) is added so that no output is exactly 0
+(``eps = 0``: the paper's map); an all-zero row becomes uniform.
 """
 
 from __future__ import annotations
@@ -73,10 +74,23 @@ class HistogramLECD(_BinnedOneVsRest):
 
 @register("hist_lece")
 class HistogramLECE(HistogramLECD):
-    """Equal-width one-vs-rest binning of the calibration error, ĉ_j = p̂_j − (p̄_j(B) − ȳ_j(B)) (Figure 1b)."""
+    """Equal-width one-vs-rest binning of the calibration error, ĉ_j = p̂_j − (p̄_j(B) − ȳ_j(B)) (Figure 1b).
+
+    ``eps`` (default 1e-9, as IROvA's guard) adds ``eps``·p̂_j to max(ĉ_j, 0), so that no class with
+    p̂_j > 0 gets probability 0; ``eps = 0`` is the paper's map, whose negative ĉ_j become exact zeros.
+    """
+
+    #: Shown in the tables' notes (:mod:`calbench.report.tables`).
+    floor_note = "max(ĉ_j, 0) + 1e-9·p̂_j (eps; `eps: 0` is the paper's unfloored map)"
+
+    _parameter_constraints = {**_BinnedOneVsRest._parameter_constraints, "eps": [Interval("real", 0)]}
+
+    def __init__(self, n_bins: int = 5, eps: float = 1e-9):
+        self.n_bins = n_bins
+        self.eps = eps
 
     def _estimate(self, fitted, p: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return p - (fitted["p_mean"][b] - fitted["y_mean"][b])
+        return np.maximum(p - (fitted["p_mean"][b] - fitted["y_mean"][b]), 0.0) + self.eps * p
 
 
 @register("hist")

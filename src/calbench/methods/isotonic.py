@@ -37,13 +37,16 @@ def _check_eps(eps, *, positive: bool) -> None:
 class IsotonicOneVsRest(OneVsRest):
     """IROvA: isotonic regression per class, plus ``eps``·p̂_j, renormalised.
 
-    ``eps = 0`` is the paper's map; the authors' codes (LECE, Mix-n-Match) use 1e-9 so that no
-    class gets probability 0 (finite log-loss).
+    ``eps = 1e-9`` (default, the authors' codes: LECE, Mix-n-Match) keeps every class with p̂_j > 0
+    strictly positive, so log-loss stays finite; ``eps = 0`` is the paper's map, which gives exact
+    zeros on the true class of some test rows (1–2 % on 100-class sets, issue 16).
     """
 
     _parameter_constraints = {"eps": [Interval("real", 0)]}
+    #: Shown in the tables' notes (:mod:`calbench.report.tables`).
+    floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the paper's unfloored map)"
 
-    def __init__(self, eps: float = 0.0):
+    def __init__(self, eps: float = 1e-9):
         self.eps = eps
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

@@ -182,6 +182,8 @@ class KCal(Calibrator):
     """
 
     needs = frozenset({"embeddings", "train"})
+    #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
+    needs_every_class = True
     lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
     _parameter_constraints = {
@@ -229,6 +231,9 @@ class KCal(Calibrator):
 
     def _fit(self, scores: Scores, y: np.ndarray, train) -> None:
         self._check_settings()
+        from calbench.models.errors import require_models_extra
+
+        require_models_extra(self.method_name, packages=("torch",))
         from calbench.models.projection import train_projection
 
         train_scores, train_y = train

@@ -28,6 +28,9 @@ class OneVsRest(Calibrator):
     ``p`` [N] and binary targets ``hits`` [N]; ``_apply_binary(fitted, p)`` evaluates it.
     """
 
+    #: A class without calibration examples gets a map fitted on all-zero targets: refused.
+    needs_every_class = True
+
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         probs = scores.probs
         self.binary_maps_ = [self._fit_binary(probs[:, j], (y == j).astype(np.float64))

@@ -16,6 +16,9 @@ from calbench.methods.registry import register
 class MatrixScaling(AffineSoftmax):
     """σ(W z + b) on logits, unregularised, fitted by log-loss from W = I, b = 0."""
 
+    #: Unregularised: a class without examples drives its bias to −∞ (refused; ms_odir copes).
+    needs_every_class = True
+
     def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter
         self.tol = tol

@@ -121,6 +121,10 @@ class GridSearch(Calibrator):
         return self.estimator.preserves_argmax
 
     @property
+    def needs_every_class(self) -> bool | None:
+        return self.estimator.needs_every_class
+
+    @property
     def method_name(self) -> str:
         return getattr(self.estimator, "method_name", type(self.estimator).__name__)
 

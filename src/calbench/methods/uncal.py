@@ -12,6 +12,7 @@ class Uncalibrated(Calibrator):
     """Identity map: p̂ = σ(z)."""
 
     preserves_argmax = True
+    needs_every_class = None  # the labels are unused
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         pass

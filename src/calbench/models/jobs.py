@@ -12,9 +12,14 @@ import logging
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch.utils.data import DataLoader
-from tqdm.auto import tqdm
+
+from calbench.models.errors import require_models_extra
+
+require_models_extra("the model rules (train/pretrained sources)")
+
+import torch  # noqa: E402
+from torch.utils.data import DataLoader  # noqa: E402
+from tqdm.auto import tqdm  # noqa: E402
 
 import calbench
 from calbench.data import store

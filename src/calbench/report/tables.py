@@ -67,7 +67,26 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str
         lines.append(f"| {source} | " + " | ".join(cells) + " |")
     avg = ranks[methods].mean(axis=0)
     lines.append("| **average rank** | " + " | ".join(f"**{avg[m]:.1f}**" for m in methods) + " |")
+    lines += floor_notes(methods)
     return "\n".join(lines) + "\n"
+
+
+def floor_notes(methods) -> list[str]:
+    """Notes naming the methods whose default output is floored away from 0 where the paper's is not
+    (a calibrator's ``floor_note``; issue 16), e.g. IROvA's and H-LECE's ``eps``."""
+    from calbench.methods.registry import method_class, split_chain
+
+    notes = []
+    for method in methods:
+        try:
+            parts = split_chain(method)
+        except ValueError:  # a column that is not a registered method (e.g. the true map)
+            continue
+        for part in parts:
+            note = getattr(method_class(part), "floor_note", "")
+            if note:
+                notes.append(f"- {method}: output floored by default: {note}")
+    return ["", "Floored outputs:", *notes] if notes else []
 
 
 def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:

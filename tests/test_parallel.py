@@ -1,0 +1,37 @@
+"""calbench.parallel: worker threads run with one BLAS thread each (issue 17 point 3, threadpoolctl)."""
+
+from __future__ import annotations
+
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+import calbench.parallel
+from calbench.methods import make
+
+
+def _blas_threads() -> set[int]:
+    return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
+
+
+def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(monkeypatch):
+    """A notebook without OMP_NUM_THREADS: BLAS at 2 threads outside, 1 inside the fold threads."""
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert _blas_threads() == {2}
+        inside = calbench.parallel.thread_map(lambda _: _blas_threads(), range(4))
+        assert inside == [{1}] * 4
+        assert _blas_threads() == {2}
+
+
+def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatch):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 400)
+    z = rng.normal(size=(400, 4)) + 2.0 * np.eye(4)[y]
+    grid = {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3, 1e-1]}
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+    threaded = make("dir_odir", grid=grid).fit(z, y)
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 1)
+    with threadpool_limits(limits=2, user_api="blas"):  # serial folds, BLAS free to use 2 threads
+        serial = make("dir_odir", grid=grid).fit(z, y)
+    np.testing.assert_array_equal(threaded.cv_losses_, serial.cv_losses_)
+    np.testing.assert_array_equal(threaded.predict_proba(z), serial.predict_proba(z))
