@@ -133,11 +133,20 @@ def test_recommend_without_a_finished_run(tmp_path, capsys):
     assert "run the workflow first" in capsys.readouterr().err
 
 
-def test_listings_are_plain_text():
-    out = subprocess.run([sys.executable, "-m", "calbench", "methods", "--verbose"], capture_output=True,
-                         text=True, check=True).stdout
+def test_listings_are_plain_text(capsys):
+    assert main(["methods", "--verbose"]) == 0
+    out = capsys.readouterr().out
     assert "lece" in out and "settings: q=0.1, t=0.0, distance='kl', eps=1e-30" in out.replace("\n      ", " ")
     assert "keeps argmax: yes" in out and ":class:" not in out and "``" not in out
-    metrics = subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True, text=True,
-                             check=True).stdout
+    assert main(["metrics"]) == 0
+    metrics = capsys.readouterr().out
     assert "ece.{conf|cw}" in metrics and "(?P<" not in metrics and "\\." not in metrics
+
+
+def test_console_script_entry_point_is_main():
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    assert project["scripts"]["calbench"] == "calbench.__main__:main"
+    assert subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True).returncode == 0
