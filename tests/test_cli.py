@@ -150,3 +150,30 @@ def test_console_script_entry_point_is_main():
     project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
     assert project["scripts"]["calbench"] == "calbench.__main__:main"
     assert subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True).returncode == 0
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+def test_readme_use_the_winner_runs_as_written(tmp_path, monkeypatch, capsys):
+    """README's "Use the winner" blocks, run as written in a fresh directory (in this process: each
+    ``calbench ...`` line through ``main``, the ``python -c`` and Python code through ``exec``)."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    pytest.importorskip("timm")
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    section = text.split("## Use the winner", 1)[1].split("\n## ", 1)[0]
+    shell, python = re.findall(r"```(?:bash|python)\n(.*?)```", section, flags=re.S)
+    monkeypatch.chdir(tmp_path)
+    for command in re.split(r"\n(?=calbench |python )", shell.strip()):
+        words = shlex.split(command, comments=True)
+        if words[0] == "calbench":
+            assert main(words[1:]) == 0, command
+        else:
+            assert words[:2] == ["python", "-c"], command
+            exec(words[2], {})
+    exec(python, {})
+    assert re.search(r"tensor\(\[1\.0*, 1\.0*\]\)", capsys.readouterr().out)
+    np.testing.assert_allclose(np.load("probs.npy"), calbench.load("ts.safetensors").predict_proba(np.load("test.npy")),
+                               rtol=0, atol=1e-12)
+    assert abs(calbench.load("ts.safetensors").temperature_ - 3.0) < 0.3
