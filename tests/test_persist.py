@@ -63,7 +63,10 @@ def test_chains_survive_save_and_load(chain, tmp_path):
     cal = make(chain, **{s: ({"grid": SMALL_GRID[s], "cv": {"folds": 3}} if s in SMALL_GRID else {})
                          for s in stages}).fit(CAL[0], CAL[1])
     loaded, path = _round_trip(cal, tmp_path, chain)
-    assert read_header(path)["method"] == chain
+    header = read_header(path)
+    assert header["method"] == chain
+    if "lece" in stages:  # the grid point LECE chose, readable without loading
+        assert header["chosen"]["1:lece"] == cal.steps[1].best_params_
     np.testing.assert_allclose(loaded.transform(TEST[0]).logits, cal.transform(TEST[0]).logits, rtol=0, atol=TOL)
 
 

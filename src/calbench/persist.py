@@ -186,6 +186,15 @@ def method_name(cal) -> str:
     return getattr(cal, "method_name", type(cal).__name__)
 
 
+def chosen_settings(cal) -> dict:
+    """The grid point a cross-validated calibrator chose (``best_params_``); for a chain, per stage."""
+    steps = getattr(cal, "steps", None)
+    if steps is not None:
+        return {f"{i}:{method_name(step)}": chosen for i, step in enumerate(steps)
+                if (chosen := chosen_settings(step))}
+    return dict(getattr(cal, "best_params_", None) or {})
+
+
 def save(cal, path, *, input_kind: str = "logits") -> Path:
     """Write fitted calibrator ``cal`` to ``path`` (atomically); ``input_kind`` says what it was fitted on:
     ``"logits"`` or ``"probs"`` (probabilities, as ``fit --probs``); ``load``/``apply`` check new inputs against it."""
@@ -207,6 +216,7 @@ def save(cal, path, *, input_kind: str = "logits") -> Path:
         "format": "calbench-calibrator", "format_version": FORMAT_VERSION, "calbench_version": _version(),
         "method": method_name(cal), "params": encoder.encode(cal.get_params(deep=False), "params"),
         "num_classes": int(cal.num_classes_), "input_kind": input_kind, "needs": sorted(cal.needs),
+        "chosen": json.loads(json.dumps(chosen_settings(cal), default=float)),
         "fitted_summary": summary, "calibrator": tree, "checksum": _checksum(tree, encoder.arrays),
     }
     path = Path(path)
