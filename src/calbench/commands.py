@@ -155,6 +155,7 @@ def recommend(long, metric: str, level: float = 0.95) -> list[dict]:
             pair = table[[best, order[1]]].dropna()
             record["runner_up"], record["runner_up_mean"] = order[1], float(means[order[1]])
             diff = pair[best] - pair[order[1]]
+            record["pairs"] = int(pair.shape[0])
             if pair.shape[0] > 1 and diff.std(ddof=1) > 0:
                 record["p_value"] = float(stats.ttest_rel(pair[best], pair[order[1]]).pvalue)
         out.append(record)
@@ -178,7 +179,8 @@ def cmd_recommend(args) -> int:
         if rec["runner_up"] is None:
             line += "; the only method"
         elif np.isnan(rec["p_value"]):
-            line += f"; runner-up {rec['runner_up']} {rec['runner_up_mean']:.4g}, not testable (fewer than 2 seeds)"
+            why = "fewer than 2 shared seeds" if rec["pairs"] < 2 else "the same difference on every seed"
+            line += f"; runner-up {rec['runner_up']} {rec['runner_up_mean']:.4g}, no paired test ({why})"
         else:
             verdict = "significantly better than" if rec["p_value"] < args.alpha else "not significantly better than"
             line += f"; {verdict} {rec['runner_up']} {rec['runner_up_mean']:.4g} (p = {rec['p_value']:.3g})"
