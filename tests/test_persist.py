@@ -95,6 +95,12 @@ def test_unfitted_and_unsaveable_calibrators_are_refused(tmp_path):
         calbench.save(cal, tmp_path / "x.safetensors")
     assert not (tmp_path / "x.safetensors").exists()
 
+    class MyScaling(type(make("ts"))):  # a user's class: loading could not resolve it, so saving refuses
+        pass
+
+    with pytest.raises(TypeError, match="outside calbench"):
+        calbench.save(MyScaling().fit(CAL[0], CAL[1]), tmp_path / "x.safetensors")
+
 
 @pytest.fixture
 def saved(tmp_path):

@@ -107,6 +107,9 @@ class _Encoder:
         return {"$function": path}
 
     def calibrator(self, cal, where: str) -> dict:
+        if not type(cal).__module__.startswith("calbench."):
+            raise TypeError(f"cannot save {where}: {_class_path(type(cal))} is defined outside calbench, and "
+                            "loading resolves classes only inside calbench")
         params = cal.get_params(deep=False)
         state = {k: v for k, v in _state(cal).items() if k not in params}
         return {"$calibrator": _class_path(type(cal)), "params": self.encode(params, f"{where}.params"),
