@@ -21,15 +21,16 @@ CONFIG = tiny_config(methods=("uncal", "ts"), seeds=(0, 1))
 
 
 def _results(work: Path) -> dict[Path, tuple[bytes, int]]:
-    """Content and mtime of every calibrated and metrics file."""
-    files = [*work.glob("results/calibrated/**/*.h5"), *work.glob("results/metrics/**/*.json")]
+    """Content and mtime of every calibrated, saved-calibrator and metrics file."""
+    files = [*work.glob("results/calibrated/**/*.h5"), *work.glob("results/calibrators/**/*.safetensors"),
+             *work.glob("results/metrics/**/*.json")]
     return {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in files}
 
 
 def _job_of(work: Path, path: Path) -> tuple[str, str]:
     """``results/metrics/tiny/ts/seed0.json`` → ``("evaluate", "tiny/ts/0")``."""
     stage, source, method, seed = path.relative_to(work / "results").with_suffix("").parts
-    return {"calibrated": "calibrate", "metrics": "evaluate"}[stage], f"{source}/{method}/{seed[4:]}"
+    return {"calibrated": "calibrate", "calibrators": "calibrate", "metrics": "evaluate"}[stage], f"{source}/{method}/{seed[4:]}"
 
 
 def _kill_once_a_result_is_written(work: Path) -> None:

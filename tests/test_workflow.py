@@ -7,7 +7,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from calbench.data import store
+import calbench
+from calbench.__main__ import main
+from calbench.data import splits, store
 from conftest import REPO, dry_run_jobs, run_snakemake, shared_data
 
 pytestmark = pytest.mark.workflow
@@ -39,7 +41,7 @@ def test_dry_run_counts_one_job_per_source_method_and_seed(tmp_path):
     assert dry_run_jobs(tmp_path) == {"dump_source": 2, "calibrate": 12, "evaluate": 12, "aggregate": 1, "runtime_table": 1, "all": 1}
 
 
-def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path):
+def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path, capsys):
     config = tiny_config(tmp_path)
     run_snakemake(tmp_path, config)
     long = pd.read_csv(tmp_path / "results/tables/metrics_long.csv")
@@ -51,6 +53,14 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path):
     assert "| **average rank** |" in table and "| planted |" in table
     attrs = store.read_attrs(tmp_path / "results/calibrated/planted/ts/seed0.h5")
     assert abs(yaml.safe_load(attrs["fitted"])["temperature"] - 3.0) < 0.5
+    saved = calbench.load(tmp_path / "results/calibrators/planted/uncal+ts/seed1.safetensors")  # usable outside
+    test = splits.load_split(tmp_path / "results/dumps/planted.h5", 1, None)["test"]
+    written = store.read_group(tmp_path / "results/calibrated/planted/uncal+ts/seed1.h5", "test")["probs"]
+    np.testing.assert_allclose(saved.predict_proba(test["logits"]), written, rtol=0, atol=1e-12)
+    assert len(list(tmp_path.glob("results/calibrators/*/*/seed*.safetensors"))) == 12
+    assert main(["recommend", str(tmp_path / "results"), "--metric", "nll"]) == 0  # on this finished run
+    planted = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("planted:"))
+    assert planted.startswith(("planted: ts ", "planted: uncal+ts ")), planted
     assert dry_run_jobs(tmp_path) == {}
 
     # Changing the ts settings reruns the jobs of ts, of chains containing ts, and the aggregation only.

@@ -8,4 +8,18 @@ files to these functions.
 from calbench.scores import PROB_EPS, PROB_FLOOR, ProbabilitiesAsLogitsWarning, Scores
 
 __version__ = "0.1.0"
-__all__ = ["Scores", "PROB_EPS", "PROB_FLOOR", "ProbabilitiesAsLogitsWarning", "__version__"]
+__all__ = ["Scores", "PROB_EPS", "PROB_FLOOR", "ProbabilitiesAsLogitsWarning", "__version__", "save", "load"]
+
+
+def save(cal, path, *, input_kind: str = "logits"):
+    """Write a fitted calibrator to ``path`` (see :func:`calbench.persist.save`)."""
+    from calbench.persist import save as _save
+
+    return _save(cal, path, input_kind=input_kind)
+
+
+def load(path):
+    """Read a calibrator written by :func:`save` (see :func:`calbench.persist.load`)."""
+    from calbench.persist import load as _load
+
+    return _load(path)

@@ -1,7 +1,11 @@
-"""Command line: inspect what calbench offers and run single jobs outside Snakemake (for debugging).
+"""Command line (``calbench`` or ``python -m calbench``): use calibrators on your own scores, inspect what
+calbench offers, and run single workflow jobs outside Snakemake (for debugging).
 
-    python -m calbench methods                     # registered methods
-    python -m calbench metrics                     # metric id patterns
+    calbench fit ts --scores cal.npy --labels y.npy -o ts.safetensors   # fit and save a calibrator
+    calbench apply ts.safetensors test.npy -o probs.npy                 # calibrate new scores
+    calbench recommend results/ --metric nll       # best method per source of a finished run
+    calbench methods --verbose                     # methods, settings, input, cost
+    calbench metrics                               # metric ids
     python -m calbench validate config/config.yaml
     python -m calbench calibrate --config config/config.yaml --source lece_synthetic --method ts --seed 0
 """
@@ -12,7 +16,6 @@ import argparse
 import json
 import sys
 from pathlib import Path
-
 
 
 def _validate(path) -> int:
@@ -35,11 +38,12 @@ def _validate(path) -> int:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calbench", description=__doc__,
+    from calbench import commands
+
+    parser = argparse.ArgumentParser(prog="calbench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("methods", help="list registered calibration methods")
-    sub.add_parser("metrics", help="list metric id patterns")
+    commands.add_subcommands(sub)
     validate = sub.add_parser("validate", help="check a config file and the files it names (one line per problem)")
     validate.add_argument("config")
     for name in ("dump", "calibrate", "evaluate"):
@@ -50,19 +54,8 @@ def main(argv=None) -> int:
             job.add_argument("--method", required=True)
             job.add_argument("--seed", type=int, required=True)
     args = parser.parse_args(argv)
-
-    if args.command == "methods":
-        from calbench.methods import available, method_class
-
-        for name in available():
-            doc = (method_class(name).__doc__ or "").strip().splitlines()[0]
-            print(f"{name:14s} {doc}")
-        return 0
-    if args.command == "metrics":
-        from calbench.metrics import known_patterns
-
-        print("\n".join(known_patterns()))
-        return 0
+    if hasattr(args, "handler"):
+        return commands.run(args)
     if args.command == "validate":
         return _validate(args.config)
 
@@ -81,8 +74,11 @@ def main(argv=None) -> int:
         if args.command == "dump":
             pipeline.dump_job(args.source, entry, entry.get("seeds", config["seeds"]), dump, config["downloads_dir"])
         elif args.command == "calibrate":
-            pipeline.calibrate_job(dump, f"results/calibrated/{args.source}/{args.method}/seed{args.seed}.h5",
-                                   args.method, chain_settings(config, args.method), args.seed, entry.get("split"))
+            where = f"{args.source}/{args.method}/seed{args.seed}"
+            pipeline.calibrate_job(dump, f"results/calibrated/{where}.h5", args.method,
+                                   chain_settings(config, args.method), args.seed, entry.get("split"),
+                                   calibrator_output=f"results/calibrators/{where}.safetensors",
+                                   input_kind=entry.get("scores", "logits"))
         else:
             out = f"results/metrics/{args.source}/{args.method}/seed{args.seed}.json"
             pipeline.evaluate_job(f"results/calibrated/{args.source}/{args.method}/seed{args.seed}.h5", dump, out,

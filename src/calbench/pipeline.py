@@ -55,8 +55,13 @@ def _scores(part: dict) -> Scores:
     return Scores(part["logits"], part.get("embeddings"))
 
 
-def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None) -> None:
-    """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict cal and test."""
+def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
+                  calibrator_output=None, input_kind: str = "logits") -> None:
+    """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict cal and test.
+
+    ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
+    ``input_kind`` (the source's declared ``scores``: logits or probs).
+    """
     data = splits.load_split(dump, seed, split)
     estimator = build_method(method, settings, seed)
     cal, test = _scores(data["cal"]), _scores(data["test"])
@@ -76,6 +81,8 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     predict_seconds = time.perf_counter() - start
     cal_probs = estimator.predict_proba(cal)
     log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
+    if calibrator_output is not None:
+        calbench.save(estimator, calibrator_output, input_kind=input_kind)
     store.write_calibrated(output, cal_probs, test_probs, data["cal_index"], data["test_index"],
                            data["test"]["labels"],
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,

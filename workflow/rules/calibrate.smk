@@ -1,4 +1,5 @@
-# Fit each method on the calibration split of each source and seed; predict cal and test.
+# Fit each method on the calibration split of each source and seed; predict cal and test; save the fitted
+# calibrator (docs/saved_calibrators.md) for `calbench apply` / `calbench recommend`.
 
 
 rule calibrate:
@@ -6,10 +7,12 @@ rule calibrate:
         dump="results/dumps/{source}.h5",
         code=method_code,
     output:
-        "results/calibrated/{source}/{method}/seed{seed}.h5",
+        calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
+        calibrator="results/calibrators/{source}/{method}/seed{seed}.safetensors",
     params:
         settings=method_settings,
         split=source_split,
+        scores_kind=source_scores_kind,
     log:
         "logs/calibrate/{source}/{method}/seed{seed}.log",
     benchmark:

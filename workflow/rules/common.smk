@@ -109,6 +109,11 @@ def source_split(wildcards):
     return canonical(SOURCES[wildcards.source].get("split"))
 
 
+def source_scores_kind(wildcards):
+    """What a saved calibrator of the source takes: its declared ``scores`` (logits or probs)."""
+    return SOURCES[wildcards.source].get("scores", "logits")
+
+
 def method_settings(wildcards):
     return canonical(chain_settings(config, wildcards.method))
 

@@ -5,5 +5,6 @@ from calbench.pipeline import calibrate_job, job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    calibrate_job(smk.input.dump, smk.output[0], smk.wildcards.method, json.loads(smk.params.settings),
-                  int(smk.wildcards.seed), json.loads(smk.params.split))
+    calibrate_job(smk.input.dump, smk.output.calibrated, smk.wildcards.method, json.loads(smk.params.settings),
+                  int(smk.wildcards.seed), json.loads(smk.params.split), calibrator_output=smk.output.calibrator,
+                  input_kind=smk.params.scores_kind)

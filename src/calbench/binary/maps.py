@@ -107,10 +107,14 @@ class Isotonic:
 
     def fit(self, p, y) -> "Isotonic":
         p, y = check_binary(p, y)
+        self.model_ = self._regression(p, y)
+        return self
+
+    @staticmethod
+    def _regression(p, y):
         from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
 
-        self.model_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
-        return self
+        return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
 
     def predict(self, p) -> np.ndarray:
         p, _ = check_binary(p)
@@ -118,3 +122,15 @@ class Isotonic:
 
     def summary(self) -> dict:
         return {"steps": int(self.model_.X_thresholds_.size)}
+
+    def _get_state(self) -> dict:
+        """For :mod:`calbench.persist`: the fitted step function's knots instead of scikit-learn's object."""
+        return {"x": self.model_.X_thresholds_, "y": self.model_.y_thresholds_}
+
+    def _set_state(self, state: dict) -> None:
+        """Refit on the saved knots: they are already isotonic with no redundant interior knot, so the fit
+        keeps them exactly (checked)."""
+        self.model_ = self._regression(state["x"], state["y"])
+        if not (np.array_equal(self.model_.X_thresholds_, state["x"])
+                and np.array_equal(self.model_.y_thresholds_, state["y"])):
+            raise ValueError("saved isotonic knots did not survive the refit; refit the calibrator")

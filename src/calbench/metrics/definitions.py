@@ -23,6 +23,7 @@ metric("brier\\.top", decimals=4, description="binary Brier score of the top-lab
 
 @metric(r"ece\.(?P<target>conf|cw)\.(?P<binning>(?:ew|em)(?:[1-9][0-9]*|cv)|cv)\.(?P<norm>l1|l2)"
         r"(?P<debiased>\.debiased)?", scale=100.0, decimals=2,
+        usage="ece.{conf|cw}.{ewN|emN|ewcv|emcv|cv}.{l1|l2}[.debiased]   e.g. ece.conf.ew15.l1",
         description="binned ECE: target conf|cw, equal-width|equal-mass bins (a count, or cv = chosen by "
                     "10-fold CV as in the fit-on-test paper §4.6; bare cv = emcv), l1|l2 norm, optional "
                     ".debiased (fit-on-test App. C.5 for l1, Kumar et al. 2019 for l2)")
@@ -33,6 +34,7 @@ def _binned_ece(ctx, target, binning, norm, debiased):
 
 
 @metric(r"ece\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)\.l1\.kcal", scale=100.0, decimals=2,
+        usage="ece.{conf|cw}.emN.l1.kcal   e.g. ece.cw.em15.l1.kcal",
         description="KCal paper's adaptive ECE (remainder in the last bins); cw drops p < min(0.01, 1/K)")
 def _kcal_ece(ctx, target, bins):
     scores, hits = columns(ctx.probs, ctx.labels, target)
@@ -44,6 +46,7 @@ _FAMILY = "|".join(sorted(FAMILIES, key=len, reverse=True))
 
 
 @metric(rf"ece\.(?P<target>conf|cw)\.(?P<family>{_FAMILY})\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
+        usage="ece.{conf|cw}.{platt|beta|iso|pl|pl3|pl_mse|pl3_mse}.{l1|l2}   e.g. ece.conf.pl3.l1",
         description="fit-on-test plug-in CE (Kängsepp et al. Eq. 3) with map family platt|beta|iso|pl|pl3|…")
 def _fit_on_test(ctx, target, family, norm):
     scores, hits = columns(ctx.probs, ctx.labels, target)
@@ -52,6 +55,7 @@ def _fit_on_test(ctx, target, family, norm):
 
 @metric(rf"cmee\.(?P<target>conf|cw)\.(?P<family>{_FAMILY})\.(?P<norm>l1|l2)",
         needs_true_probs=True, scale=100.0, decimals=3,
+        usage="cmee.{conf|cw}.{platt|beta|iso|pl|pl3|pl_mse|pl3_mse}.{l1|l2}   e.g. cmee.conf.pl3.l1",
         description="calibration-map estimation error of a fit-on-test map vs the true map (fit-on-test §6.1)")
 def _cmee(ctx, target, family, norm):
     scores, hits = columns(ctx.probs, ctx.labels, target)
@@ -60,6 +64,7 @@ def _cmee(ctx, target, family, norm):
 
 
 @metric(r"kde_ece\.conf\.(?P<norm>l1|l2)(?P<code>\.mnm_code)?", scale=100.0, decimals=2,
+        usage="kde_ece.conf.{l1|l2}[.mnm_code]   e.g. kde_ece.conf.l1",
         description="Mix-n-Match KDE top-label ECE (§4.1, App. C); .mnm_code = the authors' code's bandwidth")
 def _kde_ece(ctx, norm, code):
     scores, hits = columns(ctx.probs, ctx.labels, "conf")
@@ -83,6 +88,7 @@ metric(r"skce\.uq", scale=100.0, decimals=4,
 
 
 @metric(r"p_ece\.(?P<target>conf|cw)(?:\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*))?", higher_is_better=True,
+        usage="p_ece.{conf|cw}[.{ewN|emN}]   e.g. p_ece.conf.ew15",
         decimals=3, description="p-value of the consistency-resampling ECE test (Vaicenavicius et al.; "
                                 "Dirichlet paper §2), default 15 equal-width bins, 1000 resamples")
 def _p_ece(ctx, target, scheme, bins):
@@ -91,6 +97,7 @@ def _p_ece(ctx, target, scheme, bins):
 
 
 @metric(r"mce\.conf\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)", scale=100.0, decimals=2,
+        usage="mce.conf.{ewN|emN}   e.g. mce.conf.ew15",
         description="maximum calibration error over confidence bins")
 def _mce(ctx, scheme, bins):
     return ece.confidence_mce(ctx.probs, ctx.labels, int(bins), scheme)

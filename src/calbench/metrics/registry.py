@@ -37,6 +37,8 @@ class MetricFamily:
     scale: float = 1.0
     decimals: int = 3
     description: str = ""
+    #: How to write the ids of a parametrised family, for people (``calbench metrics``); plain ids write themselves.
+    usage: str = ""
     #: Optional ``pointwise(ctx) -> [N]`` whose mean is the metric; lets the bootstrap run as one matrix product.
     pointwise: Callable[..., np.ndarray] | None = None
 
@@ -68,3 +70,8 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
 
 def known_patterns() -> list[str]:
     return [f.pattern.pattern[1:-1] for f in _FAMILIES]
+
+
+def described_ids() -> list[tuple[str, str, MetricFamily]]:
+    """``(how to write the id, description, family)`` of every metric family, for people."""
+    return [(f.usage or f.pattern.pattern[1:-1].replace("\\.", "."), f.description, f) for f in _FAMILIES]

@@ -1,0 +1,302 @@
+"""The user-facing subcommands of ``calbench`` (``python -m calbench``): one function per subcommand.
+
+``fit`` / ``apply`` work on the user's own arrays (npy, npz, csv) and saved calibrators
+(:mod:`calbench.persist`); ``recommend`` reads a finished run; ``methods`` and ``metrics`` describe what
+calbench offers in plain text.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from calbench.scores import Scores
+
+SCORE_KEYS = ("logits", "probs", "scores")
+
+
+# -- reading and writing arrays ----------------------------------------------------------------------------
+def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
+    """An array from ``.npy``, ``.npz`` (its only array, or one named in ``keys``) or ``.csv`` (comma-separated,
+    no header)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npy":
+            return np.load(path, allow_pickle=False)
+        if suffix == ".npz":
+            with np.load(path, allow_pickle=False) as archive:
+                names = list(archive.files)
+                chosen = names if len(names) == 1 else [k for k in keys if k in names][:1]
+                if not chosen:
+                    raise ValueError(f"{path}: holds arrays {names}; name the wanted one {' or '.join(keys)}")
+                return archive[chosen[0]]
+        if suffix == ".csv":
+            return np.loadtxt(path, delimiter=",", ndmin=2)
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: cannot read ({err})") from None
+    raise ValueError(f"{path}: unknown file type {suffix!r}; use .npy, .npz or .csv")
+
+
+def write_array(path, array: np.ndarray) -> None:
+    """Write ``.npy`` or ``.csv`` atomically (no half-written file on error)."""
+    from calbench.data.atomic import atomic_path
+
+    path = Path(path)
+    if path.suffix.lower() not in (".npy", ".csv"):
+        raise ValueError(f"{path}: output must end in .npy or .csv")
+    with atomic_path(path) as tmp, open(tmp, "wb") as f:
+        if path.suffix.lower() == ".npy":
+            np.save(f, array)
+        else:
+            np.savetxt(f, array, delimiter=",", fmt="%.17g")
+
+
+def read_scores(path, kind: str, embeddings=None) -> Scores:
+    """Scores from a file of logits or (``kind="probs"``) probabilities, checked against the declared kind."""
+    from calbench.data.importers import convert_scores
+
+    logits = convert_scores(read_array(path), "probs" if kind == "probs" else "logits", str(path))
+    return Scores(logits, None if embeddings is None else read_array(embeddings, ("embeddings",)))
+
+
+# -- fit / apply --------------------------------------------------------------------------------------------
+def parse_settings(method: str, pairs) -> dict:
+    """``["q=0.05", "lece.t=0"]`` → settings for :func:`calbench.methods.make` (values read as YAML);
+    in a chain, ``stage.setting=value``."""
+    from calbench.methods import split_chain
+
+    parts = split_chain(method)
+    settings: dict = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set q=0.05")
+        stage, dot, name = key.rpartition(".")
+        if len(parts) > 1:
+            if stage not in parts:
+                raise ValueError(f"--set {pair!r}: in chain {method!r} write STAGE.NAME=VALUE with STAGE one of {parts}")
+            settings.setdefault(stage, {})[name] = yaml.safe_load(value)
+        else:
+            settings[key] = yaml.safe_load(value)
+    return settings
+
+
+def cmd_fit(args) -> int:
+    import calbench
+    from calbench.methods import make
+
+    kind = "probs" if args.probs else "logits"
+    scores = read_scores(args.scores, kind, args.embeddings)
+    labels = read_array(args.labels, ("labels", "y"))
+    if labels.ndim == 2 and 1 in labels.shape:
+        labels = labels.ravel()
+    cal = make(args.method, **parse_settings(args.method, args.set))
+    train = None
+    if "train" in cal.needs:
+        if not (args.train_scores and args.train_labels):
+            raise ValueError(f"{args.method} learns from the classifier's training split: "
+                             "pass --train-scores and --train-labels (and --train-embeddings for kcal)")
+        train = (read_scores(args.train_scores, kind, args.train_embeddings),
+                 read_array(args.train_labels, ("labels", "y")).ravel())
+    cal.fit(scores, labels, train=train)
+    calbench.save(cal, args.output, input_kind=kind)
+    print(f"fitted {args.method} on {scores.n} x {scores.num_classes} {kind} -> {args.output}")
+    return 0
+
+
+def cmd_apply(args) -> int:
+    from calbench.persist import load, read_header
+
+    header = read_header(args.calibrator)
+    array = read_array(args.scores)
+    if array.ndim == 2 and array.shape[1] != header["num_classes"]:
+        raise ValueError(f"{args.scores}: has {array.shape[1]} columns, but {args.calibrator} was fitted on "
+                         f"{header['num_classes']} classes; pass scores of the same classifier")
+    cal = load(args.calibrator)
+    scores = read_scores(args.scores, header["input_kind"], args.embeddings)
+    probs = cal.predict_proba(scores)
+    write_array(args.output, np.log(probs) if args.log else probs)
+    print(f"{header['method']}: calibrated {scores.n} rows -> {args.output}")
+    return 0
+
+
+# -- recommend ----------------------------------------------------------------------------------------------
+def recommend(long, metric: str, level: float = 0.95) -> list[dict]:
+    """Per source: the best method by mean ``metric`` over seeds, its ``level`` t-interval of the mean, the
+    runner-up, and a paired t-test over the seeds the two share (two-sided)."""
+    from scipy import stats
+
+    from calbench.metrics import lookup
+
+    family, _ = lookup(metric)
+    sub = long[long["metric"] == metric]
+    if sub.empty:
+        raise ValueError(f"metric {metric!r} is not in the results; available: {sorted(long['metric'].unique())}")
+    out = []
+    for source, rows in sub.groupby("source", sort=True):
+        table = rows.pivot_table(index="seed", columns="method", values="value")
+        means = table.mean()
+        order = means.sort_values(ascending=not family.higher_is_better).index
+        best = order[0]
+        values = table[best].dropna()
+        half = (stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size)
+                if values.size > 1 else np.nan)
+        record = {"source": source, "method": best, "mean": float(means[best]), "half_width": float(half),
+                  "seeds": int(values.size), "seed": int(values.index.min()), "runner_up": None, "p_value": np.nan}
+        if len(order) > 1:
+            pair = table[[best, order[1]]].dropna()
+            record["runner_up"], record["runner_up_mean"] = order[1], float(means[order[1]])
+            diff = pair[best] - pair[order[1]]
+            record["pairs"] = int(pair.shape[0])
+            if pair.shape[0] > 1 and diff.std(ddof=1) > 0:
+                record["p_value"] = float(stats.ttest_rel(pair[best], pair[order[1]]).pvalue)
+        out.append(record)
+    return out
+
+
+def cmd_recommend(args) -> int:
+    import pandas as pd
+
+    results = Path(args.results)
+    table = results / "tables" / "metrics_long.csv"
+    if not table.is_file():
+        raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
+                                "results directory of a finished run")
+    direction = "higher" if _higher_is_better(args.metric) else "lower"
+    print(f"{args.metric} ({direction} is better), mean ± {args.level:.0%} t-interval over seeds; "
+          f"significance: paired t-test against the runner-up at alpha = {args.alpha}")
+    for rec in recommend(pd.read_csv(table), args.metric, args.level):
+        interval = f" ± {rec['half_width']:.4g}" if np.isfinite(rec["half_width"]) else " (one seed, no interval)"
+        line = f"{rec['source']}: {rec['method']} {rec['mean']:.4g}{interval}"
+        if rec["runner_up"] is None:
+            line += "; the only method"
+        elif np.isnan(rec["p_value"]):
+            why = "fewer than 2 shared seeds" if rec["pairs"] < 2 else "the same difference on every seed"
+            line += f"; runner-up {rec['runner_up']} {rec['runner_up_mean']:.4g}, no paired test ({why})"
+        else:
+            verdict = "significantly better than" if rec["p_value"] < args.alpha else "not significantly better than"
+            line += f"; {verdict} {rec['runner_up']} {rec['runner_up_mean']:.4g} (p = {rec['p_value']:.3g})"
+        saved = results / "calibrators" / rec["source"] / rec["method"] / f"seed{rec['seed']}.safetensors"
+        print(line)
+        print(f"    saved calibrator: {saved}" + ("" if saved.is_file() else " (missing: rerun the workflow)"))
+    return 0
+
+
+def _higher_is_better(metric: str) -> bool:
+    from calbench.metrics import lookup
+
+    return lookup(metric)[0].higher_is_better
+
+
+# -- methods / metrics --------------------------------------------------------------------------------------
+def _plain(text: str) -> str:
+    """Docstring text without Sphinx/reST markup (roles, double backquotes)."""
+    import re
+
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", lambda m: m.group(1).rsplit(".", 1)[-1], text)
+    return text.replace("``", "")
+
+
+def method_facts(name: str) -> dict:
+    """What ``calbench methods --verbose`` shows about one method."""
+    from calbench.methods import method_class
+
+    cls = method_class(name)
+    signature = inspect.signature(cls.__init__) if cls.__init__ is not object.__init__ else None
+    settings = {p.name: p.default for p in (signature.parameters.values() if signature else ())
+                if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    inputs = " + ".join(sorted(set(cls.needs) - {"train"})) + (" (+ the classifier's training split)"
+                                                                 if "train" in cls.needs else "")
+    if "train" in cls.needs:
+        cost = "trains a projection network on the training split (torch; minutes)"
+    elif cls.default_grid is not None:
+        cv = {"folds": 10, **cls.default_cv}
+        cost = f"tuned by {cv['folds']}-fold cross-validated grid search (seconds to minutes)"
+    else:
+        cost = "one fit (well under a second to seconds)"
+    return {"summary": _plain((cls.__doc__ or "").strip().splitlines()[0]), "settings": settings, "input": inputs,
+            "keeps_argmax": bool(cls.preserves_argmax), "cost": cost, "grid": cls.default_grid}
+
+
+def cmd_methods(args) -> int:
+    from calbench.methods import available
+
+    for name in available():
+        facts = method_facts(name)
+        print(f"{name:14s} {facts['summary']}")
+        if not args.verbose:
+            continue
+        settings = ", ".join(f"{k}={v!r}" for k, v in facts["settings"].items()) or "none"
+        grid = facts["grid"]
+        grid_text = ("none" if grid is None else "a function of the number of classes" if callable(grid)
+                     else ", ".join(f"{k} in {v}" for k, v in grid.items()))
+        for label, value in (("settings", settings), ("default grid", grid_text), ("input", facts["input"]),
+                             ("keeps argmax", "yes" if facts["keeps_argmax"] else "no"), ("cost", facts["cost"])):
+            print(textwrap.fill(f"{label}: {value}", width=110, initial_indent="    ", subsequent_indent="      "))
+    return 0
+
+
+def cmd_metrics(args) -> int:
+    from calbench.metrics.registry import described_ids
+
+    for usage, description, family in described_ids():
+        direction = "higher is better" if family.higher_is_better else "lower is better"
+        print(usage)
+        print(textwrap.fill(f"{description} ({direction})", width=110, initial_indent="    ",
+                            subsequent_indent="    "))
+    return 0
+
+
+# -- argument parsing ---------------------------------------------------------------------------------------
+def add_subcommands(sub) -> None:
+    """Register the subcommands of this module on an argparse subparsers object."""
+    methods = sub.add_parser("methods", help="list calibration methods (--verbose: settings, input, cost)")
+    methods.add_argument("-v", "--verbose", action="store_true")
+    methods.set_defaults(handler=cmd_methods)
+    sub.add_parser("metrics", help="list metric ids with a sentence each").set_defaults(handler=cmd_metrics)
+
+    fit = sub.add_parser("fit", help="fit a method on your calibration scores and save it")
+    fit.add_argument("method", help="a method name or chain (calbench methods), e.g. ts or ts+lece")
+    fit.add_argument("--scores", required=True, help="calibration logits [N, C] (.npy/.npz/.csv)")
+    fit.add_argument("--labels", required=True, help="calibration labels [N], integers 0..C-1")
+    fit.add_argument("--probs", action="store_true", help="the scores are probabilities, not logits")
+    fit.add_argument("--set", action="append", metavar="NAME=VALUE",
+                     help="a setting (repeatable); in a chain STAGE.NAME=VALUE; grid=null switches tuning off")
+    fit.add_argument("--embeddings", help="calibration embeddings [N, D] (kcal)")
+    fit.add_argument("--train-scores", help="training-split scores (kcal, kcal_logits)")
+    fit.add_argument("--train-labels", help="training-split labels (kcal, kcal_logits)")
+    fit.add_argument("--train-embeddings", help="training-split embeddings (kcal)")
+    fit.add_argument("-o", "--output", required=True, help="where to save the calibrator (.safetensors)")
+    fit.set_defaults(handler=cmd_fit)
+
+    apply = sub.add_parser("apply", help="calibrate new scores with a saved calibrator")
+    apply.add_argument("calibrator", help="a saved calibrator (calbench fit, or results/calibrators/...)")
+    apply.add_argument("scores", help="scores of the same kind as at fit time (.npy/.npz/.csv)")
+    apply.add_argument("--embeddings", help="embeddings [N, D] (kcal)")
+    apply.add_argument("--log", action="store_true", help="write log-probabilities instead of probabilities")
+    apply.add_argument("-o", "--output", required=True, help="calibrated probabilities (.npy or .csv)")
+    apply.set_defaults(handler=cmd_apply)
+
+    rec = sub.add_parser("recommend", help="the best method per source of a finished run")
+    rec.add_argument("results", nargs="?", default="results", help="results directory of a finished run")
+    rec.add_argument("--metric", default="nll", help="metric id to rank by (default nll)")
+    rec.add_argument("--level", type=float, default=0.95, help="confidence level of the interval")
+    rec.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test")
+    rec.set_defaults(handler=cmd_recommend)
+
+
+def run(args) -> int:
+    """Run a parsed subcommand of this module; user errors become one line on stderr and exit status 2."""
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError) as err:
+        print(f"calbench {args.command}: error: {err}", file=sys.stderr)
+        return 2

@@ -1,0 +1,160 @@
+"""Saved calibrators (issue 13): save/load round trip of every method and chains, and damaged files."""
+
+import json
+
+import numpy as np
+import pytest
+
+import calbench
+from calbench.methods import available, make
+from calbench.persist import CalibratorFileError, read_header
+from calbench.scores import Scores
+
+SMALL_GRID = {"lece": {"q": [0.1, 0.3], "t": [0.0, 0.05]}, "lecd": {"q": [0.1, 0.3], "t": [0.0]},
+              "ms_odir": {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3]},
+              "dir_odir": {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3]}}
+KCAL_FAST = {"steps_per_epoch": 5, "max_epochs": 2, "n_folds": 3, "device": "cpu", "dim": 4}
+TOL = 1e-12
+
+
+def _data(n, seed, k=4, h=6):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    y[:k] = np.arange(k)  # every class present
+    centres = np.random.default_rng(7).normal(size=(k, h))
+    emb = centres[y] + rng.normal(size=(n, h))
+    return Scores(3.0 * emb @ centres.T, emb), y
+
+
+CAL, TEST, TRAIN = _data(240, 0), _data(60, 1), _data(200, 2)
+
+
+def _make(name):
+    settings = {}
+    if name in SMALL_GRID:
+        settings = {"grid": SMALL_GRID[name], "cv": {"folds": 3}}
+    if name.startswith("kcal"):
+        settings = dict(KCAL_FAST)
+    if name.startswith(("pl_", "pl3_")):
+        settings = {"n_folds": 3, "max_pieces": 3}
+    return make(name, **settings)
+
+
+def _round_trip(cal, tmp_path, name):
+    path = calbench.save(cal, tmp_path / f"{name}.safetensors")
+    loaded = calbench.load(path)
+    np.testing.assert_allclose(loaded.predict_proba(TEST[0]), cal.predict_proba(TEST[0]), rtol=0, atol=TOL)
+    return loaded, path
+
+
+@pytest.mark.parametrize("name", available())
+def test_every_registered_method_survives_save_and_load(name, tmp_path):
+    cal = _make(name).fit(CAL[0], CAL[1], train=TRAIN if name.startswith("kcal") else None)
+    loaded, path = _round_trip(cal, tmp_path, name)
+    header = read_header(path)
+    assert header["method"] == name and header["num_classes"] == 4 and header["input_kind"] == "logits"
+    assert header["format_version"] == calbench.persist.FORMAT_VERSION
+    assert loaded.get_params(deep=False).keys() == cal.get_params(deep=False).keys()
+
+
+@pytest.mark.parametrize("chain", ["ts+lece", "ts+irova", "ts+dir_odir", "ms+hist"])
+def test_chains_survive_save_and_load(chain, tmp_path):
+    stages = chain.split("+")
+    cal = make(chain, **{s: ({"grid": SMALL_GRID[s], "cv": {"folds": 3}} if s in SMALL_GRID else {})
+                         for s in stages}).fit(CAL[0], CAL[1])
+    loaded, path = _round_trip(cal, tmp_path, chain)
+    header = read_header(path)
+    assert header["method"] == chain
+    if "lece" in stages:  # the grid point LECE chose, readable without loading
+        assert header["chosen"]["1:lece"] == cal.steps[1].best_params_
+    np.testing.assert_allclose(loaded.transform(TEST[0]).logits, cal.transform(TEST[0]).logits, rtol=0, atol=TOL)
+
+
+def test_default_grid_function_is_saved_by_name(tmp_path):
+    """dir_l2's default grid is a function of the number of classes: saved as its name, not its code."""
+    cal = make("dir_l2", cv={"folds": 2}).fit(CAL[0], CAL[1])
+    loaded, path = _round_trip(cal, tmp_path, "dir_l2")
+    assert loaded.grid is cal.grid
+    assert "l2_default_grid" in json.dumps(read_header(path)["calibrator"])
+
+
+def test_probability_input_kind_is_recorded(tmp_path):
+    cal = make("ts").fit(Scores.from_probs(CAL[0].probs), CAL[1])
+    path = calbench.save(cal, tmp_path / "p.safetensors", input_kind="probs")
+    assert calbench.load(path).input_kind_ == "probs"
+    with pytest.raises(ValueError, match="input_kind"):
+        calbench.save(cal, tmp_path / "q.safetensors", input_kind="logit")
+
+
+def test_unfitted_and_unsaveable_calibrators_are_refused(tmp_path):
+    with pytest.raises(ValueError, match="not fitted"):
+        calbench.save(make("ts"), tmp_path / "x.safetensors")
+    cal = make("lece", grid={"q": [0.1], "t": [0.0]}, cv={"folds": 2}).fit(CAL[0], CAL[1])
+    cal.grid = lambda k: {"q": [0.1]}
+    with pytest.raises(TypeError, match="lambdas"):
+        calbench.save(cal, tmp_path / "x.safetensors")
+    assert not (tmp_path / "x.safetensors").exists()
+
+    class MyScaling(type(make("ts"))):  # a user's class: loading could not resolve it, so saving refuses
+        pass
+
+    with pytest.raises(TypeError, match="outside calbench"):
+        calbench.save(MyScaling().fit(CAL[0], CAL[1]), tmp_path / "x.safetensors")
+
+
+@pytest.fixture
+def saved(tmp_path):
+    cal = make("vs").fit(CAL[0], CAL[1])
+    return calbench.save(cal, tmp_path / "vs.safetensors")
+
+
+def test_truncated_file_is_detected(saved):
+    data = saved.read_bytes()
+    saved.write_bytes(data[: len(data) - 20])
+    with pytest.raises(CalibratorFileError, match="truncated"):
+        calbench.load(saved)
+
+
+def _rewrite(path, edit_header=None, edit_arrays=None):
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+
+    with safe_open(str(path), framework="np") as f:
+        header = json.loads(f.metadata()["calbench"])
+        arrays = {k: f.get_tensor(k) for k in f.keys()}
+    if edit_header:
+        edit_header(header)
+    if edit_arrays:
+        edit_arrays(arrays)
+    save_file(arrays, str(path), metadata={"calbench": json.dumps(header)})
+
+
+def test_tampered_weights_fail_the_checksum(saved):
+    def bump(arrays):
+        key = next(iter(arrays))
+        arrays[key] = arrays[key] + 1e-9
+
+    _rewrite(saved, edit_arrays=bump)
+    with pytest.raises(CalibratorFileError, match="checksum"):
+        calbench.load(saved)
+
+
+def test_unknown_method_in_header_is_a_clear_error(saved):
+    _rewrite(saved, edit_header=lambda h: h.update(method="magic_scaling"))
+    with pytest.raises(CalibratorFileError, match="unknown method 'magic_scaling'"):
+        calbench.load(saved)
+
+
+def test_newer_format_says_to_upgrade_and_foreign_classes_are_refused(saved, tmp_path):
+    _rewrite(saved, edit_header=lambda h: h.update(format_version=99))
+    with pytest.raises(CalibratorFileError, match="upgrade calbench"):
+        calbench.load(saved)
+    other = calbench.save(make("ts").fit(CAL[0], CAL[1]), tmp_path / "ts.safetensors")
+
+    def foreign(h):
+        h["calibrator"]["$calibrator"] = "os:system"
+        h["checksum"] = calbench.persist._checksum(h["calibrator"], {})
+
+    _rewrite(other, edit_header=foreign)
+    with pytest.raises(CalibratorFileError, match="outside calbench"):
+        calbench.load(other)
