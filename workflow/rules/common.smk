@@ -40,16 +40,17 @@ def source_seeds(source):
 
 def source_has_embeddings(source):
     entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained"):
+    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
         return True
     files = entry.get("files", {})
     return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
 
 
 def source_has_train(source):
-    """Model sources dump the classifier's training split; imports may carry one (``files.train``)."""
+    """Model sources dump the classifier's training split; imports may carry one (``files.train``), and
+    synthetic networks with ``n_train``."""
     entry = SOURCES[source]
-    return entry["type"] in ("train", "pretrained") or "train" in entry.get("files", {})
+    return entry["type"] in ("train", "pretrained") or "train" in entry.get("files", {}) or bool(entry.get("n_train"))
 
 
 def method_runs_on(method, source):

@@ -25,8 +25,11 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
     origin = f"sources.{name}"
     kind = entry.get("type")
     if kind == "synthetic":
-        options = {k: v for k, v in entry.items() if k not in ("type", "task", "n_cal", "n_test", "seeds", "split")}
+        options = {k: v for k, v in entry.items()
+                   if k not in ("type", "task", "n_cal", "n_test", "n_train", "seeds", "split")}
         groups = {}
+        if entry.get("n_train"):
+            groups["train"] = synthetic.generate_train(entry["task"], entry["n_train"], **options)
         for seed in seeds:
             data = synthetic.generate(entry["task"], seed, entry["n_cal"], entry["n_test"], **options)
             groups.update({f"seed{seed}/{part}": arrays for part, arrays in data.items()})
