@@ -106,12 +106,31 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
 
 
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
-    """The calibrate stage's output: in-sample and test probabilities, indices, labels, attributes."""
+    """The calibrate stage's output: in-sample and test probabilities, indices, labels, attributes.
+
+    Probabilities are stored as float32 natural logarithms (``cal/logprobs``, ``test/logprobs``; an
+    exact 0 is −inf), compressed: at 1,000 classes × 25,000 rows that is about 77 MB per split
+    instead of 200 MB of float64, and it moves no default metric by more than 1e-8 (docs/runtime.md).
+    """
     with atomic_path(path) as tmp, h5py.File(tmp, "w", locking=False) as f:
-        _create(f, "cal/probs", np.asarray(cal_probs, dtype=np.float64))
+        _create(f, "cal/logprobs", _log32(cal_probs))
         _create(f, "cal/index", np.asarray(cal_index, dtype=np.int64))
-        _create(f, "test/probs", np.asarray(test_probs, dtype=np.float64))
+        _create(f, "test/logprobs", _log32(test_probs))
         _create(f, "test/index", np.asarray(test_index, dtype=np.int64))
         _create(f, "test/labels", np.asarray(test_labels, dtype=np.int64))
         for key, value in attrs.items():
             f.attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
+
+
+def _log32(probs) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(np.asarray(probs, dtype=np.float64)).astype(np.float32)
+
+
+def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
+    """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (from ``logprobs``,
+    or a ``probs`` dataset written before they were stored as logarithms)."""
+    arrays = read_group(path, part)
+    if "logprobs" in arrays:
+        arrays["probs"] = np.exp(arrays.pop("logprobs").astype(np.float64))
+    return arrays
