@@ -47,10 +47,12 @@ def source_has_embeddings(source):
 
 
 def source_has_train(source):
-    """Model sources dump the classifier's training split; imports may carry one (``files.train``), and
-    synthetic networks with ``n_train``."""
+    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
+    one (``files.train``), and synthetic networks with ``n_train``."""
     entry = SOURCES[source]
-    return entry["type"] in ("train", "pretrained") or "train" in entry.get("files", {}) or bool(entry.get("n_train"))
+    if entry["type"] in ("train", "pretrained"):
+        return entry.get("sizes", {}).get("train") != 0
+    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
 
 
 def method_runs_on(method, source):
