@@ -236,3 +236,16 @@ def test_calibrated_outputs_are_float32_log_probabilities_that_leave_the_metrics
     after = evaluate(back, test["labels"], ids, true_probs=test["true_probs"])
     for metric_id in ids:
         assert abs(after[metric_id] - before[metric_id]) < 1e-6, metric_id
+
+
+def test_job_memory_grows_with_the_size_of_the_source(tmp_path):
+    """rules' mem_mb (issue 12): base + copies of the [rows, classes] data and the embeddings."""
+    entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
+    make_dump("inet", entry, [0], tmp_path / "inet.h5")
+    assert store.split_sizes(tmp_path / "inet.h5", 0) == {"rows": 80, "train_rows": 80, "classes": 40,
+                                                          "embedding_dim": 24}
+    base, copies, emb = store.MEMORY_MODEL["calibrate"]
+    assert store.job_memory_mb(tmp_path / "inet.h5", 0, "calibrate") == int(
+        base + (copies * 80 * 40 + emb * 160 * 24) * 8 / 2**20)
+    with pytest.raises(FileNotFoundError):  # Snakemake evaluates the resource again once the dump exists
+        store.job_memory_mb(tmp_path / "missing.h5", 0, "evaluate")

@@ -10,6 +10,7 @@ on network file systems.
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -134,3 +135,36 @@ def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     if "logprobs" in arrays:
         arrays["probs"] = np.exp(arrays.pop("logprobs").astype(np.float64))
     return arrays
+
+
+def split_sizes(path, seed: int) -> dict[str, int]:
+    """Rows of the calibration + test data of ``seed`` (or of the pool), of the training split, the number
+    of classes and the embedding width of a dump, read from the dataset shapes (no data loaded)."""
+    with _open_for_reading(path) as f:
+        groups = [g for g in (f"seed{seed}/cal", f"seed{seed}/test") if g in f] or [
+            g for g in ("cal", "test", "all") if g in f]
+        rows = sum(f[g]["logits"].shape[0] for g in groups)
+        first = f[groups[0]] if groups else None
+        return {"rows": rows, "train_rows": f["train"]["logits"].shape[0] if "train" in f else 0,
+                "classes": int(f.attrs["num_classes"]),
+                "embedding_dim": first["embeddings"].shape[1] if first is not None and "embeddings" in first else 0}
+
+
+#: Memory model of a job (MiB): a base for the interpreter and libraries, plus float64 copies of the
+#: [rows, classes] probabilities and of the embeddings that the stage holds at its peak (docs/runtime.md:
+#: the largest peaks measured at 1,000 classes × 25,000 + 25,000 rows, with a margin).
+MEMORY_MODEL = {"calibrate": (800, 10, 3), "evaluate": (800, 6, 0)}
+
+
+def job_memory_mb(dump, seed: int, stage: str) -> int:
+    """``resources: mem_mb`` of a ``calibrate``/``evaluate`` job on ``dump``, grown with the source's size.
+
+    Raises ``FileNotFoundError`` while the dump does not exist (Snakemake then evaluates it later).
+    """
+    if not Path(dump).exists():  # errno + filename: Snakemake recognises its own missing input
+        raise FileNotFoundError(errno.ENOENT, "no such file", str(dump))
+    base, prob_copies, embedding_copies = MEMORY_MODEL[stage]
+    size = split_sizes(dump, seed)
+    values = prob_copies * size["rows"] * size["classes"]
+    values += embedding_copies * (size["rows"] + size["train_rows"]) * size["embedding_dim"]
+    return int(base + values * 8 / 2**20)
