@@ -102,14 +102,49 @@ class Beta:
         return {"a": float(self.a_), "b": float(self.b_), "c": float(self.c_)}
 
 
+def target_runs(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, mean target, weight) standing in for (p, y) in a weighted isotonic fit, with the same solution.
+
+    Equal p are pooled (their mean target, weighted by their count: what PAV does first); consecutive
+    pooled values with equal targets form a run, kept as its first and last value (weights: the first's
+    count, the rest of the run). The L2 isotonic fit is constant on a run (averaging a run's fitted
+    values keeps monotonicity and does not raise the loss), so PAV and the knots are unchanged.
+    """
+    order = np.argsort(p, kind="stable")
+    p_sorted, y_sorted = p[order], y[order]
+    del order
+    starts = np.flatnonzero(np.concatenate([[True], p_sorted[1:] != p_sorted[:-1]]))
+    counts = np.diff(np.append(starts, p_sorted.size)).astype(np.float64)
+    x = p_sorted[starts]
+    del p_sorted
+    target = np.add.reduceat(y_sorted.astype(np.float64) if y_sorted.dtype == bool else y_sorted, starts) / counts
+    run_start = np.flatnonzero(np.concatenate([[True], target[1:] != target[:-1]]))
+    run_end = np.append(run_start[1:], target.size) - 1
+    run_weight = np.add.reduceat(counts, run_start)
+    long = run_end > run_start
+    index = np.concatenate([run_start, run_end[long]])
+    weight = np.concatenate([counts[run_start], run_weight[long] - counts[run_start][long]])
+    keep = np.argsort(index, kind="stable")
+    return x[index[keep]], target[index[keep]], weight[keep]
+
+
 class Isotonic:
     """Isotonic regression of y on p (PAV), clipped to the fitted range, outputs in [0, 1]."""
 
     def fit(self, p, y) -> "Isotonic":
-        p, y = check_binary(p, y)
+        return self.fit_checked(*check_binary(p, y))
+
+    def fit_checked(self, p: np.ndarray, y: np.ndarray) -> "Isotonic":
+        """Fit on valid ``p`` (float [N] in [0, 1]) and ``y`` (0/1, any dtype, e.g. bool to save memory).
+
+        PAV runs on the runs of equal targets along sorted p (:func:`target_runs`): the least-squares
+        isotonic fit is constant on such a run, so it and its segment ends — the knots of the
+        interpolation — are those of the fit on all N points, at the memory of a few sorted copies.
+        """
         from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
 
-        self.model_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+        x, target, weight = target_runs(p, y)
+        self.model_ = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, target, sample_weight=weight)
         return self
 
     def predict(self, p) -> np.ndarray:
