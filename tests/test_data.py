@@ -249,3 +249,8 @@ def test_job_memory_grows_with_the_size_of_the_source(tmp_path):
         base + (copies * 80 * 40 + emb * 160 * 24) * 8 / 2**20)
     with pytest.raises(FileNotFoundError):  # Snakemake evaluates the resource again once the dump exists
         store.job_memory_mb(tmp_path / "missing.h5", 0, "evaluate")
+    from calbench.data.sources import dump_memory_mb
+
+    big = {**entry, "n_cal": 25000, "n_test": 25000, "n_train": 25000, "num_classes": 1000, "embedding_dim": 768}
+    assert dump_memory_mb(big, [0, 1]) == int(1000 + 2 * 125_000 * (12 * 1000 + 4 * 768) / 2**20)
+    assert dump_memory_mb({"type": "import"}, [0]) == 2000

@@ -8,6 +8,7 @@ from snakemake.exceptions import WorkflowError
 import calbench.data as _calbench_data
 import calbench.metrics as _calbench_metrics
 from calbench.config import ConfigError, chain_settings, validate
+from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.methods import method_class, source_files, split_chain
 
