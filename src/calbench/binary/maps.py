@@ -105,27 +105,39 @@ class Beta:
 def target_runs(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, mean target, weight) standing in for (p, y) in a weighted isotonic fit, with the same solution.
 
-    Equal p are pooled (their mean target, weighted by their count: what PAV does first); consecutive
-    pooled values with equal targets form a run, kept as its first and last value (weights: the first's
-    count, the rest of the run). The L2 isotonic fit is constant on a run (averaging a run's fitted
-    values keeps monotonicity and does not raise the loss), so PAV and the knots are unchanged.
+    Along sorted p, a run of consecutive equal targets is kept as its first and last value (weights 1
+    and the rest of the run). The L2 isotonic fit is constant on such a run (averaging a run's fitted
+    values keeps monotonicity and does not raise the loss), so PAV's solution and its knots — the
+    ends of its constant segments — are unchanged. Where equal p straddle two runs, equal p are first
+    pooled (mean target, weighted by their count: what PAV does first) and runs are taken over them.
+    Memory: the sort order and the sorted targets; p is only read at the runs' ends.
     """
     order = np.argsort(p, kind="stable")
-    p_sorted, y_sorted = p[order], y[order]
-    del order
-    starts = np.flatnonzero(np.concatenate([[True], p_sorted[1:] != p_sorted[:-1]]))
-    counts = np.diff(np.append(starts, p_sorted.size)).astype(np.float64)
-    x = p_sorted[starts]
-    del p_sorted
-    target = np.add.reduceat(y_sorted.astype(np.float64) if y_sorted.dtype == bool else y_sorted, starts) / counts
-    run_start = np.flatnonzero(np.concatenate([[True], target[1:] != target[:-1]]))
-    run_end = np.append(run_start[1:], target.size) - 1
-    run_weight = np.add.reduceat(counts, run_start)
-    long = run_end > run_start
-    index = np.concatenate([run_start, run_end[long]])
-    weight = np.concatenate([counts[run_start], run_weight[long] - counts[run_start][long]])
-    keep = np.argsort(index, kind="stable")
-    return x[index[keep]], target[index[keep]], weight[keep]
+    y_sorted = y[order]
+    starts = np.concatenate([[0], np.flatnonzero(y_sorted[1:] != y_sorted[:-1]) + 1])
+    if np.any(p[order[starts[1:]]] == p[order[starts[1:] - 1]]):  # ties across a change of target
+        x, counts = np.unique(p, return_counts=True)
+        target = np.add.reduceat(y_sorted.astype(np.float64), np.concatenate([[0], np.cumsum(counts)[:-1]])) / counts
+        return _runs_of(x, target, counts.astype(np.float64))
+    ends = np.append(starts[1:], y_sorted.size) - 1
+    return _runs_of(p[order[starts]], y_sorted[starts].astype(np.float64), np.diff(np.append(starts, y_sorted.size)),
+                    last=p[order[ends]])
+
+
+def _runs_of(x, target, weight, last=None):
+    """First (and, where the run spans two or more values, last) point of each run of equal ``target``."""
+    if last is None:  # runs over pooled values: merge consecutive equal targets
+        start = np.flatnonzero(np.concatenate([[True], target[1:] != target[:-1]]))
+        end = np.append(start[1:], target.size) - 1
+        x, last, first_weight = x[start], x[end], weight[start]
+        target, weight = target[start], np.add.reduceat(weight, start)
+    else:
+        first_weight = np.ones_like(weight, dtype=np.float64)
+    two = last > x
+    points = np.concatenate([x, last[two]])
+    keep = np.argsort(points, kind="stable")
+    weights = np.concatenate([np.where(two, first_weight, weight), weight[two] - first_weight[two]])
+    return points[keep], np.concatenate([target, target[two]])[keep], weights[keep].astype(np.float64)
 
 
 class Isotonic:
