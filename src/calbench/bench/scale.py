@@ -19,7 +19,6 @@ import resource
 import time
 from pathlib import Path
 
-import numpy as np
 
 from calbench.bench import benchmark
 
@@ -68,7 +67,7 @@ def _child(run, conn) -> None:
         peak = _status_mib("VmHWM")
         conn.send({"seconds": round(time.perf_counter() - wall, 3), "cpu_seconds": round(time.process_time() - cpu, 3),
                    "peak_mib": round(peak), "peak_above_inputs_mib": round(peak - base), **extra})
-    except Exception as err:  # reported, not raised: one failing case must not stop the section
+    except Exception as err:  # noqa: BLE001 (reported, not raised: one failing case must not stop the section)
         conn.send({"seconds": float("nan"), "error": f"{type(err).__name__}: {err}"})
     conn.close()
 
