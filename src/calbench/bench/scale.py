@@ -19,7 +19,6 @@ import resource
 import time
 from pathlib import Path
 
-
 from calbench.bench import benchmark
 
 N_CAL = N_TEST = 25_000
