@@ -109,3 +109,19 @@ def test_piecewise_calibrators_output_distributions(name):
     probs = model.predict_proba(cal["logits"])
     assert probs.min() >= 0 and probs.sum(axis=1) == pytest.approx(np.ones(600))
     assert model.fitted_summary()
+
+
+@pytest.mark.parametrize("decimals", [1, 3, 8])  # many ties in p, some, none
+def test_isotonic_on_target_runs_equals_plain_pav_on_every_point(decimals):
+    """Issue 12: the run-compressed fit (IRM's n·L pairs in < 1 GB) has the knots and outputs of PAV on all points."""
+    from sklearn.isotonic import IsotonicRegression
+
+    rng = np.random.default_rng(decimals)
+    p = np.round(rng.beta(0.5, 2.0, 3000), decimals)
+    y = (rng.random(3000) < p).astype(float)
+    plain = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+    fitted = Isotonic().fit(p, y)
+    np.testing.assert_array_equal(fitted.model_.X_thresholds_, plain.X_thresholds_)
+    query = np.concatenate([rng.random(1000), p])
+    np.testing.assert_allclose(fitted.predict(query), plain.predict(query), atol=1e-12)
+    np.testing.assert_allclose(Isotonic().fit_checked(p, y.astype(bool)).predict(query), plain.predict(query), atol=1e-12)

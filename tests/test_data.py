@@ -179,3 +179,78 @@ def test_download_source_builds_the_same_dump_as_an_import(tmp_path):
         np.testing.assert_allclose(f["all/logits"][()], z)
     with pytest.raises(ValueError, match="a download source needs {url, sha256}"):
         build_groups("d", {**entry, "files": {"logits": "plain/path.npy"}}, [0])
+
+
+IMAGENET_SMALL = {"num_classes": 40, "embedding_dim": 24, "accuracy": 0.7, "temperature": 1.5, "imbalance": 1.0}
+
+
+def test_imagenet_like_network_is_overconfident_linear_in_its_embeddings_and_fixed_across_seeds():
+    """Issue 12's ImageNet-sized task, scaled down: logits = T·(β·h·Mᵀ + ln π), accuracy as configured."""
+    parts = synthetic.generate("imagenet_like", 0, 3000, 3000, **IMAGENET_SMALL)
+    test = parts["test"]
+    # E[max σ(s)] = accuracy of the calibrated network; the observed accuracy matches within sampling error.
+    assert abs(test["true_probs"].max(1).mean() - 0.7) < 0.02
+    assert abs((test["logits"].argmax(1) == test["labels"]).mean() - 0.7) < 0.03
+    reported = np.exp(test["logits"] - test["logits"].max(1, keepdims=True))
+    reported /= reported.sum(1, keepdims=True)
+    assert reported.max(1).mean() > test["true_probs"].max(1).mean() + 0.05  # temperature 1.5: overconfident
+    # The logits are an affine map of the embeddings (a final layer): least squares leaves no residual.
+    h = np.hstack([test["embeddings"].astype(np.float64), np.ones((3000, 1))])
+    coef = np.linalg.lstsq(h, test["logits"].astype(np.float64), rcond=None)[0]
+    assert np.abs(h @ coef - test["logits"]).max() < 1e-3
+    # Imbalance 1: class 0 is about 40 / H(40) ≈ 9 times as frequent as the mean class.
+    assert np.bincount(test["labels"], minlength=40)[0] > 4 * 3000 / 40
+    # One network: another seed redraws the data, not the map from embeddings to logits.
+    other = synthetic.generate("imagenet_like", 1, 500, 10, **IMAGENET_SMALL)["cal"]
+    h1 = np.hstack([other["embeddings"].astype(np.float64), np.ones((500, 1))])
+    assert np.abs(h1 @ coef - other["logits"]).max() < 1e-3
+    assert not np.array_equal(other["labels"], parts["cal"]["labels"][:500])
+
+
+def test_imagenet_like_dump_has_a_training_split_and_bad_options_are_named(tmp_path):
+    entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
+    make_dump("inet", entry, [0, 1], tmp_path / "inet.h5")
+    assert store.list_groups(tmp_path / "inet.h5") == ["seed0/cal", "seed0/test", "seed1/cal", "seed1/test", "train"]
+    assert store.read_group(tmp_path / "inet.h5", "train")["embeddings"].shape == (80, 24)
+    with pytest.raises(ValueError, match="imagenet_like.*signal"):
+        build_groups("inet", {**entry, "signal": 3.0}, [0])
+    with pytest.raises(ValueError, match="n_train.*planted_temperature"):
+        build_groups("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5, "n_train": 9}, [0])
+
+
+def test_calibrated_outputs_are_float32_log_probabilities_that_leave_the_metrics_unchanged(tmp_path):
+    """Issue 12: ≤ 1e-6 on every default metric; exact zeros (isotonic, histogram outputs) survive."""
+    from calbench.metrics import evaluate
+    from calbench.scores import Scores
+
+    test = synthetic.generate("imagenet_like", 0, 10, 2000, **IMAGENET_SMALL)["test"]
+    probs = Scores(test["logits"]).probs
+    probs[:5, 1] = 0.0
+    probs[:5] /= probs[:5].sum(1, keepdims=True)
+    store.write_calibrated(tmp_path / "c.h5", probs, probs, np.arange(2000), np.arange(2000), test["labels"], {})
+    back = store.read_calibrated(tmp_path / "c.h5", "test")["probs"]
+    assert back.dtype == np.float64 and (back[:5, 1] == 0).all()
+    ids = ["acc", "nll", "brier", "ece.conf.em15.l1", "ece.cw.em15.l1", "ece.cw.ew15.l1", "mce.conf.ew15",
+           "ece.conf.em15.l2.debiased", "ece.conf.cv.l1", "kde_ece.conf.l1", "skce.ul", "true_ce.cw.l2"]
+    before = evaluate(probs, test["labels"], ids, true_probs=test["true_probs"])
+    after = evaluate(back, test["labels"], ids, true_probs=test["true_probs"])
+    for metric_id in ids:
+        assert abs(after[metric_id] - before[metric_id]) < 1e-6, metric_id
+
+
+def test_job_memory_grows_with_the_size_of_the_source(tmp_path):
+    """rules' mem_mb (issue 12): base + copies of the [rows, classes] data and the embeddings."""
+    entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
+    make_dump("inet", entry, [0], tmp_path / "inet.h5")
+    assert store.split_sizes(tmp_path / "inet.h5", 0) == {"rows": 80, "train_rows": 80, "classes": 40,
+                                                          "embedding_dim": 24}
+    base, copies, emb = store.MEMORY_MODEL["calibrate"]
+    assert store.job_memory_mb(tmp_path / "inet.h5", 0, "calibrate") == int(
+        base + (copies * 80 * 40 + emb * 160 * 24) * 8 / 2**20)
+    with pytest.raises(FileNotFoundError):  # Snakemake evaluates the resource again once the dump exists
+        store.job_memory_mb(tmp_path / "missing.h5", 0, "evaluate")
+    from calbench.data.sources import dump_memory_mb
+
+    big = {**entry, "n_cal": 25000, "n_test": 25000, "n_train": 25000, "num_classes": 1000, "embedding_dim": 768}
+    assert dump_memory_mb(big, [0, 1]) == int(1000 + 2 * 125_000 * (12 * 1000 + 4 * 768) / 2**20)
+    assert dump_memory_mb({"type": "import"}, [0]) == 2000

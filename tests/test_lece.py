@@ -134,3 +134,15 @@ def test_bad_settings_are_named(settings, key):
     z, y = _data(50, 3, 14)
     with pytest.raises(ValueError, match=f"^{key}:"):
         make("lece", grid=None, **settings).fit(z, y)
+
+
+def test_band_sums_equal_sums_over_each_band_of_neighbours():
+    """The sparse band product (issue 12) against a plain loop over queries and bands."""
+    rng = np.random.default_rng(3)
+    targets = rng.normal(size=(40, 5))
+    nearest = np.stack([rng.permutation(40)[:12] for _ in range(7)])
+    ends = [2, 5, 12]
+    out = lece_module.band_sums(targets, nearest, ends)
+    for i in range(7):
+        for j, (a, b) in enumerate(zip([0, *ends[:-1]], ends)):
+            np.testing.assert_allclose(out[i, j], targets[nearest[i, a:b]].sum(axis=0), atol=1e-12)

@@ -163,3 +163,48 @@ def test_translation_augmentation_shifts_without_changing_content():
     out = datasets._random_translate(x, 1, torch.Generator().manual_seed(0))
     assert out.shape == x.shape and torch.all(out.sum((1, 2, 3)) == 1.0)
     assert torch.all(out[:, 0, 3:6, 3:6].sum((1, 2)) == 1.0)
+
+
+def _image_folder(root, classes=3, per_class=6, size=12):
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for k in range(classes):
+        (root / f"n0{k}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 256, size=(size, size + 2, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"n0{k}" / f"{i}.png")
+    return root
+
+
+def test_imagenet_config_path_runs_offline_on_a_tiny_model_and_image_folder(tmp_path):
+    """config/imagenet.yaml's sources with a random-weights timm ResNet and a generated image folder."""
+    import yaml
+
+    entry = yaml.safe_load(open("config/imagenet.yaml"))["sources"]["imagenet_resnet50"]
+    net = architectures.build("timm:resnet10t", 3)
+    torch.save(net.state_dict(), tmp_path / "w.pth")
+    entry = {**entry, "data_dir": str(_image_folder(tmp_path / "val")), "image_size": 8,
+             "sizes": {"train": 0, "cal": 9, "test": 9}, "model": "timm:resnet10t", "weights": str(tmp_path / "w.pth")}
+    jobs.dump_job("inet", entry, tmp_path / "d.h5", progress=False)
+    assert store.list_groups(tmp_path / "d.h5") == ["cal", "test"]
+    cal, test = (store.read_group(tmp_path / "d.h5", g) for g in ("cal", "test"))
+    assert cal["logits"].shape == test["logits"].shape == (9, 3) and cal["embeddings"].shape[0] == 9
+    assert sorted(np.concatenate([cal["labels"], test["labels"]])) == sorted(np.repeat(np.arange(3), 6))
+
+
+def test_imagenet_config_fails_clearly_without_images_or_weights(tmp_path, monkeypatch):
+    import yaml
+
+    entry = yaml.safe_load(open("config/imagenet.yaml"))["sources"]["imagenet_vit_b16"]
+    with pytest.raises(FileNotFoundError, match=r"sources.v.data_dir: .*missing.* WordNet id"):
+        jobs.dump_job("v", {**entry, "data_dir": str(tmp_path / "missing")}, tmp_path / "d.h5", progress=False)
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
+    data_dir = str(_image_folder(tmp_path / "val", classes=2, per_class=2))
+    with pytest.raises(OfflineError, match="sources.v: timm could not load .*vit_base_patch16_224.*weights: /path"):
+        jobs.dump_job("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
+                      tmp_path / "d.h5", progress=False)
+    assert not (tmp_path / "d.h5").exists()

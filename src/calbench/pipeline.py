@@ -96,7 +96,7 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
 
     ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals.
     """
-    out = store.read_group(calibrated, "test")
+    out = store.read_calibrated(calibrated, "test")
     wanted = list(metrics)
     true_probs = uncal_probs = None
     if any(lookup(m)[0].needs_true_probs or lookup(m)[0].needs_uncal_probs for m in wanted):

@@ -22,7 +22,7 @@ rule calibrate:
     group:
         "calibrate_evaluate"
     resources:
-        mem_mb=4000,
+        mem_mb=lambda wildcards, input: job_memory_mb(input.dump, int(wildcards.seed), "calibrate"),
         runtime=60,
     script:
         "../scripts/calibrate.py"

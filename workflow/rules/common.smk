@@ -10,6 +10,8 @@ import calbench.data as _calbench_data
 import calbench.metrics as _calbench_metrics
 from calbench.config import ConfigError, chain_settings, load
 from calbench.data.check import config_problems
+from calbench.data.sources import dump_memory_mb
+from calbench.data.store import job_memory_mb
 from calbench.methods import method_class, source_files, split_chain
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
@@ -51,16 +53,19 @@ def source_seeds(source):
 
 def source_has_embeddings(source):
     entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained"):
+    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
         return True
     files = entry.get("files", {})
     return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
 
 
 def source_has_train(source):
-    """Model sources dump the classifier's training split; imports may carry one (``files.train``)."""
+    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
+    one (``files.train``), and synthetic networks with ``n_train``."""
     entry = SOURCES[source]
-    return entry["type"] in ("train", "pretrained") or "train" in entry.get("files", {})
+    if entry["type"] in ("train", "pretrained"):
+        return entry.get("sizes", {}).get("train") != 0
+    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
 
 
 def method_runs_on(method, source):

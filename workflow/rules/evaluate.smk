@@ -22,7 +22,7 @@ rule evaluate:
     group:
         "calibrate_evaluate"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wildcards, input: job_memory_mb(input.dump, int(wildcards.seed), "evaluate"),
         runtime=30,
     script:
         "../scripts/evaluate.py"

@@ -20,7 +20,7 @@ rule dump_source:
     conda:
         "../../envs/calbench.yaml"
     resources:
-        mem_mb=2000,
+        mem_mb=lambda wildcards: dump_memory_mb(SOURCES[wildcards.source], source_seed_list(wildcards)),
         runtime=30,
     script:
         "../scripts/dump_source.py"

@@ -102,19 +102,65 @@ class Beta:
         return {"a": float(self.a_), "b": float(self.b_), "c": float(self.c_)}
 
 
+def target_runs(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(x, mean target, weight) standing in for (p, y) in a weighted isotonic fit, with the same solution.
+
+    Along sorted p, a run of consecutive equal targets is kept as its first and last value (weights 1
+    and the rest of the run). The L2 isotonic fit is constant on such a run (averaging a run's fitted
+    values keeps monotonicity and does not raise the loss), so PAV's solution and its knots — the
+    ends of its constant segments — are unchanged. Where equal p straddle two runs, equal p are first
+    pooled (mean target, weighted by their count: what PAV does first) and runs are taken over them.
+    Memory: the sort order and the sorted targets; p is only read at the runs' ends.
+    """
+    order = np.argsort(p, kind="stable")
+    y_sorted = y[order]
+    starts = np.concatenate([[0], np.flatnonzero(y_sorted[1:] != y_sorted[:-1]) + 1])
+    if np.any(p[order[starts[1:]]] == p[order[starts[1:] - 1]]):  # ties across a change of target
+        x, counts = np.unique(p, return_counts=True)
+        target = np.add.reduceat(y_sorted.astype(np.float64), np.concatenate([[0], np.cumsum(counts)[:-1]])) / counts
+        return _runs_of(x, target, counts.astype(np.float64))
+    ends = np.append(starts[1:], y_sorted.size) - 1
+    return _runs_of(p[order[starts]], y_sorted[starts].astype(np.float64), np.diff(np.append(starts, y_sorted.size)),
+                    last=p[order[ends]])
+
+
+def _runs_of(x, target, weight, last=None):
+    """First (and, where the run spans two or more values, last) point of each run of equal ``target``."""
+    if last is None:  # runs over pooled values: merge consecutive equal targets
+        start = np.flatnonzero(np.concatenate([[True], target[1:] != target[:-1]]))
+        end = np.append(start[1:], target.size) - 1
+        x, last, first_weight = x[start], x[end], weight[start]
+        target, weight = target[start], np.add.reduceat(weight, start)
+    else:
+        first_weight = np.ones_like(weight, dtype=np.float64)
+    two = last > x
+    points = np.concatenate([x, last[two]])
+    keep = np.argsort(points, kind="stable")
+    weights = np.concatenate([np.where(two, first_weight, weight), weight[two] - first_weight[two]])
+    return points[keep], np.concatenate([target, target[two]])[keep], weights[keep].astype(np.float64)
+
+
 class Isotonic:
     """Isotonic regression of y on p (PAV), clipped to the fitted range, outputs in [0, 1]."""
 
     def fit(self, p, y) -> "Isotonic":
-        p, y = check_binary(p, y)
-        self.model_ = self._regression(p, y)
+        return self.fit_checked(*check_binary(p, y))
+
+    def fit_checked(self, p: np.ndarray, y: np.ndarray) -> "Isotonic":
+        """Fit on valid ``p`` (float [N] in [0, 1]) and ``y`` (0/1, any dtype, e.g. bool to save memory).
+
+        PAV runs on the runs of equal targets along sorted p (:func:`target_runs`): the least-squares
+        isotonic fit is constant on such a run, so it and its segment ends — the knots of the
+        interpolation — are those of the fit on all N points, at the memory of a few sorted copies.
+        """
+        self.model_ = self._regression(*target_runs(p, y))
         return self
 
     @staticmethod
-    def _regression(p, y):
+    def _regression(x, target, weight=None):
         from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
 
-        return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p, y)
+        return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, target, sample_weight=weight)
 
     def predict(self, p) -> np.ndarray:
         p, _ = check_binary(p)

@@ -28,8 +28,11 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
     origin = f"sources.{name}"
     kind = entry.get("type")
     if kind == "synthetic":
-        options = {k: v for k, v in entry.items() if k not in ("type", "task", "n_cal", "n_test", "seeds", "split")}
+        options = {k: v for k, v in entry.items()
+                   if k not in ("type", "task", "n_cal", "n_test", "n_train", "seeds", "split")}
         groups = {}
+        if entry.get("n_train"):
+            groups["train"] = synthetic.generate_train(entry["task"], entry["n_train"], **options)
         for seed in seeds:
             data = synthetic.generate(entry["task"], seed, entry["n_cal"], entry["n_test"], **options)
             groups.update({f"seed{seed}/{part}": arrays for part, arrays in data.items()})
@@ -47,3 +50,15 @@ def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/d
     """Build and atomically write ``results/dumps/{name}.h5``."""
     groups = build_groups(name, entry, seeds, cache_dir)
     store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": calbench.__version__})
+
+
+def dump_memory_mb(entry: dict, seeds) -> int:
+    """``resources: mem_mb`` of a dump job: 2,000, or for a synthetic source twice the arrays it writes
+    (float32 logits and embeddings, float64 true probabilities of every seed and the training split)."""
+    if entry.get("type") != "synthetic":
+        return 2000
+    rows = len(seeds) * (entry["n_cal"] + entry["n_test"]) + entry.get("n_train", 0)
+    classes = entry.get("num_classes", {"lece3": 3, "planted_temperature": 10}.get(entry["task"], 1000))
+    dim = entry.get("embedding_dim", 768) if entry["task"] in synthetic.MODEL_TASKS else 0
+    width = 12 * classes + 4 * dim
+    return max(2000, int(1000 + 2 * rows * width / 2**20))

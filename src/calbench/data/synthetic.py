@@ -5,9 +5,17 @@
   Logits are ln p̂ (the paper applies TS "to log(p̂)").
 * ``planted_temperature``: a C-class task whose calibrated logits s are known and whose reported
   logits are ``T·s`` (T > 1: overconfident), so temperature scaling must recover T.
+* ``imagenet_like``: an ImageNet-sized network (default 1,000 classes, 768-dim embeddings): a
+  penultimate embedding hᵢ = aᵢ·m_kᵢ + N(0, I) around the prototype of a class kᵢ drawn from an
+  imbalanced prior, calibrated logits s = β·h·Mᵀ + ln π, labels y ~ σ(s), and the network's reported
+  logits ``T·s`` — an exact linear map of the embeddings, as a final layer is. Prototypes come in
+  sibling groups (fine-grained classes that a network confuses); β is set so that the network's
+  accuracy E[max σ(s)] is ``accuracy``.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from scipy.special import softmax
@@ -46,12 +54,95 @@ def planted_temperature(n: int, rng: np.random.Generator, num_classes: int = 10,
     return {"logits": temperature * s, "labels": sample_categorical(true_probs, rng), "true_probs": true_probs}
 
 
+#: ``imagenet_like``: classes per sibling group and the cosine between siblings' prototypes.
+SIBLINGS, SIBLING_COSINE = 10, 0.5
+#: ``imagenet_like``: rows of the pilot sample on which β is solved for the accuracy.
+PILOT_ROWS = 4000
+
+
+class ImagenetLike:
+    """The network of the ``imagenet_like`` task: prototypes, class prior and β, drawn from ``rng``.
+
+    ``imbalance`` is the exponent of the Zipf prior πₖ ∝ (k + 1)^−imbalance (0 = balanced);
+    the per-sample signal aᵢ ~ Uniform(0, 2) spreads the difficulty of the samples.
+    """
+
+    def __init__(self, rng: np.random.Generator, num_classes: int = 1000, embedding_dim: int = 768,
+                 accuracy: float = 0.76, temperature: float = 1.5, imbalance: float = 0.0):
+        if not 1.0 / num_classes < accuracy < 1.0:
+            raise ValueError(f"accuracy: expected a value in (1/num_classes, 1), got {accuracy!r}")
+        groups = rng.standard_normal((-(-num_classes // SIBLINGS), embedding_dim))
+        own = rng.standard_normal((num_classes, embedding_dim))
+        proto = np.sqrt(SIBLING_COSINE) * _unit(groups)[np.arange(num_classes) // SIBLINGS]
+        self.prototypes = _unit(proto + np.sqrt(1 - SIBLING_COSINE) * _unit(own))
+        prior = (np.arange(num_classes) + 1.0) ** -float(imbalance)
+        self.log_prior = np.log(prior / prior.sum())
+        self.temperature = temperature
+        pilot = self.embeddings(PILOT_ROWS, rng) @ self.prototypes.T
+        self.beta = _solve_increasing(lambda b: softmax(b * pilot + self.log_prior, axis=1).max(axis=1).mean(),
+                                      accuracy, f"accuracy {accuracy} with {num_classes} classes")
+
+    def embeddings(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        k = rng.choice(self.log_prior.size, size=n, p=np.exp(self.log_prior))
+        signal = rng.uniform(0.0, 2.0, size=(n, 1))
+        return signal * self.prototypes[k] + rng.standard_normal((n, self.prototypes.shape[1]))
+
+    def sample(self, n: int, rng: np.random.Generator) -> dict:
+        h = self.embeddings(n, rng)
+        s = self.beta * (h @ self.prototypes.T) + self.log_prior
+        true_probs = softmax(s, axis=1)
+        return {"logits": (self.temperature * s).astype(np.float32), "labels": sample_categorical(true_probs, rng),
+                "true_probs": true_probs, "embeddings": h.astype(np.float32)}
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def _solve_increasing(f, target: float, what: str) -> float:
+    """x > 0 with f(x) = target for an increasing f (bracketing, then bisection to 1e-6 relative)."""
+    low, high = 0.0, 1.0
+    while f(high) < target:
+        low, high = high, 2 * high
+        if high > 1e6:
+            raise ValueError(f"cannot reach {what}: lower the accuracy")
+    while high - low > 1e-6 * high:
+        mid = (low + high) / 2
+        low, high = (mid, high) if f(mid) < target else (low, mid)
+    return (low + high) / 2
+
+
 TASKS = {"lece3": lece3, "planted_temperature": planted_temperature}
+#: Tasks with a network shared by the calibration and test sets of a seed: ``class(rng, **options)``.
+MODEL_TASKS = {"imagenet_like": ImagenetLike}
+
+
+#: The network of a ``MODEL_TASKS`` task is drawn once (this seed), like a trained classifier; the
+#: job seeds redraw its calibration and test data.
+NETWORK_SEED = 12
+
+
+def _draw(task: str, options: dict):
+    """``draw(n, rng)`` for ``task`` with ``options``."""
+    if task in MODEL_TASKS:
+        try:
+            return MODEL_TASKS[task](np.random.default_rng(NETWORK_SEED), **options).sample
+        except TypeError as err:  # an option the task does not have
+            raise ValueError(f"synthetic task {task!r}: {err}; see config/README.md for its options") from None
+    if task in TASKS:
+        return functools.partial(TASKS[task], **options)
+    raise ValueError(f"synthetic task {task!r} unknown; allowed: {sorted(TASKS) + sorted(MODEL_TASKS)}")
 
 
 def generate(task: str, seed: int, n_cal: int, n_test: int, **options) -> dict[str, dict]:
     """Calibration and test sets of ``task`` for one seed (test drawn from an independent stream)."""
-    if task not in TASKS:
-        raise ValueError(f"synthetic task {task!r} unknown; allowed: {sorted(TASKS)}")
+    draw = _draw(task, options)
     cal_rng, test_rng = (np.random.default_rng([seed, part]) for part in (0, 1))
-    return {"cal": TASKS[task](n_cal, cal_rng, **options), "test": TASKS[task](n_test, test_rng, **options)}
+    return {"cal": draw(n_cal, cal_rng), "test": draw(n_test, test_rng)}
+
+
+def generate_train(task: str, n_train: int, **options) -> dict:
+    """The training split of a ``MODEL_TASKS`` network (KCal trains its projection on it), seed-independent."""
+    if task not in MODEL_TASKS:
+        raise ValueError(f"n_train: only the tasks {sorted(MODEL_TASKS)} have a training split, not {task!r}")
+    return _draw(task, options)(n_train, np.random.default_rng([NETWORK_SEED, 1]))

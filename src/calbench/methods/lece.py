@@ -10,11 +10,12 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix
-product per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so
-neighbour order needs only −a·ln b); the neighbour sums are a gather (small k) or a product of the 0/1
-neighbour mask with the pool's targets (large k). Queries are processed in blocks so memory stays bounded
-for any test size. During the grid search one distance computation and one partial ordering per fold serve every (q, t).
+Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix product per block of queries
+(d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order needs only
+−a·ln b); the neighbour sums are a sparse gather-and-add (small k, and several k at once as bands of
+neighbours by rank) or a product of the 0/1 neighbour mask with the pool's targets (one large k). Queries are processed in blocks so memory stays bounded for any test size.
+During the grid search one distance computation and one partial ordering per fold serve every (q, t),
+and the (q, t) outputs are made one at a time from the neighbour means of each k.
 """
 
 from __future__ import annotations
@@ -87,30 +88,31 @@ class NeighbourPool:
         if len(partial) == 1 and not gather_is_cheaper(partial[0], n, width):
             (k,) = partial
             out[k] = nearest_mask(self.order_scores(queries), k).astype(self.targets.dtype) @ self.targets
-        elif partial:  # the k_max nearest, ordered, then running sums over consecutive bands of neighbours
+        elif partial:  # the k_max nearest, split into consecutive bands by rank, summed band by band
             k_max = partial[-1]
             scores = self.order_scores(queries)
             nearest = np.argpartition(scores, k_max - 1, axis=1)[:, :k_max]
             if len(partial) > 1:
                 near_scores = np.take_along_axis(scores, nearest, axis=1)
                 nearest = np.take_along_axis(nearest, np.argsort(near_scores, axis=1), axis=1)
-            running = np.zeros((queries.shape[0], width))
-            previous = 0
-            for k in partial:
-                running += gathered_sum(self.targets, nearest[:, previous:k])
-                out[k] = running.copy()
-                previous = k
+            running = np.cumsum(band_sums(self.targets, nearest, partial), axis=1)
+            out.update((k, running[:, j]) for j, k in enumerate(partial))
         return [out[k] for k in ks]
 
 
-def gathered_sum(targets: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """Row sums of ``targets[index]`` (``[b, T]``), gathered in chunks of at most :data:`BLOCK_ENTRIES` values."""
-    b, k = index.shape
-    step = max(1, BLOCK_ENTRIES // max(1, b * targets.shape[1]))
-    total = np.zeros((b, targets.shape[1]))
-    for start in range(0, k, step):
-        total += targets[index[:, start : start + step]].sum(axis=1)
-    return total
+def band_sums(targets: np.ndarray, nearest: np.ndarray, ends) -> np.ndarray:
+    """``[b, len(ends), T]``: sums of ``targets`` over each row's neighbours ``nearest[:, e_{j−1}:e_j]``.
+
+    One sparse 0/1 matrix with a row per (query, band), whose column indices are ``nearest``'s rows
+    as they stand, times ``targets``: a compiled gather-and-add that materialises no [b, k, T] copy.
+    """
+    from scipy.sparse import csr_matrix
+
+    b, k_max = nearest.shape
+    starts = np.asarray([0, *ends[:-1]])
+    indptr = np.append((np.arange(b)[:, None] * k_max + starts).ravel(), b * k_max)
+    bands = csr_matrix((np.ones(b * k_max), nearest.ravel(), indptr), shape=(b * len(ends), targets.shape[0]))
+    return (bands @ targets).reshape(b, len(ends), targets.shape[1])
 
 
 def nearest_mask(scores: np.ndarray, k: int) -> np.ndarray:
@@ -192,33 +194,38 @@ class LECE(Calibrator):
         self.k_ = neighbour_count(self.q, y.size)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        return self._predict_points([{}], self.pool_, scores)[0]
+        return next(self._predict_points([{}], self.pool_, scores))
 
-    def _predict_points(self, points: list[dict], pool: NeighbourPool, scores: Scores) -> list[np.ndarray]:
-        """Outputs for each hyperparameter point (``q``/``t`` default to the estimator's own)."""
+    def _predict_points(self, points: list[dict], pool: NeighbourPool, scores: Scores):
+        """Outputs for each hyperparameter point in turn (``q``/``t`` default to the estimator's own).
+
+        The neighbour means of every distinct k are computed first, block by block of queries; each
+        point's output is then made only when asked for, so one output is held at a time.
+        """
         settings = [(p.get("q", self.q), p.get("t", self.t)) for p in points]
         for q, t in settings:
             _check_settings(q, t, self.distance)
         ks = [neighbour_count(q, pool.n) for q, _ in settings]
         unique_ks = sorted(set(ks))
         probs = scores.probs
-        outputs = [np.empty_like(probs) for _ in points]
+        means = {k: (np.broadcast_to(pool.targets.mean(axis=0), probs.shape) if k >= pool.n else np.empty_like(probs))
+                 for k in unique_ks}
+        partial = [k for k in unique_ks if k < pool.n]
         step = block_rows(pool.n)
 
-        def predict_block(start: int) -> None:  # blocks write disjoint rows, so threads may share outputs
+        def block(start: int) -> None:  # blocks write disjoint rows, so threads may share the arrays
             rows = slice(start, start + step)
-            p = probs[rows]
-            sums = dict(zip(unique_ks, pool.neighbour_sums(p, unique_ks)))
-            for out, k, (_, t) in zip(outputs, ks, settings):
-                out[rows] = threshold_and_renormalise(p, self._estimate(p, sums[k] / k), t)
+            for k, total in zip(partial, pool.neighbour_sums(probs[rows], partial)):
+                means[k][rows] = total / k
 
-        # numpy's partition and BLAS release the GIL: blocks run in parallel on the available cores.
-        thread_map(predict_block, range(0, probs.shape[0], step))
-        return outputs
+        if partial:  # numpy's partition, BLAS and sparse products release the GIL: blocks run in parallel
+            thread_map(block, range(0, probs.shape[0], step))
+        for k, (_, t) in zip(ks, settings):
+            yield threshold_and_renormalise(probs, self._estimate(probs, means[k]), t)
 
     def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores):
         """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t);
-        yields (point index, probabilities)."""
+        yields (point index, probabilities), one at a time."""
         return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
 
     def fitted_summary(self) -> dict:

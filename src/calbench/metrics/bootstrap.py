@@ -43,17 +43,22 @@ def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples
                          f"got {resamples}, {level}, {method!r}")
     n = ctx.labels.size
     idx = resample_indices(n, resamples, ctx.seed)
-    counts = None
+    values = {}
+    pointwise = [(m, f) for m, f, _ in families if f.pointwise is not None]
+    if pointwise:
+        rows = np.repeat(np.arange(resamples), n)
+        counts = np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+        values.update((m, counts @ f.pointwise(ctx) / n) for m, f in pointwise)
+    others = [(m, f, g) for m, f, g in families if f.pointwise is None]
+    if others:  # one resampled copy of the arrays per resample serves every metric
+        per_resample = []
+        for i in idx:
+            resampled = _take(ctx, i)
+            per_resample.append([f.function(resampled, **g) for _, f, g in others])
+        values.update((m, column) for (m, _, _), column in zip(others, np.array(per_resample).T))
     out = {}
-    for metric_id, family, groups in families:
-        if family.pointwise is not None:
-            if counts is None:
-                rows = np.repeat(np.arange(resamples), n)
-                counts = np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
-            values = counts @ family.pointwise(ctx) / n
-        else:
-            values = np.array([family.function(_take(ctx, i), **groups) for i in idx])
-        low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    for metric_id, _, _ in families:
+        low, high = np.quantile(values[metric_id], [(1 - level) / 2, (1 + level) / 2])
         if method == "basic":
             low, high = 2 * estimates[metric_id] - high, 2 * estimates[metric_id] - low
         out[f"{metric_id}.ci_low"], out[f"{metric_id}.ci_high"] = float(low), float(high)

@@ -51,6 +51,8 @@ def _split_pool(labels: np.ndarray, sizes: dict, seed: int, where: str) -> dict[
                                   stratify=labels)
     train_cal = rest if total == labels.size else train_test_split(
         rest, train_size=int(sizes["train"]) + int(sizes["cal"]), random_state=seed, stratify=labels[rest])[0]
+    if int(sizes["train"]) == 0:  # held-out images only (ImageNet's validation set): no training split
+        return {"train": np.array([], dtype=np.int64), "cal": np.sort(train_cal), "test": np.sort(test)}
     train, cal = train_test_split(train_cal, train_size=int(sizes["train"]), random_state=seed,
                                   stratify=labels[train_cal])
     return {"train": np.sort(train), "cal": np.sort(cal), "test": np.sort(test)}
@@ -119,7 +121,10 @@ def _imagefolder(root: Path, image_size, sizes, seed, where) -> ImageData:
     from torchvision import datasets, transforms
 
     if not root.is_dir():
-        raise FileNotFoundError(f"{where}.data_dir: {root} is not a folder of class sub-folders of images")
+        raise FileNotFoundError(
+            f"{where}.data_dir: {root} is not a folder of class sub-folders of images. Put the images there (for "
+            "ImageNet-1k: the 50,000 validation images in one sub-folder per class, named by WordNet id so that "
+            "their sorted order is the models' class order) or set data_dir to where they are")
     if not image_size:
         raise ValueError(f"{where}.image_size: an imagefolder source needs it (images are resized and centre-cropped)")
     tf = transforms.Compose([transforms.Resize(image_size), transforms.CenterCrop(image_size),

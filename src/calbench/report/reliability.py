@@ -140,7 +140,7 @@ def reliability_job(calibrated: dict[str, str], figure, table, target: str, sour
     """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
     tables = {}
     for method, path in calibrated.items():
-        out = store.read_group(path, "test")
+        out = store.read_calibrated(path, "test")
         tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
     write_csv(pd.concat(tables.values(), ignore_index=True), table)
     reliability_figure(tables, target, figure, source, max_classes)

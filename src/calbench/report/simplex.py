@@ -97,7 +97,7 @@ def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int
     p_hat = softmax(data["test"]["logits"].astype(np.float64), axis=1)
     maps = {}
     for method, path in calibrated.items():
-        out = store.read_group(path, "test")
+        out = store.read_calibrated(path, "test")
         if not np.array_equal(out["index"], data["test_index"]):
             raise ValueError(f"{path}: its test rows are not those of {dump} for seed {seed}; rerun its calibrate job")
         maps[method] = out["probs"]
