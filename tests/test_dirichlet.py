@@ -274,3 +274,14 @@ def test_default_config_settings_build_and_fit():
         assert name in config["methods"] + cifar["methods"]
         est = make(name, **(config["method_settings"].get(name) or {})).fit(logits, y)
         np.testing.assert_allclose(est.predict_proba(logits).sum(axis=1), 1.0)
+
+
+def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
+    """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
+    from calbench.methods.linear_maps import NotConvergedWarning
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 30)
+    logits = 4.0 * np.eye(3)[y] + 0.1 * rng.standard_normal((90, 3))  # separable: the loss keeps falling
+    with pytest.warns(NotConvergedWarning, match=r"max_iter=5 .*reg_lambda=1e-06"):
+        make("dir_odir", reg_lambda=1e-6, reg_mu=1e-6, grid=None, max_iter=5).fit(logits, y)

@@ -18,6 +18,7 @@ entries (full maps up to 16 classes, diagonal ones up to 150). No n × k × k ar
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,10 @@ REG_SCALES = ("paper", "code")
 # dir_odir on VGG-19 38.8 (L-BFGS only), 7.7 (Newton only), 6.1 (this); ms_odir on ResNet-20 5.7, 7.5, 5.1.
 NEWTON_MAX_PARAMS = 300
 NEWTON_AFTER = 10
+
+
+class NotConvergedWarning(RuntimeWarning):
+    """An affine-softmax fit stopped at ``max_iter`` before its convergence test was met."""
 
 
 @dataclass(frozen=True)
@@ -356,8 +361,22 @@ class AffineSoftmax(Calibrator):
         return np.maximum(scores.log_probs, np.log(self.eps))
 
     def _solve(self, x, y, init=None):
-        return fit_affine_softmax(x, y, self.penalty(x.shape[1]), self.diagonal, init=init,
-                                  max_iter=self.max_iter, tol=self.tol)
+        weights, intercept, info = fit_affine_softmax(x, y, self.penalty(x.shape[1]), self.diagonal, init=init,
+                                                      max_iter=self.max_iter, tol=self.tol)
+        if not info["converged"]:
+            warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
+        return weights, intercept, info
+
+    def _not_converged_message(self, info: dict) -> str:
+        """Names the method, its settings and the fix: a weak penalty leaves the log-loss without a finite
+        minimiser on separable data, so the fit runs to ``max_iter`` and the weights grow without bound."""
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items() if k.startswith("reg_"))
+        method = getattr(self, "method_name", type(self).__name__)
+        return (f"{method}: the fit did not converge in max_iter={self.max_iter} iterations"
+                f"{f' at {settings}' if settings else ''} (training loss {info['loss']:.4g}); the result is "
+                f"the last iterate, not the optimum. Where the penalty is weak the weights keep growing and "
+                f"the map overfits: use a stronger penalty (larger reg_lambda) or the default grid; "
+                f"otherwise raise max_iter.")
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         self._set_fitted(*self._solve(self.features(scores), y), scores.num_classes)
