@@ -440,17 +440,47 @@ def authors_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool 
             "reg_scale": [reg_scale]}
 
 
+def _grid_start(num_classes: int, odir: bool) -> int:
+    """The authors' lowest power s: −5 below 100 classes, −2 from 100 (tune_cal_odir.py). From 1,000 classes
+    the ODIR grid starts at +1, continuing their 3 decades per decade of k (they stopped at 100); the L2
+    grid keeps −2, since a strong L2 penalty also shrinks the diagonal and so the whole map to uniform."""
+    return -5 if num_classes < 100 else -2 if num_classes < 1000 or not odir else 1
+
+
+def coarse_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool = True) -> dict:
+    """The default (λ, μ) grid: the authors' range (:func:`authors_odir_grid`) at one λ per decade and three μ
+    (the range's ends and middle). λ_code = 10^i, i = s … 6; μ_code = 10^i, i ∈ {s, round((s + 6)/2), 6}:
+    9 × 3 points at 100 classes (authors: 27 × 9), 12 × 3 at 10 (36 × 12), 6 × 3 from 1,000 classes
+    (:func:`_grid_start`). ``with_mu=False``: the Dir-L2 λ list (9 values at 100 classes, authors' 27).
+
+    Why: on CIFAR-100 ResNet-20 (seed-0 split, 5-fold CV) the authors' grid's CV log-loss changes by < 4e-4
+    across all 9 μ at every λ and by < 0.01 between neighbouring λ multiples (0.25, 0.5, 1)·10^i near the
+    optimum, and is flat (± 1e-4) for λ_code ≥ 10³, where W is diagonal; the coarse grid picks λ_code = 100
+    there, as the full one does, at a ninth of the fits."""
+    _check_scale(reg_scale)
+    k = num_classes
+    start = _grid_start(k, odir=with_mu)
+    lams = [10.0**i for i in range(start, 7)]
+    if not with_mu:
+        factor = k * (k + 1) if reg_scale == "paper" else 1.0
+        return {"reg_lambda": [factor * v for v in lams], "reg_scale": [reg_scale]}
+    mus = [10.0**i for i in (start, round((start + 6) / 2), 6)]
+    lam_factor, mu_factor = (k * (k - 1), k) if reg_scale == "paper" else (1.0, 1.0)
+    return {"reg_lambda": [lam_factor * v for v in lams], "reg_mu": [mu_factor * v for v in mus],
+            "reg_scale": [reg_scale]}
+
+
 def odir_default_grid(num_classes: int) -> dict:
-    return authors_odir_grid(num_classes)
+    return coarse_odir_grid(num_classes)
 
 
 def l2_default_grid(num_classes: int) -> dict:
-    return authors_odir_grid(num_classes, with_mu=False)
+    return coarse_odir_grid(num_classes, with_mu=False)
 
 
 class ODIRTuned:
     """Mixin of ``ms_odir`` and ``dir_odir``: the ODIR penalty of :func:`odir_penalty` from the estimator's
-    ``reg_lambda``, ``reg_mu`` and ``reg_scale``, tuned over the authors' (λ, μ) grid by 5-fold CV with the
+    ``reg_lambda``, ``reg_mu`` and ``reg_scale``, tuned over :func:`coarse_odir_grid` by 5-fold CV with the
     fold models averaged (Dirichlet paper §4.2). List it before :class:`AffineSoftmax`."""
 
     default_grid = staticmethod(odir_default_grid)
