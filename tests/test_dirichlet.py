@@ -8,8 +8,8 @@ from scipy.special import softmax
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, authors_odir_grid, fit_affine_softmax, hessian, l2_penalty,
-                                          objective, odir_penalty, unpack, warm_start_order)
+from calbench.methods.linear_maps import (Penalty, authors_odir_grid, coarse_odir_grid, fit_affine_softmax, hessian,
+                                          l2_penalty, objective, odir_penalty, unpack, warm_start_order)
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -228,7 +228,24 @@ def test_callable_default_grid_reaches_grid_search():
     logits, y = _toy(n=200, k=3)
     est = make("dir_l2", max_iter=5)
     est.fit(logits, y)
-    assert len(est.cv_losses_) == 36  # authors' λ list for fewer than 100 classes
+    assert len(est.cv_losses_) == 12  # one λ per decade of the authors' list for fewer than 100 classes
+
+
+def test_default_grid_is_the_authors_range_at_one_lambda_per_decade():
+    """coarse_odir_grid: a subset of authors_odir_grid (spec §1.5) below 1,000 classes with the same powers
+    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s)."""
+    for k in (10, 100):
+        coarse, full = coarse_odir_grid(k), authors_odir_grid(k)
+        for key in ("reg_lambda", "reg_mu"):
+            assert set(np.round(coarse[key], 6)) <= set(np.round(full[key], 6))
+            assert max(coarse[key]) == pytest.approx(max(full[key]))
+        assert min(coarse["reg_mu"]) == pytest.approx(min(full["reg_mu"]))
+        assert min(coarse["reg_lambda"]) == pytest.approx(4 * min(full["reg_lambda"]))
+    g100 = coarse_odir_grid(100, "code")
+    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-2, 7)])
+    assert g100["reg_mu"] == pytest.approx([1e-2, 1e2, 1e6])
+    assert coarse_odir_grid(1000, "code")["reg_lambda"][0] == pytest.approx(10.0)
+    assert coarse_odir_grid(1000, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
 
 
 def test_bad_settings_raise_clear_errors():
@@ -274,3 +291,14 @@ def test_default_config_settings_build_and_fit():
         assert name in config["methods"] + cifar["methods"]
         est = make(name, **(config["method_settings"].get(name) or {})).fit(logits, y)
         np.testing.assert_allclose(est.predict_proba(logits).sum(axis=1), 1.0)
+
+
+def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
+    """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
+    from calbench.methods.linear_maps import NotConvergedWarning
+
+    rng = np.random.default_rng(0)
+    y = np.repeat(np.arange(3), 30)
+    logits = 4.0 * np.eye(3)[y] + 0.1 * rng.standard_normal((90, 3))  # separable: the loss keeps falling
+    with pytest.warns(NotConvergedWarning, match=r"max_iter=5 .*reg_lambda=1e-06"):
+        make("dir_odir", reg_lambda=1e-6, reg_mu=1e-6, grid=None, max_iter=5).fit(logits, y)

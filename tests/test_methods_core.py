@@ -41,6 +41,18 @@ def test_ts_solver_matches_a_brute_force_minimiser():
     assert make("ts").fit(z, y).temperature_ == pytest.approx(reference, rel=1e-6)
 
 
+def test_ts_subsample_start_reaches_the_same_temperature():
+    """The subsample start (large inputs) changes the Newton path, not the minimiser: a tiny threshold
+    forces two nested subsample stages on a small input."""
+    from calbench.methods.temperature import fit_inverse_temperature
+
+    data = planted_temperature(4000, np.random.default_rng(6), num_classes=20, temperature=1.8)
+    z, y = data["logits"], data["labels"]
+    direct = fit_inverse_temperature(z, y, subsample_entries=10**9)
+    staged = fit_inverse_temperature(z, y, subsample_entries=2_000)
+    assert staged == pytest.approx(direct, rel=1e-10)
+
+
 def test_ts_on_separable_data_sharpens_without_failing():
     logits = np.array([[2.0, 0.0], [0.0, 2.0]] * 10)
     labels = np.array([0, 1] * 10)

@@ -5,7 +5,7 @@ import pytest
 
 from calbench.data.synthetic import lece3, planted_temperature
 from calbench.methods import make
-from calbench.methods.ets import ensemble, loss_value
+from calbench.methods.ets import EnsembleLoss, ensemble, loss_value
 from calbench.scores import Scores
 
 
@@ -91,6 +91,17 @@ def test_irm_fits_one_strictly_increasing_map_on_all_pooled_entries(synthetic):
     np.testing.assert_array_equal(out.argmax(1), test["logits"].argmax(1))
     with pytest.raises(ValueError, match="^eps:"):
         make("irm", eps=0.0).fit(cal["logits"], cal["labels"])
+
+
+@pytest.mark.parametrize("loss", ["mse", "nll"])
+def test_ets_loss_from_sums_equals_the_direct_formula(loss):
+    """The fast ETS objective (per-t sums, issue 12) equals loss_value of the formed ensemble, also off the
+    simplex (SLSQP evaluates infeasible trial points)."""
+    rng = np.random.default_rng(2)
+    z, y = 3.0 * rng.standard_normal((300, 7)), rng.integers(7, size=300)
+    fast, onehot = EnsembleLoss(z, y, loss), np.eye(7)[y]
+    for t, w in [(0.7, (1.0, 0.0, 0.0)), (2.3, (0.5, 0.3, 0.2)), (1.1, (0.9, -0.05, 0.3)), (5.0, (0.0, 0.0, 1.0))]:
+        assert fast(t, w) == pytest.approx(loss_value(ensemble(z, t, w), onehot, loss), rel=1e-12, abs=1e-15)
 
 
 def test_ets_recovers_a_planted_temperature_and_joint_is_no_worse_than_two_stage():
