@@ -16,7 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import Chain, GridSearch, available, make, method_class
 from calbench.methods.lece import PAPER_GRID
-from calbench.methods.linear_maps import authors_odir_grid
+from calbench.methods.linear_maps import coarse_odir_grid
 from calbench.metrics.proper import log_loss
 
 #: Methods that learn from embeddings and the training split: fitted in test_kcal.py, cloned here.
@@ -56,16 +56,17 @@ def test_every_searched_setting_given_means_no_search():
 
 
 def test_partial_grid_of_a_grid_that_depends_on_the_number_of_classes():
-    """dir_odir with λ given searches only the authors' μ list (Dirichlet paper spec §1.5) for its k."""
+    """dir_odir with λ given searches only the default grid's μ list (coarse_odir_grid) for its k."""
     z, y = _data(n=200, k=3)
     cal = make("dir_odir", reg_lambda=0.1, max_iter=50)
-    assert cal.grid(3) == {"reg_mu": authors_odir_grid(3)["reg_mu"]}
+    mus = coarse_odir_grid(3)["reg_mu"]
+    assert cal.grid(3) == {"reg_mu": mus}
     cal.fit(z, y)
-    assert set(cal.best_params_) == {"reg_mu"} and len(cal.cv_losses_) == 12
+    assert set(cal.best_params_) == {"reg_mu"} and len(cal.cv_losses_) == len(mus)
     assert all(est.reg_lambda == 0.1 and est.max_iter == 50 for est in cal.estimators_)
     # a given reg_scale is the scale of the searched values too
     code = make("dir_odir", reg_scale="code").grid(3)
-    assert code == {k: v for k, v in authors_odir_grid(3, "code").items() if k != "reg_scale"}
+    assert code == {k: v for k, v in coarse_odir_grid(3, "code").items() if k != "reg_scale"}
 
 
 def test_explicit_grid_is_searched_as_given_and_may_not_also_be_set():
