@@ -23,6 +23,18 @@ from calbench.methods.registry import register
 from calbench.scores import Scores
 
 
+def with_confidence(probs: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
+    """``probs`` with the top probability of each row replaced by ``new_conf``; the other classes share
+    1 − ``new_conf`` in proportion to their original probabilities (uniformly if they were all 0)."""
+    rows = np.arange(probs.shape[0])
+    top = probs.argmax(axis=1)
+    rest = 1.0 - probs[rows, top]
+    others = np.where(rest[:, None] > 0, probs / np.where(rest > 0, rest, 1.0)[:, None], 1.0 / (probs.shape[1] - 1))
+    out = others * (1.0 - new_conf)[:, None]
+    out[rows, top] = new_conf
+    return out
+
+
 class _MapOneVsRest(OneVsRest):
     def _new_map(self):
         raise NotImplementedError
@@ -89,15 +101,7 @@ class PLConfidence(_PiecewiseMixin, Calibrator):
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
-        top = probs.argmax(axis=1)
-        conf = probs[np.arange(top.size), top]
-        new_conf = self.map_.predict(conf)
-        rest = 1.0 - conf
-        others = np.where(rest[:, None] > 0, probs / np.where(rest > 0, rest, 1.0)[:, None],
-                          1.0 / (probs.shape[1] - 1))
-        out = others * (1.0 - new_conf)[:, None]
-        out[np.arange(top.size), top] = new_conf
-        return out
+        return with_confidence(probs, self.map_.predict(probs.max(axis=1)))
 
     def fitted_summary(self) -> dict:
         return self.map_.summary()
