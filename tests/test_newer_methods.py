@@ -87,3 +87,89 @@ def test_sms_rejects_negative_strength():
     z, y, _, _ = synthetic(n=50, k=3)
     with pytest.raises(ValueError, match="lambda_diagonal"):
         make("sms", lambda_diagonal=-1.0).fit(z, y)
+
+
+# -- TvA and top-label binning ---------------------------------------------------------------------------
+
+def is_distribution(p):
+    return np.isfinite(p).all() and (p >= 0).all() and np.allclose(p.sum(axis=1), 1.0)
+
+
+def test_tva_ts_equals_ts_with_two_classes():
+    """With k = 2 the top-versus-all BCE is the log-loss itself (Le Coz et al. §3), so T is TS's."""
+    z, y, _, _ = synthetic(n=800, k=2, temperature=3.0)
+    assert make("tva_ts").fit(z, y).temperature_ == pytest.approx(make("ts").fit(z, y).temperature_, rel=1e-6)
+
+
+def test_tva_ts_minimises_the_top_label_bce():
+    z, y, _, _ = synthetic(n=800, k=6, temperature=2.5)
+    top = z.argmax(axis=1)
+    t = (top == y).astype(float)
+
+    def bce(temperature):
+        c = softmax(z / temperature, axis=1).max(axis=1)
+        return -np.mean(t * np.log(c) + (1 - t) * np.log(1 - c))
+
+    fitted = make("tva_ts").fit(z, y).temperature_
+    assert bce(fitted) <= min(bce(fitted * 1.01), bce(fitted / 1.01))
+
+
+def test_tva_hist_with_one_bin_sets_every_confidence_to_the_accuracy():
+    """Hand-checked: 4 rows, 1 bin → ĉ = accuracy 0.5; the others share 0.5 in their original proportions."""
+    probs = np.array([[0.6, 0.3, 0.1], [0.7, 0.2, 0.1], [0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+    y = np.array([0, 1, 1, 0])  # correct, wrong, correct, wrong
+    from calbench import Scores
+    out = make("tva_hist", n_bins=1).fit(Scores.from_probs(probs), y).predict_proba(Scores.from_probs(probs))
+    np.testing.assert_allclose(out[0], [0.5, 0.375, 0.125], atol=1e-9)
+    np.testing.assert_allclose(out[3], [0.25, 0.25, 0.5], atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["tva_ts", "tva_vs", "tva_hist", "tva_iso", "tlhb", "sms", "svs"])
+def test_newer_methods_output_distributions_and_compose_in_chains(name):
+    z, y, z_test, _ = synthetic(n=400, k=4)
+    for method in (name, f"ts+{name}"):
+        assert is_distribution(make(method).fit(z, y).predict_proba(z_test))
+
+
+def test_tva_vs_with_strong_regularisation_keeps_the_uncalibrated_probabilities():
+    z, y, z_test, _ = synthetic(n=300, k=4)
+    out = make("tva_vs", reg=1e9).fit(z, y).predict_proba(z_test)
+    np.testing.assert_allclose(out, softmax(z_test, axis=1), atol=1e-6)
+
+
+def test_tlhb_bins_each_predicted_class_separately():
+    """Hand-checked M2B: class 0 predicted on 4 rows (2 bins of 2 with points_per_bin = 2: accuracies 0 and 1),
+    class 1 predicted on 2 rows (1 bin: accuracy 1/2)."""
+    probs = np.array([[0.6, 0.4], [0.65, 0.35], [0.9, 0.1], [0.95, 0.05], [0.3, 0.7], [0.2, 0.8]])
+    y = np.array([1, 1, 0, 0, 1, 0])
+    from calbench import Scores
+    s = Scores.from_probs(probs)
+    out = make("tlhb", points_per_bin=2).fit(s, y).predict_proba(s)
+    np.testing.assert_allclose(out[:, 0], [0.0, 0.0, 1.0, 1.0, 0.5, 0.5], atol=1e-9)
+
+
+# -- metrics: top-label ECE, smooth ECE -------------------------------------------------------------------
+
+def test_top_label_ece_hand_example():
+    """Gupta & Ramdas top-label ECE with 1 bin: class 0 predicted on 2 rows (mean c 0.7, accuracy 1/2 → 0.2),
+    class 1 on 2 rows (mean c 0.6, accuracy 1 → 0.4); weighted 1/2 each = 0.3 (confidence ECE, 1 bin: 0.15)."""
+    from calbench.metrics import evaluate
+    probs = np.array([[0.6, 0.4], [0.8, 0.2], [0.4, 0.6], [0.4, 0.6]])
+    y = np.array([0, 1, 1, 1])
+    out = evaluate(probs, y, ["ece.tl.em1.l1", "ece.conf.em1.l1"])
+    assert out["ece.tl.em1.l1"] == pytest.approx(0.3)
+    assert out["ece.conf.em1.l1"] == pytest.approx(abs(0.65 - 0.75))
+
+
+def test_smooth_ece_is_relplots_smece_of_the_confidence_and_weighted_by_predicted_class():
+    relplot = pytest.importorskip("relplot", reason="relplot (smooth ECE reference) not installed")
+    from calbench.metrics import evaluate
+    rng = np.random.default_rng(0)
+    probs = rng.dirichlet(np.ones(3), size=600)
+    y = rng.integers(3, size=600)
+    out = evaluate(probs, y, ["smece.conf", "smece.tl"])
+    top, conf = probs.argmax(axis=1), probs.max(axis=1)
+    hits = (top == y).astype(float)
+    assert out["smece.conf"] == pytest.approx(relplot.smECE(conf, hits), abs=1e-12)
+    expected = sum(np.mean(top == l) * relplot.smECE(conf[top == l], hits[top == l]) for l in range(3))
+    assert out["smece.tl"] == pytest.approx(expected, abs=1e-12)
