@@ -173,3 +173,11 @@ def test_smooth_ece_is_relplots_smece_of_the_confidence_and_weighted_by_predicte
     assert out["smece.conf"] == pytest.approx(relplot.smECE(conf, hits), abs=1e-12)
     expected = sum(np.mean(top == l) * relplot.smECE(conf[top == l], hits[top == l]) for l in range(3))
     assert out["smece.tl"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_smooth_reliability_diagram_is_written(tmp_path):
+    pytest.importorskip("relplot", reason="relplot (smooth ECE reference) not installed")
+    from calbench.metrics.smooth_ece import reliability_diagram
+    rng = np.random.default_rng(1)
+    path = reliability_diagram(rng.dirichlet(np.ones(3), size=200), rng.integers(3, size=200), tmp_path / "rd.png")
+    assert path.stat().st_size > 1000
