@@ -124,6 +124,15 @@ def test_tva_hist_with_one_bin_sets_every_confidence_to_the_accuracy():
     np.testing.assert_allclose(out[3], [0.25, 0.25, 0.5], atol=1e-9)
 
 
+def test_keep_prediction_flattens_the_rest_just_enough():
+    """ĉ = 0.4 for [0.5, 0.45, 0.05]: plain rescaling gives the runner-up 0.54 > ĉ; mixing the rest
+    (0.9, 0.1) with uniform at α = 0.14 / 0.24 gives (0.4, 0.2), so the prediction stays class 0."""
+    from calbench.methods.tva import keep_prediction
+    out = keep_prediction(np.array([[0.5, 0.45, 0.05], [0.7, 0.2, 0.1]]), np.array([0.4, 0.6]))
+    np.testing.assert_allclose(out, [[0.4, 0.4, 0.2], [0.6, 4 / 15, 2 / 15]], atol=1e-8)
+    assert (out.argmax(axis=1) == 0).all()
+
+
 @pytest.mark.parametrize("name", ["tva_ts", "tva_vs", "tva_hist", "tva_iso", "tlhb", "sms", "svs"])
 def test_newer_methods_output_distributions_and_compose_in_chains(name):
     z, y, z_test, _ = synthetic(n=400, k=4)
@@ -131,10 +140,13 @@ def test_newer_methods_output_distributions_and_compose_in_chains(name):
         assert is_distribution(make(method).fit(z, y).predict_proba(z_test))
 
 
-def test_tva_vs_with_strong_regularisation_keeps_the_uncalibrated_probabilities():
-    z, y, z_test, _ = synthetic(n=300, k=4)
+def test_tva_vs_with_strong_regularisation_is_tva_ts():
+    """reg → ∞ forces w = w̄·1 and b = 0: one free scale fitted by the TvA BCE, i.e. ``tva_ts``'s confidence."""
+    z, y, z_test, y_test = synthetic(n=300, k=4)
     out = make("tva_vs", reg=1e9).fit(z, y).predict_proba(z_test)
-    np.testing.assert_allclose(out, softmax(z_test, axis=1), atol=1e-6)
+    ts_conf = make("tva_ts").fit(z, y).predict_proba(z_test).max(axis=1)
+    np.testing.assert_allclose(out.max(axis=1), ts_conf, atol=1e-5)
+    assert (out.argmax(axis=1) == z_test.argmax(axis=1)).all()
 
 
 def test_tlhb_bins_each_predicted_class_separately():
