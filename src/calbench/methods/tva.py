@@ -14,7 +14,8 @@ uniform just enough to stay ≤ ĉ), so the predicted class is kept wherever ĉ 
   ``reg`` = 1e-3 by default (our choice: the best of 1e-3, 1e-2, 1e-1 in confidence ECE on CIFAR-100
   ResNet-20, seed 0; unregularised, L-BFGS needs 1,000+ iterations there); ``grid: {reg: [...]}`` tunes it by CV;
 * ``tva_hist``: histogram binning (equal-mass bins) of the confidence;
-* ``tva_iso``: isotonic regression of the confidence.
+* ``tva_iso``: isotonic regression of the confidence;
+* ``tlhb``: top-label histogram binning (Gupta & Ramdas, ICLR 2022), one binning per predicted class.
 """
 
 from __future__ import annotations
