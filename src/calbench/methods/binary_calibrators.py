@@ -27,6 +27,20 @@ from calbench.methods.registry import register
 from calbench.scores import Scores
 
 
+def with_confidence(logits: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
+    """Probabilities whose top class (the argmax of ``logits``) gets ``new_conf``; the other classes share
+    1 − ``new_conf`` in proportion to their original probabilities. Those proportions p_j / (1 − p_top) are
+    the softmax of the other classes' own logits: computing 1 − p_top by subtraction cancels to 0 or a few
+    ulps when p_top ≈ 1 (issue 16)."""
+    rows = np.arange(logits.shape[0])
+    top = logits.argmax(axis=1)
+    others = logits.copy()
+    others[rows, top] = -np.inf
+    out = softmax(others, axis=1) * (1.0 - new_conf)[:, None]
+    out[rows, top] = new_conf
+    return out
+
+
 class _MapOneVsRest(OneVsRest):
     def _new_map(self):
         raise NotImplementedError
@@ -94,17 +108,7 @@ class PLConfidence(_PiecewiseMixin, Calibrator):
         self.map_ = self._new_map().fit(probs.max(axis=1), (probs.argmax(axis=1) == y).astype(np.float64))
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        logits = scores.logits
-        rows = np.arange(logits.shape[0])
-        top = logits.argmax(axis=1)
-        new_conf = self.map_.predict(scores.probs[rows, top])
-        # The other classes' shares p_j / (1 − p_top) are the softmax of their own logits: computing
-        # 1 − p_top by subtraction cancels to 0 or a few ulps when p_top ≈ 1 (issue 16).
-        others = logits.copy()
-        others[rows, top] = -np.inf
-        out = softmax(others, axis=1) * (1.0 - new_conf)[:, None]
-        out[rows, top] = new_conf
-        return out
+        return with_confidence(scores.logits, self.map_.predict(scores.probs.max(axis=1)))
 
     def fitted_summary(self) -> dict:
         return self.map_.summary()

@@ -46,23 +46,29 @@ class NotConvergedWarning(RuntimeWarning):
 
 @dataclass(frozen=True)
 class Penalty:
-    """Quadratic penalty off·Σ_{i≠j} w²ᵢⱼ + diag·Σᵢ w²ᵢᵢ + bias·Σⱼ b²ⱼ."""
+    """Quadratic penalty off·Σ_{i≠j} w²ᵢⱼ + diag·Σᵢ (wᵢᵢ − diag_centre)² + bias·Σⱼ b²ⱼ
+    (``diag_centre = 1``: SMS shrinks towards the identity map)."""
 
     off: float = 0.0
     diag: float = 0.0
     bias: float = 0.0
+    diag_centre: float = 0.0
 
     def value(self, weights: np.ndarray, intercept: np.ndarray) -> float:
         squares = weights**2
-        diag_sq = np.trace(squares)
+        diag_sq = float(np.sum((np.diagonal(weights) - self.diag_centre) ** 2))
         np.fill_diagonal(squares, 0.0)  # summing the off-diagonal squares directly: Σ w² − Σ w²ᵢᵢ cancels
         # catastrophically near W = I, an error that a penalty weight of 10⁶ turns into objective noise
         return float(self.off * np.sum(squares) + self.diag * diag_sq + self.bias * np.sum(intercept**2))
 
     def gradient(self, weights: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         grad_w = 2.0 * self.off * weights
-        np.fill_diagonal(grad_w, 2.0 * self.diag * np.diagonal(weights))
+        np.fill_diagonal(grad_w, 2.0 * self.diag * (np.diagonal(weights) - self.diag_centre))
         return grad_w, 2.0 * self.bias * intercept
+
+    def curvature(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The penalty's (constant) second derivative in each parameter: 2·weight, as (W-shaped, b-shaped)."""
+        return Penalty(self.off, self.diag, self.bias).gradient(np.ones((k, k)), np.ones(k))
 
 
 def _check_reg(name: str, value) -> float:
@@ -193,7 +199,7 @@ def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: 
     h = np.empty_like(h_grouped)
     h[np.ix_(order, order)] = h_grouped
     h /= n
-    pen_w, pen_b = penalty.gradient(np.ones((k, k)), np.ones(k))  # 2·weight of each parameter
+    pen_w, pen_b = penalty.curvature(k)
     h[np.diag_indices_from(h)] += pack(pen_w, pen_b, diagonal)
     return h
 

@@ -3,7 +3,7 @@
 import numpy as np
 
 from calbench.binary import FAMILIES
-from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, true_ce
+from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
 from calbench.metrics.binned import binned_ece, columns
 from calbench.metrics.registry import metric
 
@@ -31,6 +31,24 @@ def _binned_ece(ctx, target, binning, norm, debiased):
     scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
     scores, hits = columns(ctx.probs, ctx.labels, target)
     return float(np.mean(binned_ece(scores, hits, bins if bins == "cv" else int(bins), scheme, norm, bool(debiased))))
+
+
+@metric(r"ece\.tl\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
+        description="top-label ECE (Gupta & Ramdas 2022): binned confidence ECE within each predicted class, "
+                    "averaged with weights n_l / n")
+def _top_label_ece(ctx, scheme, bins, norm):
+    return smooth_ece.top_label_average(ctx.probs, ctx.labels, lambda c, h: float(
+        binned_ece(c[:, None], h[:, None], int(bins), scheme, norm)[0]))
+
+
+@metric(r"smece\.(?P<target>conf|tl)", scale=100.0, decimals=2,
+        description="smooth ECE (Błasiok & Nakkiran 2023, relplot): of the confidence, or top-label (per predicted "
+                    "class, weighted n_l / n)")
+def _smooth_ece(ctx, target):
+    if target == "tl":
+        return smooth_ece.top_label_average(ctx.probs, ctx.labels, smooth_ece.smooth_ece)
+    scores, hits = columns(ctx.probs, ctx.labels, "conf")
+    return smooth_ece.smooth_ece(scores[:, 0], hits[:, 0])
 
 
 @metric(r"ece\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)\.l1\.kcal", scale=100.0, decimals=2,

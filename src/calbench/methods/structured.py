@@ -1,0 +1,93 @@
+"""Structured matrix and vector scaling, SMS and SVS (Berta, Holzmüller, Jordan & Bach 2025, arXiv 2511.03685).
+
+Logistic calibration on log-probabilities, σ(W x + b), made robust for many classes by three choices:
+
+* preprocessing: temperature scaling first (β fitted by log-loss, unregularised), then a mixture with the
+  uniform distribution, q̃ = (1 − ε) σ(β z) + ε/k with ε = ``uniform_mix``/(n + 1), so that the features
+  x = ln q̃ are bounded below by ln(ε/k) (no −∞ from saturated softmax outputs);
+* parametrisation around the identity: W = I + Δ (the global scale is fixed to 1 after the TS step);
+* structured ridge penalty, one strength per parameter group, scaled with the number of classes k and
+  of calibration points n:
+
+      mean log-loss + λ_b k^ρ/n^τ Σⱼ b²ⱼ + λ_d k^ρ/n^τ Σⱼ Δ²ⱼⱼ + λ_o (k(k−1))^ρ/n^τ Σ_{i≠j} Δ²ᵢⱼ.
+
+SVS restricts W to its diagonal. Defaults (λ = 1, ρ = τ = 1, ``uniform_mix`` = 1) are those of the
+authors' package ``probmetrics`` (``get_calibrator("sms")``, ridge penalty); the fit reuses the affine-softmax
+solvers of :mod:`calbench.methods.linear_maps` (the penalty centred at W = I).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import softmax
+
+from calbench.methods.base import clone
+from calbench.methods.linear_maps import AffineSoftmax, Penalty, _check_reg
+from calbench.methods.registry import register
+from calbench.methods.temperature import fit_inverse_temperature
+from calbench.scores import Scores
+
+
+@register("sms")
+class StructuredMatrixScaling(AffineSoftmax):
+    """SMS: σ((I + Δ) ln q̃ + b) with the structured ridge penalty; q̃ is the TS output mixed with uniform."""
+
+    uses_log_probs = True
+
+    def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, lambda_off_diagonal: float = 1.0,
+                 rho: float = 1.0, tau: float = 1.0, uniform_mix: float = 1.0, max_iter: int = 1000,
+                 tol: float = 1e-10):
+        self.lambda_intercept = lambda_intercept
+        self.lambda_diagonal = lambda_diagonal
+        self.lambda_off_diagonal = lambda_off_diagonal
+        self.rho = rho
+        self.tau = tau
+        self.uniform_mix = uniform_mix
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def penalty(self, k: int) -> Penalty:
+        n = self.n_fit_
+        scale = k**self.rho / n**self.tau
+        off = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0)) * (k * (k - 1)) ** self.rho / n**self.tau
+        return Penalty(off=off, diag=_check_reg("lambda_diagonal", self.lambda_diagonal) * scale,
+                       bias=_check_reg("lambda_intercept", self.lambda_intercept) * scale, diag_centre=1.0)
+
+    def features(self, scores: Scores) -> np.ndarray:
+        """ln q̃, q̃ = (1 − ε) σ(β ln p̂) + ε/k: the robust preprocessing (TS, then mixing with uniform)."""
+        q = softmax(self.inv_temperature_ * scores.log_probs, axis=1)
+        eps = self.mix_
+        return np.log((1.0 - eps) * q + eps / q.shape[1])
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        for name in ("rho", "tau", "uniform_mix"):
+            _check_reg(name, getattr(self, name))
+        self.n_fit_ = scores.n
+        self.inv_temperature_ = fit_inverse_temperature(scores.log_probs, y)
+        self.mix_ = min(self.uniform_mix / (scores.n + 1), 1.0)
+        super()._fit(scores, y)
+
+    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
+        """Each grid point fitted on its own (the preprocessing is part of every fit)."""
+        for i, point in enumerate(points):
+            yield i, clone(self).set_params(**point).fit(train, y_train).predict_proba(val)
+
+    def fitted_summary(self) -> dict:
+        return {**super().fitted_summary(), "temperature": 1.0 / self.inv_temperature_, "uniform_mix": self.mix_}
+
+
+@register("svs")
+class StructuredVectorScaling(StructuredMatrixScaling):
+    """SVS: SMS with W restricted to its diagonal, σ((1 + v) ⊙ ln q̃ + b)."""
+
+    diagonal = True
+
+    def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, rho: float = 1.0,
+                 tau: float = 1.0, uniform_mix: float = 1.0, max_iter: int = 1000, tol: float = 1e-10):
+        self.lambda_intercept = lambda_intercept
+        self.lambda_diagonal = lambda_diagonal
+        self.rho = rho
+        self.tau = tau
+        self.uniform_mix = uniform_mix
+        self.max_iter = max_iter
+        self.tol = tol
