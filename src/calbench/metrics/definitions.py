@@ -35,7 +35,8 @@ def _binned_ece(ctx, target, binning, norm, debiased):
 
 @metric(r"ece\.tl\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
         description="top-label ECE (Gupta & Ramdas 2022): binned confidence ECE within each predicted class, "
-                    "averaged with weights n_l / n")
+                    "averaged with weights n_l / n",
+        usage="ece.tl.{ewN|emN}.{l1|l2}   e.g. ece.tl.em15.l1")
 def _top_label_ece(ctx, scheme, bins, norm):
     return smooth_ece.top_label_average(ctx.probs, ctx.labels, lambda c, h: float(
         binned_ece(c[:, None], h[:, None], int(bins), scheme, norm)[0]))
@@ -43,7 +44,8 @@ def _top_label_ece(ctx, scheme, bins, norm):
 
 @metric(r"smece\.(?P<target>conf|tl)", scale=100.0, decimals=2,
         description="smooth ECE (Błasiok & Nakkiran 2023, relplot): of the confidence, or top-label (per predicted "
-                    "class, weighted n_l / n)")
+                    "class, weighted n_l / n)",
+        usage="smece.{conf|tl}   e.g. smece.conf")
 def _smooth_ece(ctx, target):
     if target == "tl":
         return smooth_ece.top_label_average(ctx.probs, ctx.labels, smooth_ece.smooth_ece)
