@@ -141,8 +141,18 @@ def test_rank_test_on_a_long_table_and_its_figure(tmp_path):
     assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"]
     assert result.statistic == pytest.approx(12.0)  # perfect agreement: χ²_F = N(k − 1)
     assert result.significant
+    assert result.verdict().startswith(f"Friedman p = {result.p_value:.3g}: significant at α = 0.005; nemenyi CD = ")
     cd_figure(result, tmp_path / "cd.png", "nll")
     assert (tmp_path / "cd.png").read_bytes()[:4] == PNG
+
+
+def test_verdict_says_when_the_methods_are_not_ranked_apart():
+    # 2 sources that disagree: a wins on s0, b on s1 → average ranks tie, χ²_F = 0, p = 1
+    rows = [{"source": s, "method": m, "seed": 0, "metric": "nll", "value": v}
+            for s, values in (("s0", (0.1, 0.2)), ("s1", (0.2, 0.1))) for m, v in zip("ab", values)]
+    result = rank_test(pd.DataFrame(rows), "nll")
+    assert not result.significant
+    assert result.verdict() == "Friedman p = 1: not significant at α = 0.005, the methods are not ranked apart"
 
 
 def test_nemenyi_cliques_are_maximal_runs_within_the_cd():

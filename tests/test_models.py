@@ -7,12 +7,14 @@ import urllib.request
 
 import numpy as np
 import pytest
+import yaml
 
 torch = pytest.importorskip("torch", reason="the model sources need torch: pip install 'calbench[models]'")
 
-from calbench.data import store  # noqa: E402
+from calbench.data import splits, store  # noqa: E402
 from calbench.models import architectures, datasets, jobs, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
+from conftest import REPO  # noqa: E402
 
 TINY_VIT = {"img_size": 8, "patch_size": 4, "in_chans": 1, "depth": 1, "embed_dim": 16, "num_heads": 2}
 
@@ -57,6 +59,30 @@ def test_dump_round_trip_holds_penultimate_activations(tmp_path, model, image_si
     np.testing.assert_allclose(groups["test"]["logits"], readout, rtol=1e-4, atol=1e-4)
     assert np.array_equal(np.sort(groups["test"]["labels"]),
                           np.sort([int(data.splits["test"][i][1]) for i in range(50)]))
+
+
+DEFAULT_SOURCES = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"]
+DEFAULT_TRAINED = sorted(name for name, entry in DEFAULT_SOURCES.items() if entry["type"] == "train")
+
+
+def test_the_default_config_trains_a_torchvision_cnn_and_a_timm_vit():
+    assert {DEFAULT_SOURCES[name]["model"].partition(":")[0] for name in DEFAULT_TRAINED} == {"torchvision", "timm"}
+
+
+@pytest.mark.parametrize("name", DEFAULT_TRAINED)
+def test_default_model_trains_an_epoch_and_dumps_a_held_out_pool_per_seed(tmp_path, name):
+    """Each trained source of config/config.yaml, on a small split for one epoch; its cal + test form `all`."""
+    default = DEFAULT_SOURCES[name]
+    entry = {**default, "sizes": {"train": 100, "cal": 40, "test": 60}, "recipe": {**default["recipe"], "epochs": 1},
+             "split": {"cal_size": 40}}
+    jobs.train_job(name, entry, tmp_path / "model.pt", progress=False)
+    jobs.dump_job(name, entry, tmp_path / "dump.h5", tmp_path / "model.pt", progress=False)
+    assert store.list_groups(tmp_path / "dump.h5") == ["all", "train"]
+    pool = store.read_group(tmp_path / "dump.h5", "all")
+    assert pool["logits"].shape == (100, 10) and pool["embeddings"].shape[0] == 100
+    seed0, seed1 = (splits.load_split(tmp_path / "dump.h5", seed, entry["split"]) for seed in (0, 1))
+    assert len(seed0["cal"]["labels"]) == 40 and len(seed0["test"]["labels"]) == 60
+    assert not np.array_equal(seed0["cal_index"], seed1["cal_index"])  # each seed draws its own calibration set
 
 
 def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypatch):

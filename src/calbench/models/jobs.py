@@ -3,7 +3,8 @@
 ``train_job`` writes ``results/models/{source}/model.pt`` (weights plus the normalisation the model
 was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_job`` writes the
 logits, labels and embeddings of the train, cal and test splits to ``results/dumps/{source}.h5``
-(docs/architecture.md §3). Both run on the GPU when there is one (``device: auto``), else on the CPU.
+(docs/architecture.md §3); with a ``split`` in the source, cal and test go into one held-out pool ``all``
+that every seed re-splits (``calbench.data.splits``), as the KCal paper re-splits its held-out data. Both run on the GPU when there is one (``device: auto``), else on the CPU.
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ def dump_job(source: str, entry: dict, output, weights=None, cache_dir="resource
         groups[split] = {k: np.concatenate(v) for k, v in parts.items()}
         log.info("%s: %d rows, accuracy %.4f", split, len(groups[split]["labels"]),
                  np.mean(groups[split]["logits"].argmax(1) == groups[split]["labels"]))
+    if entry.get("split"):  # one held-out pool, re-split per seed
+        held_out = [groups.pop(split) for split in ("cal", "test")]
+        groups["all"] = {k: np.concatenate([part[k] for part in held_out]) for k in held_out[0]}
     store.write_dump(output, groups, {"source": entry, "source_name": source, "class_names": data.class_names,
                                       "calbench_version": calbench.__version__})
 

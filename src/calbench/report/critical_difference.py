@@ -73,7 +73,16 @@ class RankTest:
     cd: float
     test: str
     alpha: float
+    friedman_alpha: float
     significant: bool
+
+    def verdict(self) -> str:
+        """The test, its α and its outcome in words ("Friedman p = 0.044: not significant at α = 0.005, ...")."""
+        if not self.significant:
+            return (f"Friedman p = {self.p_value:.3g}: not significant at α = {self.friedman_alpha:g}, "
+                    "the methods are not ranked apart")
+        return (f"Friedman p = {self.p_value:.3g}: significant at α = {self.friedman_alpha:g}; {self.test} "
+                f"CD = {self.cd:.2f} at α = {self.alpha:g}: average ranks further apart than the CD differ")
 
 
 def rank_test(long: pd.DataFrame, metric_id: str, test: str = "bonferroni-dunn", alpha: float = 0.05,
@@ -88,7 +97,8 @@ def rank_test(long: pd.DataFrame, metric_id: str, test: str = "bonferroni-dunn",
     statistic, p_value = friedman(ranks.to_numpy())
     n, k = ranks.shape
     return RankTest(metric_id, ranks.mean(axis=0).sort_values(), n, statistic, p_value,
-                    critical_difference(k, n, alpha, test), test, alpha, bool(p_value < friedman_alpha))
+                    critical_difference(k, n, alpha, test), test, alpha, friedman_alpha,
+                    bool(p_value < friedman_alpha))
 
 
 def _cliques(avg: np.ndarray, cd: float) -> list[tuple[int, int]]:
@@ -140,10 +150,8 @@ def cd_figure(result: RankTest | None, path, metric_id: str) -> None:
         return
     k = len(result.average_ranks)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * k + 3), 1.6 + 0.35 * k))
-    verdict = (f"{result.test} CD at α = {result.alpha:g}" if result.significant
-               else "not significant: no post-hoc groups")
-    ax.set_title(f"{metric_id}: N = {result.n} sources, k = {k} methods, Friedman χ²_F = {result.statistic:.2f}, "
-                 f"p = {result.p_value:.3g} ({verdict})", fontsize=9)
+    ax.set_title(f"{metric_id}: N = {result.n} sources, k = {k} methods, Friedman χ²_F = {result.statistic:.2f}\n"
+                 f"{result.verdict()}", fontsize=9)
     draw_cd(ax, result)
     save_figure(fig, path)
 
@@ -159,15 +167,17 @@ def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_c
         if result is not None:
             rows.append({"metric": metric_id, "sources": result.n, "methods": len(result.average_ranks),
                          "friedman_chi2": result.statistic, "p_value": result.p_value, "test": test, "alpha": alpha,
-                         "cd": result.cd, "significant": result.significant,
+                         "cd": result.cd, "significant": result.significant, "verdict": result.verdict(),
                          "average_ranks": "; ".join(f"{m} {r:.2f}" for m, r in result.average_ranks.items())})
     frame = pd.DataFrame(rows, columns=["metric", "sources", "methods", "friedman_chi2", "p_value", "test", "alpha",
-                                        "cd", "significant", "average_ranks"])
+                                        "cd", "significant", "verdict", "average_ranks"])
     write_csv(frame, table_csv)
     lines = [f"### Friedman test over sources, then {test} critical difference (α = {alpha:g}) where "
-             f"p < {friedman_alpha:g}", "", "| metric | N | k | χ²_F | p | CD | average ranks (best first) |",
-             "|---|---|---|---|---|---|---|"]
+             f"p < {friedman_alpha:g}", "",
+             "| metric | N | k | χ²_F | p | CD | outcome | average ranks (best first) |",
+             "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {r['metric']} | {r['sources']} | {r['methods']} | {r['friedman_chi2']:.2f} | {r['p_value']:.3g}"
-              f"{'' if r['significant'] else ' (n.s.)'} | {r['cd']:.2f} | {r['average_ranks']} |" for r in rows]
+              f"{'' if r['significant'] else ' (n.s.)'} | {r['cd']:.2f} | {r['verdict']} | {r['average_ranks']} |"
+              for r in rows]
     write_text_atomic(table_md, "\n".join(lines) + "\n")
 

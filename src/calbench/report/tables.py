@@ -34,27 +34,33 @@ def long_table(metric_files) -> pd.DataFrame:
 def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Mean, std (ddof=0, as the LECE code) and rank tables (rows = sources, columns = methods).
 
+    The std of a cell with one value is NaN: one seed measures no spread.
+
     ``ties="min"`` as the LECE paper's tables; ``"average"`` as the Dirichlet paper's Friedman test.
     """
     family, _ = lookup(metric_id)
     sub = long[long["metric"] == metric_id]
     grouped = sub.groupby(["source", "method"])["value"]
     mean = grouped.mean().unstack("method")
-    std = grouped.std(ddof=0).unstack("method")
+    std = grouped.std(ddof=0).where(grouped.count() > 1).unstack("method")
     shown = (mean * family.scale).round(family.decimals)
     ranks = shown.rank(axis=1, method=ties, ascending=not family.higher_is_better)
     return mean, std, ranks
 
 
 def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
-    """One metric as a Markdown table: ``mean ± std (rank)`` cells and an average-rank row."""
+    """One metric as a Markdown table: ``mean ± std (rank)`` cells and an average-rank row.
+
+    A cell from one value (one seed) shows ``mean (rank)``: no "±", since it measures no spread.
+    """
     family, _ = lookup(metric_id)
     mean, std, ranks = summary(long, metric_id)
     methods = [m for m in (method_order or mean.columns) if m in mean.columns]
     scale, dec = family.scale, family.decimals
     direction = "higher is better" if family.higher_is_better else "lower is better"
     scale_note = f", ×{scale:g}" if scale != 1 else ""
-    lines = [f"### {metric_id}{scale_note} ({direction}; mean ± std over seeds, rank in parentheses)", "",
+    title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; rank in parentheses)"
+    lines = [f"### {title}", "",
              "| source | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
     for source in mean.index:
         cells = []
@@ -62,8 +68,8 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str
             if np.isnan(mean.at[source, m]):
                 cells.append("–")
                 continue
-            cells.append(f"{mean.at[source, m] * scale:.{dec}f} ± {std.at[source, m] * scale:.{dec}f} "
-                         f"({int(ranks.at[source, m])})")
+            spread = "" if np.isnan(std.at[source, m]) else f" ± {std.at[source, m] * scale:.{dec}f}"
+            cells.append(f"{mean.at[source, m] * scale:.{dec}f}{spread} ({int(ranks.at[source, m])})")
         lines.append(f"| {source} | " + " | ".join(cells) + " |")
     avg = ranks[methods].mean(axis=0)
     lines.append("| **average rank** | " + " | ".join(f"**{avg[m]:.1f}**" for m in methods) + " |")
