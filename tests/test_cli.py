@@ -72,7 +72,7 @@ def test_wrong_number_of_classes(fitted, capsys):
 
 
 def test_probabilities_given_to_a_logit_calibrator(fitted, capsys):
-    _apply_fails(fitted, Scores(Z_TEST).probs, capsys, "declare `scores: probs`")
+    _apply_fails(fitted, Scores(Z_TEST).probs, capsys, "fitted on logits: pass the classifier's logits")
 
 
 def test_nan_and_inf_rows(fitted, capsys):

@@ -59,11 +59,12 @@ def write_array(path, array: np.ndarray) -> None:
             np.savetxt(f, array, delimiter=",", fmt="%.17g")
 
 
-def read_scores(path, kind: str, embeddings=None) -> Scores:
-    """Scores from a file of logits or (``kind="probs"``) probabilities, checked against the declared kind."""
+def read_scores(path, kind: str, embeddings=None, fix: str | None = None) -> Scores:
+    """Scores from a file of logits or (``kind="probs"``) probabilities, checked against the declared kind;
+    ``fix`` is the advice given when they do not look like that kind."""
     from calbench.data.importers import convert_scores
 
-    logits = convert_scores(read_array(path), "probs" if kind == "probs" else "logits", str(path))
+    logits = convert_scores(read_array(path), "probs" if kind == "probs" else "logits", str(path), fix)
     return Scores(logits, None if embeddings is None else read_array(embeddings, ("embeddings",)))
 
 
@@ -94,7 +95,8 @@ def cmd_fit(args) -> int:
     from calbench.methods import make
 
     kind = "probs" if args.probs else "logits"
-    scores = read_scores(args.scores, kind, args.embeddings)
+    fix = "drop --probs" if args.probs else "pass --probs so they are fitted as log-probabilities"
+    scores = read_scores(args.scores, kind, args.embeddings, fix)
     labels = read_array(args.labels, ("labels", "y"))
     if labels.ndim == 2 and 1 in labels.shape:
         labels = labels.ravel()
@@ -104,7 +106,7 @@ def cmd_fit(args) -> int:
         if not (args.train_scores and args.train_labels):
             raise ValueError(f"{args.method} learns from the classifier's training split: "
                              "pass --train-scores and --train-labels (and --train-embeddings for kcal)")
-        train = (read_scores(args.train_scores, kind, args.train_embeddings),
+        train = (read_scores(args.train_scores, kind, args.train_embeddings, fix),
                  read_array(args.train_labels, ("labels", "y")).ravel())
     cal.fit(scores, labels, train=train)
     calbench.save(cal, args.output, input_kind=kind)
@@ -121,7 +123,10 @@ def cmd_apply(args) -> int:
         raise ValueError(f"{args.scores}: has {array.shape[1]} columns, but {args.calibrator} was fitted on "
                          f"{header['num_classes']} classes; pass scores of the same classifier")
     cal = load(args.calibrator)
-    scores = read_scores(args.scores, header["input_kind"], args.embeddings)
+    kind = header["input_kind"]
+    scores = read_scores(args.scores, kind, args.embeddings,
+                         f"{args.calibrator} was fitted on {kind}: pass the classifier's {kind}, or refit it "
+                         + ("without" if kind == "probs" else "with") + " `calbench fit --probs`")
     probs = cal.predict_proba(scores)
     write_array(args.output, np.log(probs) if args.log else probs)
     print(f"{header['method']}: calibrated {scores.n} rows -> {args.output}")

@@ -34,18 +34,20 @@ def _load_npy(path) -> np.ndarray:
         raise ValueError(f"{path}: cannot read as .npy ({err})") from None
 
 
-def convert_scores(logits: np.ndarray, declared: str, where: str) -> np.ndarray:
-    """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data."""
+def convert_scores(logits: np.ndarray, declared: str, where: str, fix: str | None = None) -> np.ndarray:
+    """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data. ``fix``
+    replaces the advice that ends a mismatch message (default: the config key to change)."""
     arr = check_logits(logits, name=where)  # numeric, 2-D, finite
     if declared == "probs":
         if not looks_like_probs(arr):
             raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
-                             "(values outside [0, 1] or rows not summing to 1); declare `scores: logits`")
+                             "(values outside [0, 1] or rows not summing to 1); "
+                             + (fix or "declare `scores: logits`"))
         return log_of_probs(arr)
     if declared == "logits":
         if arr.shape[0] > 1 and looks_like_probs(arr):
             raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
-                             "declare `scores: probs` so they are converted to log-probabilities")
+                             + (fix or "declare `scores: probs` so they are converted to log-probabilities"))
         return arr
     raise ValueError(f"{where}: scores must be 'logits' or 'probs', got {declared!r}")
 
