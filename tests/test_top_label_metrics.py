@@ -20,8 +20,8 @@ def test_equals_the_loop_over_predicted_classes(scheme, norm):
         z = np.round(z) if trial % 3 == 0 else z  # tied confidences
         probs = np.exp(z) / np.exp(z).sum(axis=1, keepdims=True)
         labels = rng.integers(0, k, n)
-        loop = top_label_average(probs, labels, lambda c, h: float(binned_ece(c[:, None], h[:, None], n_bins,
-                                                                              scheme, norm)[0]))
+        loop = top_label_average(probs, labels, lambda c, h, b=n_bins: float(binned_ece(c[:, None], h[:, None], b,
+                                                                                   scheme, norm)[0]))
         assert top_label_binned_ece(probs, labels, n_bins, scheme, norm) == pytest.approx(loop, abs=1e-14)
 
 

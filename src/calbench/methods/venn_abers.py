@@ -98,8 +98,9 @@ def merge(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
 class VennAbers(Calibrator):
     """Inductive Venn-Abers predictor per class (one-vs-rest on p̂_j), merged p₁/(1 − p₀ + p₁), normalised."""
 
-    needs_every_class = True  # a class without examples gets p₁ → 0 everywhere: refused as irova
-    _parameter_constraints: dict = {}
+    #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
+    #: No settings, so the inherited empty ``_parameter_constraints``.
+    needs_every_class = True
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         probs = scores.probs
