@@ -1,5 +1,5 @@
 """Venn-Abers (methods/venn_abers.py) against its definition: isotonic regression refitted with the test score
-appended labelled 0 and 1 (Vovk & Petej 2014, §2), here by scikit-learn per test point."""
+appended labelled 0 and 1 (Vovk & Petej 2014), here by scikit-learn per test point."""
 
 import numpy as np
 import pytest

@@ -2,12 +2,12 @@
 
 For class j, the calibration pairs are (p̂_j, 1[y = j]). A test score s is appended to them twice, labelled 0
 and labelled 1, and an isotonic regression is fitted to each augmented set: its value at s is p₀(s) resp.
-p₁(s), with p₀ ≤ p₁. The two are merged into the log-loss-optimal single probability (Vovk & Petej §4,
-Vovk et al. 2015 Eq. 9) p = p₁ / (1 − p₀ + p₁), and the per-class p are normalised to sum to one (the
-one-vs-rest multiclass extension of Manokhin 2017 / Vovk et al.).
+p₁(s), with p₀ ≤ p₁. The two are merged into the log-loss-optimal single probability p = p₁ / (1 − p₀ + p₁)
+(the minimax log-loss merge of Vovk & Petej 2014 and Vovk et al. 2015), and the per-class p are normalised to
+sum to one (the one-vs-rest multiclass extension of Manokhin 2017 / Vovk et al.).
 
-Efficient fit (the IVAP idea of Vovk et al. 2015, §3): with the calibration scores grouped into sorted distinct
-values k₁ < … < k_m, p₁(s) and p₀(s) only depend on where s falls: s = kᵢ gives F₁(i), F₀(i), the isotonic
+Efficient fit (the IVAP speed-up of Vovk et al. 2015, re-derived): with the calibration scores grouped into
+sorted distinct values k₁ < … < k_m, p₁(s) and p₀(s) only depend on where s falls: s = kᵢ gives F₁(i), F₀(i), the isotonic
 fits at group i with the extra point merged into it; kᵢ₋₁ < s < kᵢ gives p₁ = F₁(i) and p₀ = F₀(i − 1) (an
 extra 1 pools rightwards, an extra 0 leftwards; the max–min formula of isotonic regression), and p₀ = 0 below
 k₁, p₁ = 1 above k_m. F₀ and F₁ at every group come from one left-to-right sweep that keeps the pool-adjacent-
@@ -90,7 +90,7 @@ def ivap_predict(knots: np.ndarray, p0_table: np.ndarray, p1_table: np.ndarray, 
 
 
 def merge(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
-    """The log-loss-optimal single probability p₁ / (1 − p₀ + p₁) (Vovk & Petej 2014 §4)."""
+    """The log-loss-optimal single probability p₁ / (1 − p₀ + p₁) (Vovk & Petej 2014)."""
     return p1 / (1.0 - p0 + p1)
 
 
