@@ -23,7 +23,7 @@ from calbench.metrics import evaluate
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "logits"
 MODELS = ["cifar10_resnet-20", "cifar10_vgg19_bn", "cifar100_resnet-20", "cifar100_vgg19_bn"]
 METHODS = ["uncal", "ts", "tva_ts", "vs", "tva_vs", "hist", "tva_hist", "irova", "tva_iso", "svs", "sms",
-           "ms_odir", "dir_odir", "tlhb"]
+           "ms_odir", "dir_odir", "tlhb", "venn_abers"]
 METRICS = ["acc", "nll", "ece.conf.em15.l1", "ece.tl.em15.l1", "smece.conf"]
 
 

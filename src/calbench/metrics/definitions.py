@@ -6,6 +6,7 @@ from calbench.binary import FAMILIES
 from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
 from calbench.metrics.binned import binned_ece, columns
 from calbench.metrics.registry import metric
+from calbench.metrics.top_label import top_label_binned_ece
 
 metric("acc", higher_is_better=True, description="accuracy of the argmax",
        pointwise=lambda ctx: (np.argmax(ctx.probs, axis=1) == ctx.labels).astype(float))(
@@ -38,8 +39,7 @@ def _binned_ece(ctx, target, binning, norm, debiased):
                     "averaged with weights n_l / n",
         usage="ece.tl.{ewN|emN}.{l1|l2}   e.g. ece.tl.em15.l1")
 def _top_label_ece(ctx, scheme, bins, norm):
-    return smooth_ece.top_label_average(ctx.probs, ctx.labels, lambda c, h: float(
-        binned_ece(c[:, None], h[:, None], int(bins), scheme, norm)[0]))
+    return top_label_binned_ece(ctx.probs, ctx.labels, int(bins), scheme, norm)
 
 
 @metric(r"smece\.(?P<target>conf|tl)", scale=100.0, decimals=2,

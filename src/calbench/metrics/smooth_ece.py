@@ -26,7 +26,9 @@ def smooth_ece(scores: np.ndarray, hits: np.ndarray) -> float:
 
 
 def top_label_average(probs: np.ndarray, labels: np.ndarray, error: Callable[[np.ndarray, np.ndarray], float]) -> float:
-    """Σ_l (n_l / n)·error(c, 1[y = l] | ŷ = l): a binary calibration error per predicted class, weighted."""
+    """Σ_l (n_l / n)·error(c, 1[y = l] | ŷ = l): a binary calibration error per predicted class, weighted.
+    A loop over the predicted classes, for errors with no batched form (relplot's smECE); the binned top-label
+    ECE is computed for all classes at once by :mod:`calbench.metrics.top_label`."""
     top = probs.argmax(axis=1)
     conf = probs[np.arange(top.size), top]
     hits = (top == labels).astype(np.float64)

@@ -1,0 +1,128 @@
+"""Inductive Venn-Abers predictors (Vovk & Petej, UAI 2014; Vovk, Petej & Fedorova, NeurIPS 2015), one-vs-rest.
+
+For class j, the calibration pairs are (p̂_j, 1[y = j]). A test score s is appended to them twice, labelled 0
+and labelled 1, and an isotonic regression is fitted to each augmented set: its value at s is p₀(s) resp.
+p₁(s), with p₀ ≤ p₁. The two are merged into the log-loss-optimal single probability p = p₁ / (1 − p₀ + p₁)
+(the minimax log-loss merge of Vovk & Petej 2014 and Vovk et al. 2015), and the per-class p are normalised to
+sum to one (the one-vs-rest multiclass extension of Manokhin 2017 / Vovk et al.).
+
+Efficient fit (the IVAP speed-up of Vovk et al. 2015, re-derived): with the calibration scores grouped into
+sorted distinct values k₁ < … < k_m, p₁(s) and p₀(s) only depend on where s falls: s = kᵢ gives F₁(i), F₀(i), the isotonic
+fits at group i with the extra point merged into it; kᵢ₋₁ < s < kᵢ gives p₁ = F₁(i) and p₀ = F₀(i − 1) (an
+extra 1 pools rightwards, an extra 0 leftwards; the max–min formula of isotonic regression), and p₀ = 0 below
+k₁, p₁ = 1 above k_m. F₀ and F₁ at every group come from one left-to-right sweep that keeps the pool-adjacent-
+violators (PAV) blocks of the prefix (groups < i, a stack) and of the suffix (groups > i, replayed from a
+right-to-left PAV with an undo log): the extra point's block starts as group i and absorbs the adjacent prefix
+and suffix blocks that violate monotonicity (any order of pooling adjacent violators gives the isotonic fit).
+Each test score is then one binary search per class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench.methods.base import Calibrator
+from calbench.methods.ovr import renormalise
+from calbench.methods.registry import register
+from calbench.scores import Scores
+
+
+def _suffix_undo_log(sums: np.ndarray, weights: np.ndarray):
+    """Right-to-left PAV over the groups; the stack of suffix blocks (top = leftmost) and, per group i, the
+    blocks its push popped (to restore the suffix i + 1 state when sweeping left to right). Blocks of equal
+    mean are pooled too, so block means strictly increase and a query absorbs few blocks."""
+    stack_s, stack_w, popped = [], [], []
+    for i in range(sums.size - 1, -1, -1):
+        cur_s, cur_w, gone = float(sums[i]), float(weights[i]), []
+        while stack_s and cur_s * stack_w[-1] >= stack_s[-1] * cur_w:  # mean ≥ the right block's: pool (ties too)
+            gone.append((stack_s.pop(), stack_w.pop()))
+            cur_s, cur_w = cur_s + gone[-1][0], cur_w + gone[-1][1]
+        stack_s.append(cur_s)
+        stack_w.append(cur_w)
+        popped.append(gone)
+    return stack_s, stack_w, popped[::-1]
+
+
+def ivap_fits(sums: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(F₀, F₁) at each group: the isotonic fit at group i of the data (group label ``sums``, counts ``weights``,
+    sorted by score) with one extra point labelled 0 resp. 1 merged into group i."""
+    m = sums.size
+    suf_s, suf_w, popped = _suffix_undo_log(sums, weights)
+    pre_s, pre_w = [], []
+    fits = np.empty((2, m))
+    for i in range(m):
+        suf_s.pop(), suf_w.pop()  # drop group i's block: restore the PAV of groups > i
+        for block_s, block_w in reversed(popped[i]):
+            suf_s.append(block_s)
+            suf_w.append(block_w)
+        for label in (0, 1):
+            cur_s, cur_w = float(sums[i]) + label, float(weights[i]) + 1.0
+            left, right = len(pre_s) - 1, len(suf_s) - 1
+            while True:
+                if left >= 0 and pre_s[left] * cur_w > cur_s * pre_w[left]:
+                    cur_s, cur_w, left = cur_s + pre_s[left], cur_w + pre_w[left], left - 1
+                elif right >= 0 and suf_s[right] * cur_w < cur_s * suf_w[right]:
+                    cur_s, cur_w, right = cur_s + suf_s[right], cur_w + suf_w[right], right - 1
+                else:
+                    break
+            fits[label, i] = cur_s / cur_w
+        cur_s, cur_w = float(sums[i]), float(weights[i])  # group i joins the prefix PAV
+        while pre_s and pre_s[-1] * cur_w >= cur_s * pre_w[-1]:
+            cur_s, cur_w = cur_s + pre_s.pop(), cur_w + pre_w.pop()
+        pre_s.append(cur_s)
+        pre_w.append(cur_w)
+    return fits[0], fits[1]
+
+
+def ivap_table(scores: np.ndarray, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorted distinct calibration scores k and the lookup tables p₀ = [0, F₀(1..m)], p₁ = [F₁(1..m), 1]."""
+    knots, group, counts = np.unique(scores, return_inverse=True, return_counts=True)
+    sums = np.bincount(group.ravel(), weights=hits, minlength=knots.size)
+    f0, f1 = ivap_fits(sums, counts.astype(np.float64))
+    return knots, np.concatenate([[0.0], f0]), np.concatenate([f1, [1.0]])
+
+
+def ivap_predict(knots: np.ndarray, p0_table: np.ndarray, p1_table: np.ndarray, s: np.ndarray):
+    """(p₀(s), p₁(s)) of test scores ``s`` by binary search in the distinct calibration scores."""
+    left = np.searchsorted(knots, s, side="left")
+    equal = (left < knots.size) & (knots[np.minimum(left, knots.size - 1)] == s)
+    return p0_table[left + equal], p1_table[left]
+
+
+def merge(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
+    """The log-loss-optimal single probability p₁ / (1 − p₀ + p₁) (Vovk & Petej 2014)."""
+    return p1 / (1.0 - p0 + p1)
+
+
+@register("venn_abers")
+class VennAbers(Calibrator):
+    """Inductive Venn-Abers predictor per class (one-vs-rest on p̂_j), merged p₁/(1 − p₀ + p₁), normalised."""
+
+    #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
+    #: No settings, so the inherited empty ``_parameter_constraints``.
+    needs_every_class = True
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        probs = scores.probs
+        tables = [ivap_table(probs[:, j], (y == j).astype(np.float64)) for j in range(probs.shape[1])]
+        sizes = [knots.size for knots, _, _ in tables]
+        self.offsets_ = np.concatenate([[0], np.cumsum(sizes)])
+        self.knots_ = np.concatenate([t[0] for t in tables])
+        self.p0_table_ = np.concatenate([t[1] for t in tables])  # m_j + 1 entries per class
+        self.p1_table_ = np.concatenate([t[2] for t in tables])
+
+    def probability_bounds(self, scores) -> tuple[np.ndarray, np.ndarray]:
+        """The Venn-Abers interval (p₀, p₁) of every class of every row, [N, C] each (before merging)."""
+        probs = self._check_scores(scores).probs
+        p0, p1 = np.empty_like(probs), np.empty_like(probs)
+        for j in range(probs.shape[1]):  # one binary search per class: the knots differ between classes
+            lo, hi = self.offsets_[j], self.offsets_[j + 1]
+            tables = self.p0_table_[lo + j:hi + j + 1], self.p1_table_[lo + j:hi + j + 1]
+            p0[:, j], p1[:, j] = ivap_predict(self.knots_[lo:hi], *tables, probs[:, j])
+        return p0, p1
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return renormalise(merge(*self.probability_bounds(scores)))
+
+    def fitted_summary(self) -> dict:
+        return {"distinct_scores_per_class": int(np.median(np.diff(self.offsets_)))}
