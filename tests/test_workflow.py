@@ -55,8 +55,9 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path, ca
     assert abs(yaml.safe_load(attrs["fitted"])["temperature"] - 3.0) < 0.5
     saved = calbench.load(tmp_path / "results/calibrators/planted/uncal+ts/seed1.safetensors")  # usable outside
     test = splits.load_split(tmp_path / "results/dumps/planted.h5", 1, None)["test"]
-    written = store.read_group(tmp_path / "results/calibrated/planted/uncal+ts/seed1.h5", "test")["probs"]
-    np.testing.assert_allclose(saved.predict_proba(test["logits"]), written, rtol=0, atol=1e-12)
+    written = store.read_calibrated(tmp_path / "results/calibrated/planted/uncal+ts/seed1.h5", "test")["probs"]
+    np.testing.assert_allclose(saved.predict_proba(test["logits"]), written, rtol=1e-6, atol=0)  # float32 logs
+    assert set(store.read_group(tmp_path / "results/calibrated/planted/ts/seed0.h5", "cal")) == {"index"}  # issue 12
     assert len(list(tmp_path.glob("results/calibrators/*/*/seed*.safetensors"))) == 12
     assert main(["recommend", str(tmp_path / "results"), "--metric", "nll"]) == 0  # on this finished run
     planted = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("planted:"))
