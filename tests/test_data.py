@@ -218,6 +218,20 @@ def test_imagenet_like_dump_has_a_training_split_and_bad_options_are_named(tmp_p
         build_groups("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5, "n_train": 9}, [0])
 
 
+def test_calibrated_outputs_store_the_calibration_split_only_on_request_and_old_files_stay_readable(tmp_path):
+    """Issue 12 (≤ 120 MB per job): nothing reads cal/logprobs, so they are written only when given."""
+    probs = np.array([[0.2, 0.8], [0.6, 0.4]])
+    store.write_calibrated(tmp_path / "lean.h5", None, probs, [3, 4], [0, 1], [1, 0], {})
+    assert store.read_group(tmp_path / "lean.h5", "cal") == {"index": pytest.approx(np.array([3, 4]))}
+    with pytest.raises(KeyError, match="lean.h5: holds no calibration-split outputs.*keep_cal_outputs=True"):
+        store.read_calibrated(tmp_path / "lean.h5", "cal")
+    store.write_calibrated(tmp_path / "full.h5", probs[::-1], probs, [3, 4], [0, 1], [1, 0], {})
+    np.testing.assert_allclose(store.read_calibrated(tmp_path / "full.h5", "cal")["probs"], probs[::-1], rtol=1e-6)
+    with h5py.File(tmp_path / "old.h5", "w") as f:  # written before the float32 logarithms
+        f["cal/probs"], f["cal/index"], f["test/probs"] = probs, [3, 4], probs
+    np.testing.assert_array_equal(store.read_calibrated(tmp_path / "old.h5", "cal")["probs"], probs)
+
+
 def test_calibrated_outputs_are_float32_log_probabilities_that_leave_the_metrics_unchanged(tmp_path):
     """Issue 12: ≤ 1e-6 on every default metric; exact zeros (isotonic, histogram outputs) survive."""
     from calbench.metrics import evaluate

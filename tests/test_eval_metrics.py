@@ -255,6 +255,45 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
     assert narrow["acc.ci_high"] - narrow["acc.ci_low"] < out["acc.ci_high"] - out["acc.ci_low"]
 
 
+def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing_each_resample(monkeypatch):
+    """Issue 12: binned estimators from the row counts of all resamples at once (equal-width sums chunked
+    over columns with a tiny block; equal-mass from cumulative counts) give the resample loop's values
+    within 1e-8; ties that would make the re-sort's order matter fall back to the loop."""
+    from calbench.metrics import binned
+    from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices
+    from calbench.metrics.registry import MetricContext, lookup
+
+    monkeypatch.setattr(binned, "RESAMPLE_COLUMN_BLOCK", 3)  # 4 classes: two blocks
+    probs, labels = calibrated(300, classes=4, seed=11)
+    probs[:20], labels[:20] = probs[0], labels[0]  # tied rows (same scores and hits)
+    ids = ["ece.conf.ew15.l1", "ece.cw.ew10.l2", "ece.cw.ew7.l1.debiased", "ece.conf.ew5.l2.debiased",
+           "mce.conf.ew15", "ece.conf.em10.l1", "ece.cw.em15.l1", "ece.conf.em7.l2.debiased", "mce.conf.em6",
+           "ece.conf.cv.l1"]
+    ctx = MetricContext(probs, labels, seed=3)
+    families = [(m, *lookup(m)) for m in ids]
+    estimates = {m: f.function(ctx, **g) for m, f, g in families}
+    fast = bootstrap_intervals(ctx, families, estimates, 40, 0.9, "percentile")
+    loop = [[f.function(MetricContext(probs[i], labels[i]), **g) for _, f, g in families]
+            for i in resample_indices(300, 40, 3)]
+    for metric_id, column in zip(ids, np.array(loop).T):
+        low, high = np.quantile(column, [0.05, 0.95])
+        assert fast[f"{metric_id}.ci_low"] == pytest.approx(low, abs=1e-8), metric_id
+        assert fast[f"{metric_id}.ci_high"] == pytest.approx(high, abs=1e-8), metric_id
+    counts = np.bincount(resample_indices(300, 40, 3)[5], minlength=300)[None]
+    family, groups = lookup("ece.cw.ew10.l2")
+    np.testing.assert_allclose(family.resampled(ctx, counts, **groups), loop[5][1], rtol=0, atol=1e-8)
+    family, groups = lookup("ece.cw.em15.l1")
+    np.testing.assert_allclose(family.resampled(ctx, counts, **groups), loop[5][6], rtol=0, atol=1e-8)
+    assert lookup("ece.conf.cv.l1")[0].resampled(ctx, counts, **lookup("ece.conf.cv.l1")[1]) is None
+    labels[1] = (labels[0] + 1) % 4  # rows 0 and 1: same scores, different hits → the re-sort's tie order matters
+    tied = MetricContext(probs, labels, seed=3)
+    assert family.resampled(tied, counts, **groups) is None
+    ties = bootstrap_intervals(tied, [("ece.cw.em15.l1", family, groups)], {"ece.cw.em15.l1": 0.0}, 40, 0.9,
+                               "percentile")
+    loop = [family.function(MetricContext(probs[i], labels[i]), **groups) for i in resample_indices(300, 40, 3)]
+    assert ties["ece.cw.em15.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
+
+
 def test_mce_is_the_largest_bin_gap():
     probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.55, 0.45]])
     labels = np.array([0, 1, 0, 0])

@@ -56,11 +56,13 @@ def _scores(part: dict) -> Scores:
 
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
-                  calibrator_output=None, input_kind: str = "logits") -> None:
-    """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict cal and test.
+                  calibrator_output=None, input_kind: str = "logits", keep_cal_outputs: bool = False) -> None:
+    """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
     ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
-    ``input_kind`` (the source's declared ``scores``: logits or probs).
+    ``input_kind`` (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict
+    and store the calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at
+    1,000 classes × 25,000 rows).
     """
     data = splits.load_split(dump, seed, split)
     estimator = build_method(method, settings, seed)
@@ -79,7 +81,7 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     start = time.perf_counter()
     test_probs = estimator.predict_proba(test)
     predict_seconds = time.perf_counter() - start
-    cal_probs = estimator.predict_proba(cal)
+    cal_probs = estimator.predict_proba(cal) if keep_cal_outputs else None
     log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
     if calibrator_output is not None:
         calbench.save(estimator, calibrator_output, input_kind=input_kind)

@@ -107,14 +107,17 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
 
 
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
-    """The calibrate stage's output: in-sample and test probabilities, indices, labels, attributes.
+    """The calibrate stage's output: test probabilities, split indices, test labels, attributes, and the
+    in-sample (calibration split) probabilities only where ``cal_probs`` is given (nothing in calbench
+    reads them; ``calibrate_job(keep_cal_outputs=True)`` asks for them).
 
-    Probabilities are stored as float32 natural logarithms (``cal/logprobs``, ``test/logprobs``; an
+    Probabilities are stored as float32 natural logarithms (``test/logprobs``, ``cal/logprobs``; an
     exact 0 is −inf), compressed: at 1,000 classes × 25,000 rows that is about 77 MB per split
     instead of 200 MB of float64, and it moves no default metric by more than 1e-8 (docs/runtime.md).
     """
     with atomic_path(path) as tmp, h5py.File(tmp, "w", locking=False) as f:
-        _create(f, "cal/logprobs", _log32(cal_probs))
+        if cal_probs is not None:
+            _create(f, "cal/logprobs", _log32(cal_probs))
         _create(f, "cal/index", np.asarray(cal_index, dtype=np.int64))
         _create(f, "test/logprobs", _log32(test_probs))
         _create(f, "test/index", np.asarray(test_index, dtype=np.int64))
@@ -130,8 +133,12 @@ def _log32(probs) -> np.ndarray:
 
 def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (from ``logprobs``,
-    or a ``probs`` dataset written before they were stored as logarithms)."""
+    or a ``probs`` dataset written before they were stored as logarithms). Files written without the
+    in-sample outputs have no ``cal`` probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
+    if part == "cal" and not {"logprobs", "probs"} & set(arrays):
+        raise KeyError(f"{path}: holds no calibration-split outputs (cal/logprobs); they are stored only on "
+                       "request: rerun calibrate_job with keep_cal_outputs=True")
     if "logprobs" in arrays:
         arrays["probs"] = np.exp(arrays.pop("logprobs").astype(np.float64))
     return arrays

@@ -22,11 +22,12 @@ M = 1 column of top probabilities and correctness; classwise: column j = (p̂_j,
 from __future__ import annotations
 
 import numpy as np
+from scipy import sparse
 from scipy.special import ndtr
 from calbench.folds import kfold_splits
 
 from calbench.binary.piecewise import prefer_fewer
-from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
+from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes, equal_width_bins
 
 MAX_CV_BINS = 40
 CV_FOLDS = 10
@@ -39,6 +40,71 @@ def bin_stats(scores: np.ndarray, hits: np.ndarray, n_bins: int, scheme: str):
     counts, s_sum, h_sum = bin_sums(bins, n_bins, scores, hits)
     safe = np.maximum(counts, 1)
     return counts, s_sum / safe, h_sum / safe
+
+
+#: Columns whose resample sums are made at once by :func:`equal_width_stats_resampled` (bounds its memory).
+RESAMPLE_COLUMN_BLOCK = 64
+
+
+def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
+    """:func:`bin_stats` with equal-width bins on R bootstrap resamples given as row counts ``[R, N]``.
+
+    The edges are fixed, so each row's bin is the same on every resample and a resample's per-bin count
+    and sums are its row counts times the rows' bin indicators: one sparse product per statistic and
+    block of columns instead of R re-binnings. Returns arrays [R, M, n_bins].
+    """
+    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
+    n, m = scores.shape
+    weights_t = np.ascontiguousarray(np.asarray(counts, dtype=np.float64).T)  # [N, R]
+    out = np.empty((3, counts.shape[0], m, n_bins))
+    for start in range(0, m, RESAMPLE_COLUMN_BLOCK):
+        cols = slice(start, min(start + RESAMPLE_COLUMN_BLOCK, m))
+        width = cols.stop - start
+        slot = (equal_width_bins(scores[:, cols], n_bins) + n_bins * np.arange(width)).ravel()
+        rows = np.repeat(np.arange(n), width)
+        for k, data in enumerate((np.ones(n * width), scores[:, cols].ravel(), hits[:, cols].ravel())):
+            indicator = sparse.csr_matrix((data, (slot, rows)), shape=(width * n_bins, n))
+            out[k, :, cols] = (indicator @ weights_t).T.reshape(-1, width, n_bins)
+    totals, s_sum, h_sum = out
+    safe = np.maximum(totals, 1)
+    return totals, s_sum / safe, h_sum / safe
+
+
+def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
+    """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]``, or
+    None where that would not be exact.
+
+    A resample's sorted values are the rows in sorted order, row i repeated ``counts[r, i]`` times, so its
+    equal-mass bin b holds the ranks [e_b, e_{b+1}) (:func:`equal_mass_sizes` of N) and its sums are
+    differences of F(e) = Σ_i v_i · clip(e − start_i, 0, counts_i) over the cumulative counts. The
+    re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on it
+    unless rows with the same score but different hits exist, and then this returns None (recompute).
+    Returns arrays [R, M, n_bins].
+    """
+    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
+    n, m = scores.shape
+    order = np.argsort(scores, axis=0, kind="stable")
+    s_sorted, h_sorted = np.take_along_axis(scores, order, 0), np.take_along_axis(hits, order, 0)
+    if np.any((s_sorted[1:] == s_sorted[:-1]) & (h_sorted[1:] != h_sorted[:-1])):
+        return None
+    resamples = counts.shape[0]
+    edges = np.concatenate([[0], np.cumsum(equal_mass_sizes(n, n_bins))])  # ranks, same n on each resample
+    out = np.empty((3, resamples, m, n_bins))
+    shift = (n + 1) * np.arange(resamples)[:, None]
+    for j in range(m):  # per column: R × N work, the loop adds nothing beside it
+        w = counts[:, order[:, j]].astype(np.float64)
+        ends = np.cumsum(w, axis=1)
+        at = np.searchsorted((ends + shift).ravel(), (edges[None, 1:-1] + shift).ravel(), side="right")
+        row, col = np.divmod(at, n)  # the (resample, sorted row) holding each inner edge's rank
+        into = np.tile(edges[1:-1], resamples) - (ends[row, col] - w[row, col])  # ranks of that row before the edge
+        for k, values in enumerate((np.ones(n), s_sorted[:, j], h_sorted[:, j])):
+            prefix = np.cumsum(w * values, axis=1)
+            below = (prefix[row, col] - (w[row, col] - into) * values[col]).reshape(resamples, n_bins - 1)
+            upto = np.concatenate([np.zeros((resamples, 1)), below, prefix[:, -1:]], axis=1)
+            out[k, :, j] = np.diff(upto, axis=1)
+    totals, s_sum, h_sum = out
+    safe = np.maximum(totals, 1)
+    return totals, s_sum / safe, h_sum / safe
 
 
 def folded_normal_mean(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:

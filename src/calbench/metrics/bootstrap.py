@@ -3,8 +3,10 @@
 R resamples of the n test instances are drawn with replacement (seeded from the metric context's
 seed, shared by all metrics so intervals of different metrics come from the same resamples). A
 metric that registers ``pointwise`` (its value is the mean of per-instance terms: accuracy, NLL,
-Brier, ECE gain) is bootstrapped as one matrix product of resample counts with those terms;
-other metrics are recomputed on each resample (cost × R: keep R small for the fit-on-test PL/PL3
+Brier, ECE gain) is bootstrapped as one matrix product of resample counts with those terms; one
+that registers ``resampled`` (equal-width binned ECE and MCE: fixed edges, so a resample's bin sums are
+its row counts times the rows' bin indicators) is computed from the counts of all resamples at once;
+other metrics (equal-mass and CV bins, whose edges move with the resample, kernels, fits) are recomputed on each resample (cost × R: keep R small for the fit-on-test PL/PL3
 estimators and the p-ECE test). With q_lo, q_hi the (1 ∓ level)/2 quantiles of the R values:
 
 * ``basic`` (default): [2θ̂ − q_hi, 2θ̂ − q_lo], the pivotal interval. It corrects for the
@@ -43,13 +45,15 @@ def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples
                          f"got {resamples}, {level}, {method!r}")
     n = ctx.labels.size
     idx = resample_indices(n, resamples, ctx.seed)
-    values = {}
-    pointwise = [(m, f) for m, f, _ in families if f.pointwise is not None]
-    if pointwise:
-        rows = np.repeat(np.arange(resamples), n)
-        counts = np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
-        values.update((m, counts @ f.pointwise(ctx) / n) for m, f in pointwise)
-    others = [(m, f, g) for m, f, g in families if f.pointwise is None]
+    rows = np.repeat(np.arange(resamples), n)
+    counts = np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+    values = {m: counts @ f.pointwise(ctx) / n for m, f, _ in families if f.pointwise is not None}
+    for metric_id, family, groups in families:
+        if family.pointwise is None and family.resampled is not None:
+            from_counts = family.resampled(ctx, counts, **groups)
+            if from_counts is not None:
+                values[metric_id] = from_counts
+    others = [(m, f, g) for m, f, g in families if m not in values]
     if others:  # one resampled copy of the arrays per resample serves every metric
         per_resample = []
         for i in idx:

@@ -4,7 +4,8 @@ import numpy as np
 
 from calbench.binary import FAMILIES
 from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
-from calbench.metrics.binned import binned_ece, columns
+from calbench.metrics.binned import (binned_ece, columns, ece_from_stats, equal_mass_stats_resampled,
+                                    equal_width_stats_resampled)
 from calbench.metrics.registry import metric
 from calbench.metrics.top_label import top_label_binned_ece
 
@@ -22,12 +23,28 @@ metric("brier\\.top", decimals=4, description="binary Brier score of the top-lab
     lambda ctx: proper.brier_top(ctx.probs, ctx.labels))
 
 
+def _binned_stats_resampled(scores, hits, scheme, bins, counts):
+    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each)."""
+    if scheme == "ew":
+        return equal_width_stats_resampled(scores, hits, bins, counts)
+    return equal_mass_stats_resampled(scores, hits, bins, counts)
+
+
+def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
+    """Binned ECE on bootstrap resamples from their row counts; None for CV-chosen bins."""
+    if binning.endswith("cv"):
+        return None
+    stats = _binned_stats_resampled(*columns(ctx.probs, ctx.labels, target), binning[:2], int(binning[2:]), counts)
+    return None if stats is None else np.mean(ece_from_stats(*stats, norm, bool(debiased)), axis=-1)
+
+
 @metric(r"ece\.(?P<target>conf|cw)\.(?P<binning>(?:ew|em)(?:[1-9][0-9]*|cv)|cv)\.(?P<norm>l1|l2)"
         r"(?P<debiased>\.debiased)?", scale=100.0, decimals=2,
         usage="ece.{conf|cw}.{ewN|emN|ewcv|emcv|cv}.{l1|l2}[.debiased]   e.g. ece.conf.ew15.l1",
         description="binned ECE: target conf|cw, equal-width|equal-mass bins (a count, or cv = chosen by "
                     "10-fold CV as in the fit-on-test paper §4.6; bare cv = emcv), l1|l2 norm, optional "
-                    ".debiased (fit-on-test App. C.5 for l1, Kumar et al. 2019 for l2)")
+                    ".debiased (fit-on-test App. C.5 for l1, Kumar et al. 2019 for l2)",
+        resampled=_binned_ece_resampled)
 def _binned_ece(ctx, target, binning, norm, debiased):
     scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
     scores, hits = columns(ctx.probs, ctx.labels, target)
@@ -116,9 +133,15 @@ def _p_ece(ctx, target, scheme, bins):
                                            seed=ctx.seed)
 
 
+def _mce_resampled(ctx, counts, scheme, bins):
+    """MCE on bootstrap resamples from their row counts, or None (recompute each)."""
+    stats = _binned_stats_resampled(*columns(ctx.probs, ctx.labels, "conf"), scheme, int(bins), counts)
+    return None if stats is None else ece.mce_from_stats(*stats)[:, 0]
+
+
 @metric(r"mce\.conf\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)", scale=100.0, decimals=2,
         usage="mce.conf.{ewN|emN}   e.g. mce.conf.ew15",
-        description="maximum calibration error over confidence bins")
+        description="maximum calibration error over confidence bins", resampled=_mce_resampled)
 def _mce(ctx, scheme, bins):
     return ece.confidence_mce(ctx.probs, ctx.labels, int(bins), scheme)
 

@@ -35,5 +35,9 @@ def classwise_ece(probs, labels, n_bins: int = 15, scheme: str = "em", norm: str
 
 def confidence_mce(probs, labels, n_bins: int = 15, scheme: str = "ew") -> float:
     """Maximum calibration error over the non-empty confidence bins."""
-    counts, mean_score, mean_hit = bin_stats(*confidence_columns(probs, labels), n_bins, scheme)
-    return float(np.max(np.abs(mean_hit - mean_score)[counts > 0], initial=0.0))
+    return float(mce_from_stats(*bin_stats(*confidence_columns(probs, labels), n_bins, scheme))[0])
+
+
+def mce_from_stats(counts, mean_score, mean_hit) -> np.ndarray:
+    """Largest |ȳ_k − p̄_k| over the non-empty bins (last axis), 0 where every bin is empty."""
+    return np.max(np.where(counts > 0, np.abs(mean_hit - mean_score), 0.0), axis=-1)

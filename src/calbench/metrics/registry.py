@@ -41,6 +41,9 @@ class MetricFamily:
     usage: str = ""
     #: Optional ``pointwise(ctx) -> [N]`` whose mean is the metric; lets the bootstrap run as one matrix product.
     pointwise: Callable[..., np.ndarray] | None = None
+    #: Optional ``resampled(ctx, counts, **groups) -> [R]``: the metric on R bootstrap resamples given as row
+    #: counts ``[R, N]``, exactly, without re-evaluating; returns None for the ids it has no such form for.
+    resampled: Callable[..., np.ndarray | None] | None = None
 
 
 _FAMILIES: list[MetricFamily] = []
