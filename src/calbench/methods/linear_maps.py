@@ -277,7 +277,9 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
     """Truncated Newton for a full map (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by
     conjugate gradients with exact Hessian-vector products (:func:`hessian_vector`) to a relative residual
     min(0.5, √‖g‖), preconditioned by the inverse of :func:`hessian_blocks` at the fit's start; then Armijo
-    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1)."""
+    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1).
+    Each Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter``
+    products and steps in all, the work bound of as many L-BFGS iterations."""
     n, k = x.shape
     theta = pack(weights, intercept, False)
     value, grad = objective(theta, x, y, penalty, False)
@@ -289,15 +291,16 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
         out = np.einsum("ars,as->ar", inverse_blocks, rows)
         return np.concatenate([out[:, :k].ravel(), out[:, k]])
 
-    converged, steps = False, 0
-    for steps in range(max_iter + 1):
+    converged, used = False, 0
+    while True:
         probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
         step, residual = np.zeros_like(grad), -grad
         z = precondition(residual)
         direction, rz = z.copy(), float(residual @ z)
         target = min(0.5, np.sqrt(np.linalg.norm(grad))) * np.linalg.norm(grad)
-        for _ in range(theta.size):
+        for _ in range(min(theta.size, max(max_iter - used, 1))):
             h_dir = hessian_vector(x, probs, penalty, direction)
+            used += 1
             curvature = float(direction @ h_dir)
             if curvature <= 0:  # flat direction (the softmax's shift invariance): take the step so far
                 break
@@ -309,13 +312,16 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
             z = precondition(residual)
             rz, rz_old = float(residual @ z), rz
             direction = z + (rz / rz_old) * direction
+        if used >= max_iter:  # the budget ended inside CG: the step (and its decrement) is incomplete
+            break
         if not step.any():
             step = -precondition(grad)
         decrease = -float(grad @ step)
         if decrease / 2 <= tol * max(abs(value), 1.0):
             converged = True
             break
-        if steps == max_iter:
+        used += 1
+        if used >= max_iter:
             break
         t = 1.0
         while True:
@@ -328,7 +334,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
             break
         theta, value, grad = theta + t * step, new_value, new_grad
     weights, intercept = unpack(theta, k, False)
-    return weights, intercept, {"iterations": steps, "converged": converged, "loss": float(value)}
+    return weights, intercept, {"iterations": used, "converged": converged, "loss": float(value)}
 
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
