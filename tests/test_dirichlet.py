@@ -8,8 +8,8 @@ from scipy.special import softmax
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, authors_odir_grid, coarse_odir_grid, fit_affine_softmax, hessian,
-                                          l2_penalty, objective, odir_penalty, unpack, warm_start_order)
+from calbench.methods.linear_maps import (Penalty, affine_logits, authors_odir_grid, coarse_odir_grid,
+                                          fit_affine_softmax, hessian, hessian_blocks, hessian_vector, l2_penalty, objective, odir_penalty, unpack, warm_start_order)
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -69,6 +69,7 @@ def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch
 
     if solver == "lbfgs":
         monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+        monkeypatch.setattr(linear_maps, "NEWTON_CG_MAX_CLASSES", 0)
     logits, y = _toy()
     x, penalty = Scores(logits).log_probs, odir_penalty(1.0, 1.0, 4)
     w, b, info = fit_affine_softmax(x, y, penalty, diagonal=False)
@@ -124,12 +125,49 @@ def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
     monkeypatch.setattr(linear_maps, "NEWTON_AFTER", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
     monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(linear_maps, "NEWTON_CG_MAX_CLASSES", 0)
     w_lbfgs, b_lbfgs, info_lbfgs = fit_affine_softmax(x, y, penalty, diagonal)
     assert info_newton["solver"] == "lbfgs+newton" and info_lbfgs["solver"] == "lbfgs"
     assert info_newton["converged"] and info_newton["iterations"] < 12
     assert info_newton["loss"] == pytest.approx(info_lbfgs["loss"], abs=1e-9)
     np.testing.assert_allclose(w_newton, w_lbfgs, atol=1e-3)
     np.testing.assert_allclose(b_newton, b_lbfgs, atol=1e-3)
+
+
+@pytest.mark.parametrize("penalty", [odir_penalty(2.0, 3.0, 4), l2_penalty(1.5, 4)])
+def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
+    """Truncated Newton's pieces: H v and H's per-class diagonal blocks equal :func:`hessian`'s (also when
+    the blocks are computed one class at a time)."""
+    rng = np.random.default_rng(3)
+    x, k = rng.normal(size=(60, 4)), 4
+    theta, v = 0.3 * rng.normal(size=20), rng.normal(size=20)
+    exact = hessian(x, *unpack(theta, k, False), penalty, False)
+    probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
+    np.testing.assert_allclose(hessian_vector(x, probs, penalty, v), exact @ v, rtol=1e-12, atol=1e-13)
+    for chunk_bytes in (2**26, 1):
+        blocks = hessian_blocks(x, probs, penalty, chunk_bytes=chunk_bytes)
+        for a in range(k):
+            index = np.r_[a * k:(a + 1) * k, k * k + a]  # class a's row of W, then b_a
+            np.testing.assert_allclose(blocks[a], exact[np.ix_(index, index)], rtol=1e-12, atol=1e-13)
+
+
+@pytest.mark.parametrize("features", ["log_probs", "logits"])
+def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
+    """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
+    the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls."""
+    import calbench.methods.linear_maps as linear_maps
+
+    logits, y = _toy(n=800, k=6)
+    x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
+    w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
+    monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(linear_maps, "NEWTON_CG_AFTER", 2)
+    w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False)
+    assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
+    assert info_cg["converged"]
+    assert info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_cg, b_cg, False), axis=1),
+                               softmax(affine_logits(x, w_newton, b_newton, False), axis=1), atol=1e-6)
 
 
 def test_canonical_conversion_round_trip():

@@ -13,7 +13,9 @@ penalty (docs/methods_parametric.md):
 (ODIR), λ_paper = k(k+1)·λ_code (L2). Fitting is in float64 with the analytic gradient, started from the
 identity map (W = I, b = 0) or from a given warm start, and deterministic: full-batch Jacobi-preconditioned
 L-BFGS, finished by Newton's method with the exact Hessian where θ has at most :data:`NEWTON_MAX_PARAMS`
-entries (full maps up to 16 classes, diagonal ones up to 150). No n × k × k array is ever formed.
+entries (full maps up to 16 classes, diagonal ones up to 150), and for larger full maps up to
+:data:`NEWTON_CG_MAX_CLASSES` classes by truncated Newton with exact Hessian-vector products. No n × k × k
+array is ever formed.
 """
 
 from __future__ import annotations
@@ -38,6 +40,13 @@ REG_SCALES = ("paper", "code")
 # dir_odir on VGG-19 38.8 (L-BFGS only), 7.7 (Newton only), 6.1 (this); ms_odir on ResNet-20 5.7, 7.5, 5.1.
 NEWTON_MAX_PARAMS = 300
 NEWTON_AFTER = 10
+# Larger full maps of up to NEWTON_CG_MAX_CLASSES classes are finished by truncated Newton (:func:`_newton_cg`):
+# its preconditioner holds k blocks of (k + 1)² entries (8 MB at 100 classes, 65 MB at 200). On the weakest
+# ODIR penalty of the default grid (one CIFAR-100 fold, λ_code = 0.01) it needs ~150 Hessian-vector products
+# where Jacobi-preconditioned L-BFGS needed ~420 iterations, and ~680 without the block preconditioner.
+NEWTON_CG_MAX_CLASSES = 200
+# It starts after NEWTON_CG_AFTER L-BFGS iterations: cheaper than its preconditioner for the fits that converge sooner.
+NEWTON_CG_AFTER = 50
 
 
 class NotConvergedWarning(RuntimeWarning):
@@ -235,6 +244,99 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
     return weights, intercept, {"iterations": steps, "converged": converged, "loss": float(value)}
 
 
+def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_bytes: int = 2**26) -> np.ndarray:
+    """The Hessian's k diagonal blocks of a full map at class probabilities ``probs``: block a, over class a's
+    parameters (w_a1 … w_ak, b_a), is mean pₐ(1 − pₐ) x̃ x̃ᵀ with x̃ = (x, 1), plus the penalty's curvature.
+    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time."""
+    n, k = x.shape
+    xt = np.hstack([x, np.ones((n, 1))])
+    weights = probs * (1.0 - probs)
+    blocks = np.empty((k, k + 1, k + 1))
+    step = max(1, chunk_bytes // (8 * n * (k + 1)))
+    for first in range(0, k, step):
+        part = weights[:, first:first + step]
+        scaled = (part[:, :, None] * xt[:, None, :]).reshape(n, -1)
+        blocks[first:first + step] = (scaled.T @ xt).reshape(part.shape[1], k + 1, k + 1) / n
+    pen_w, pen_b = penalty.curvature(k)
+    blocks[:, np.arange(k + 1), np.arange(k + 1)] += np.hstack([pen_w, pen_b[:, None]])
+    return blocks
+
+
+def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.ndarray) -> np.ndarray:
+    """H v for a full map (θ's layout) at class probabilities ``probs``: with scores' change dz = V x + c,
+    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v."""
+    n, k = x.shape
+    weights, intercept = unpack(v, k, False)
+    dz = affine_logits(x, weights, intercept, False)
+    r = probs * (dz - np.sum(probs * dz, axis=1, keepdims=True))
+    pen_w, pen_b = penalty.curvature(k)
+    return np.concatenate([(r.T @ x / n).ravel(), r.sum(axis=0) / n]) + pack(pen_w, pen_b, False) * v
+
+
+def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
+    """Truncated Newton for a full map (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by
+    conjugate gradients with exact Hessian-vector products (:func:`hessian_vector`) to a relative residual
+    min(0.5, √‖g‖), preconditioned by the inverse of :func:`hessian_blocks` at the fit's start; then Armijo
+    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1).
+    Each Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter``
+    products and steps in all, the work bound of as many L-BFGS iterations."""
+    n, k = x.shape
+    theta = pack(weights, intercept, False)
+    value, grad = objective(theta, x, y, penalty, False)
+    inverse_blocks = np.linalg.inv(hessian_blocks(x, softmax(affine_logits(x, weights, intercept, False), axis=1),
+                                                  penalty))
+
+    def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
+        rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
+        out = np.einsum("ars,as->ar", inverse_blocks, rows)
+        return np.concatenate([out[:, :k].ravel(), out[:, k]])
+
+    converged, used = False, 0
+    while True:
+        probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
+        step, residual = np.zeros_like(grad), -grad
+        z = precondition(residual)
+        direction, rz = z.copy(), float(residual @ z)
+        target = min(0.5, np.sqrt(np.linalg.norm(grad))) * np.linalg.norm(grad)
+        for _ in range(min(theta.size, max(max_iter - used, 1))):
+            h_dir = hessian_vector(x, probs, penalty, direction)
+            used += 1
+            curvature = float(direction @ h_dir)
+            if curvature <= 0:  # flat direction (the softmax's shift invariance): take the step so far
+                break
+            alpha = rz / curvature
+            step += alpha * direction
+            residual -= alpha * h_dir
+            if np.linalg.norm(residual) <= target:
+                break
+            z = precondition(residual)
+            rz, rz_old = float(residual @ z), rz
+            direction = z + (rz / rz_old) * direction
+        if used >= max_iter:  # the budget ended inside CG: the step (and its decrement) is incomplete
+            break
+        if not step.any():
+            step = -precondition(grad)
+        decrease = -float(grad @ step)
+        if decrease / 2 <= tol * max(abs(value), 1.0):
+            converged = True
+            break
+        used += 1
+        if used >= max_iter:
+            break
+        t = 1.0
+        while True:
+            new_value, new_grad = objective(theta + t * step, x, y, penalty, False)
+            if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
+                break
+            t /= 2
+        if new_value > value:  # no descent even at a tiny step: rounding level reached
+            converged = decrease < 1e-8 * max(abs(value), 1.0)
+            break
+        theta, value, grad = theta + t * step, new_value, new_grad
+    weights, intercept = unpack(theta, k, False)
+    return weights, intercept, {"iterations": used, "converged": converged, "loss": float(value)}
+
+
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
                        max_iter: int = 1000, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
@@ -243,19 +345,23 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     not converged within :data:`NEWTON_AFTER` iterations, Newton's method (:func:`_newton`) finishes from
     where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
     iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
-    hundreds. At most ``max_iter`` iterations in all. Returns (W, b, info) with
+    hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
+    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`). At most
+    ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
     info = {"iterations", "converged", "loss", "solver"}.
     """
     k = x.shape[1]
     weights, intercept = init if init is not None else (np.eye(k), np.zeros(k))
     small = (k if diagonal else k * k) + k <= NEWTON_MAX_PARAMS
-    weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept,
-                                      min(max_iter, NEWTON_AFTER) if small else max_iter, tol)
+    finisher = _newton if small else _newton_cg if not diagonal and k <= NEWTON_CG_MAX_CLASSES else None
+    first = NEWTON_AFTER if finisher is _newton else NEWTON_CG_AFTER if finisher else max_iter
+    weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
     info["solver"] = "lbfgs"
-    if small and not info["converged"] and info["iterations"] < max_iter:
-        weights, intercept, newton = _newton(x, y, penalty, diagonal, weights, intercept,
-                                             max_iter - info["iterations"], tol)
-        info = {**newton, "iterations": info["iterations"] + newton["iterations"], "solver": "lbfgs+newton"}
+    if finisher and not info["converged"] and info["iterations"] < max_iter:
+        args = (x, y, penalty) + ((diagonal,) if finisher is _newton else ())
+        weights, intercept, newton = finisher(*args, weights, intercept, max_iter - info["iterations"], tol)
+        info = {**newton, "iterations": info["iterations"] + newton["iterations"],
+                "solver": "lbfgs+newton" if finisher is _newton else "lbfgs+newton-cg"}
     return weights, intercept, info
 
 
