@@ -24,7 +24,7 @@ test: $(STAMP)  ## the whole test suite
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json
-	$(PY) -m calbench.bench --out results/bench/bench.json
+	$(PY) -m calbench.perf --out results/bench/bench.json
 
 report: $(STAMP)  ## HTML report of the last run
 	$(VENV)/bin/snakemake --cores 1 --report results/report.html

@@ -16,7 +16,7 @@ from calbench.metrics.consistency import p_value
 from calbench.metrics.kcal import adaptive_bins, kcal_threshold
 from calbench.metrics.kde_ece import kde_ece
 from calbench.metrics.kernel_ce import skce_ul, skce_uq
-from calbench.binary.piecewise import prefer_fewer
+from calbench.maps1d.piecewise import prefer_fewer
 from conftest import shared_data
 
 

@@ -1,12 +1,12 @@
 # Metrics of each calibrated output (one flat JSON per source, method and seed).
-import calbench.binary as _calbench_binary  # the fit-on-test estimators' calibration maps
+import calbench.maps1d as _calbench_maps1d  # the fit-on-test estimators' calibration maps
 
 
 rule evaluate:
     input:
         calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
         dump="results/dumps/{source}.h5",
-        code=package_files(_calbench_metrics) + package_files(_calbench_binary),
+        code=package_files(_calbench_metrics) + package_files(_calbench_maps1d),
     output:
         "results/metrics/{source}/{method}/seed{seed}.json",
     params:

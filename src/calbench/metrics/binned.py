@@ -25,7 +25,7 @@ import numpy as np
 from scipy.special import ndtr
 from calbench.folds import kfold_splits
 
-from calbench.binary.piecewise import prefer_fewer
+from calbench.maps1d.piecewise import prefer_fewer
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 
 MAX_CV_BINS = 40

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from calbench.binary import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
+from calbench.maps1d import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
 from calbench.metrics import evaluate

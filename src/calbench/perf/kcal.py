@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 
-from calbench.bench import benchmark, timed
+from calbench.perf import benchmark, timed
 from calbench.methods import make
 from calbench.scores import Scores
 

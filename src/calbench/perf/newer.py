@@ -8,7 +8,7 @@ import time
 import numpy as np
 from scipy.special import softmax
 
-from calbench.bench import benchmark
+from calbench.perf import benchmark
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
 

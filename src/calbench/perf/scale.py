@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from calbench.bench import benchmark
+from calbench.perf import benchmark
 
 N_CAL = N_TEST = 25_000
 CLASSES, DIM = 1000, 768

@@ -3,8 +3,8 @@
 import numpy as np
 from scipy.special import expit
 
-from calbench.bench import benchmark, timed
-from calbench.binary import PiecewiseLinear, PiecewiseLinearCV
+from calbench.perf import benchmark, timed
+from calbench.maps1d import PiecewiseLinear, PiecewiseLinearCV
 from calbench.data.synthetic import sample_categorical
 from calbench.metrics import evaluate
 from calbench.metrics.kde_ece import kde_ece

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.bench import benchmark
+from calbench.perf import benchmark
 from calbench.data.synthetic import planted_temperature
 
 PARAMETRIC = ["ts", "ets", "vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "platt", "beta",

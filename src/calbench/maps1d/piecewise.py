@@ -30,7 +30,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
 from calbench.folds import kfold_splits
 
-from calbench.binary.maps import check_binary
+from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
 
 LOSSES = ("ce", "mse")
