@@ -14,7 +14,7 @@ from calbench.config import ConfigError, load
 from calbench.data import download, sources
 from calbench.methods import Calibrator, make
 from calbench.methods.base import MissingClassWarning
-from calbench.pipeline import calibrate_job
+from calbench.jobs.calibrate import calibrate_job
 from conftest import REPO, run_snakemake
 from workflow_helpers import tiny_config
 

@@ -1,5 +1,5 @@
 """Snakemake adapter of calbench.report.critical_difference.critical_difference_job."""
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.report.critical_difference import critical_difference_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,7 +1,7 @@
 """Snakemake adapter of calbench.report.learning_curve.learning_curve_job."""
 import json
 
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.report.learning_curve import learning_curve_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

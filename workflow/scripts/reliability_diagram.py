@@ -1,5 +1,5 @@
 """Snakemake adapter of calbench.report.reliability.reliability_job."""
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.report.reliability import reliability_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,5 +1,5 @@
 """Snakemake adapter of calbench.report.runtime.write_runtime_table."""
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.report.runtime import write_runtime_table
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,7 +1,7 @@
 """Snakemake adapter of calbench.report.simplex.simplex_job."""
 import json
 
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.report.simplex import simplex_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
