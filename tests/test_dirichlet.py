@@ -8,8 +8,18 @@ from scipy.special import softmax
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, authors_odir_grid, coarse_odir_grid, fit_affine_softmax, hessian,
-                                          l2_penalty, objective, odir_penalty, unpack, warm_start_order)
+from calbench.methods.linear_maps import (
+    Penalty,
+    authors_odir_grid,
+    coarse_odir_grid,
+    fit_affine_softmax,
+    hessian,
+    l2_penalty,
+    objective,
+    odir_penalty,
+    unpack,
+    warm_start_order,
+)
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -186,7 +196,7 @@ def test_warm_started_grid_matches_separate_fits():
     logits, y = _toy(n=400)
     grid = {"reg_lambda": [100.0, 1.0, 0.01], "reg_mu": [10.0, 0.1]}
     est = make("dir_odir", grid=None)
-    points = [dict(zip(grid, v)) for v in [(l, m) for l in grid["reg_lambda"] for m in grid["reg_mu"]]]
+    points = [dict(zip(grid, v)) for v in [(lam, mu) for lam in grid["reg_lambda"] for mu in grid["reg_mu"]]]
     train, val = Scores(logits[:300]), Scores(logits[300:])
     shared = dict(est.predict_grid(points, train, y[:300], val))
     assert sorted(shared) == list(range(len(points)))

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from calbench.methods import available, make
 from calbench.perf import discover
 from calbench.perf.scale_param import PARAMETRIC, imagenet_like
-from calbench.methods import available, make
 
 
 def test_imagenet_like_task_is_accurate_and_overconfident_by_its_planted_temperature():

@@ -1,4 +1,4 @@
-"""Snakemake adapter of calbench.jobs.calibrate.calibrate_job (debug outside Snakemake: python -m calbench calibrate --help)."""
+"""Snakemake adapter of calbench.jobs.calibrate.calibrate_job (outside Snakemake: python -m calbench calibrate)."""
 import json
 
 from calbench.jobs.calibrate import calibrate_job

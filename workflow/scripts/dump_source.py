@@ -1,4 +1,4 @@
-"""Snakemake adapter of calbench.jobs.sources.dump_source_job (debug outside Snakemake: python -m calbench dump --help)."""
+"""Snakemake adapter of calbench.jobs.sources.dump_source_job (outside Snakemake: python -m calbench dump)."""
 import json
 
 from calbench.jobs.logs import job_logging, snakemake_log
@@ -6,4 +6,5 @@ from calbench.jobs.sources import dump_source_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    dump_source_job(smk.wildcards.source, json.loads(smk.params.entry), list(smk.params.seeds), smk.output[0], smk.params.cache_dir)
+    dump_source_job(smk.wildcards.source, json.loads(smk.params.entry), list(smk.params.seeds), smk.output[0],
+                    smk.params.cache_dir)

@@ -1,4 +1,4 @@
-"""Snakemake adapter of calbench.jobs.evaluate.evaluate_job (debug outside Snakemake: python -m calbench evaluate --help)."""
+"""Snakemake adapter of calbench.jobs.evaluate.evaluate_job (outside Snakemake: python -m calbench evaluate)."""
 import json
 
 from calbench.jobs.evaluate import evaluate_job

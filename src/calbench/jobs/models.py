@@ -4,7 +4,8 @@
 was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_model_job`` writes the
 logits, labels and embeddings of the train, cal and test splits to ``results/dumps/{source}.h5``
 (docs/architecture.md §3); with a ``split`` in the source, cal and test go into one held-out pool ``all``
-that every seed re-splits (``calbench.data.splits``), as the KCal paper re-splits its held-out data. Both run on the GPU when there is one (``device: auto``), else on the CPU.
+that every seed re-splits (``calbench.data.splits``), as the KCal paper re-splits its held-out data.
+Both run on the GPU when there is one (``device: auto``), else on the CPU.
 """
 
 from __future__ import annotations

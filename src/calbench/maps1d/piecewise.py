@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
-from calbench.folds import kfold_splits
 
+from calbench.folds import kfold_splits
 from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
 

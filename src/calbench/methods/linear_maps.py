@@ -24,9 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import softmax
-from calbench.methods.base import clone
 
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, clone
 from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
 

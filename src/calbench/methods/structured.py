@@ -49,7 +49,8 @@ class StructuredMatrixScaling(AffineSoftmax):
     def penalty(self, k: int) -> Penalty:
         n = self.n_fit_
         scale = k**self.rho / n**self.tau
-        off = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0)) * (k * (k - 1)) ** self.rho / n**self.tau
+        off_weight = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0))
+        off = off_weight * (k * (k - 1)) ** self.rho / n**self.tau
         return Penalty(off=off, diag=_check_reg("lambda_diagonal", self.lambda_diagonal) * scale,
                        bias=_check_reg("lambda_intercept", self.lambda_intercept) * scale, diag_centre=1.0)
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.special import ndtr
-from calbench.folds import kfold_splits
 
+from calbench.folds import kfold_splits
 from calbench.maps1d.piecewise import prefer_fewer
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 

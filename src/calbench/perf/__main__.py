@@ -7,8 +7,8 @@ import json
 import platform
 import sys
 
-from calbench.perf import discover
 from calbench.data.atomic import write_text_atomic
+from calbench.perf import discover
 
 
 def main(argv=None) -> int:

@@ -14,8 +14,8 @@ import pandas as pd
 
 from calbench.data import splits, store
 from calbench.data.atomic import write_text_atomic
-from calbench.metrics import evaluate, lookup
 from calbench.methods.registry import build_method
+from calbench.metrics import evaluate, lookup
 from calbench.report.plotting import plt, save_figure, write_csv
 from calbench.scores import Scores
 

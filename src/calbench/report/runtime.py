@@ -65,7 +65,8 @@ def runtime_markdown(frame: pd.DataFrame, method_order=None) -> str:
              ("Fit and predict seconds are timed inside the calibrate job (test-set prediction only); peak "
               "memory is the resident set size of the whole job (Python, libraries and data included). Tuned "
               "methods: the grid point chosen by cross-validation most often over seeds (times chosen / seeds)."), "",
-             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB | chosen grid point |",
+             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB "
+             "| chosen grid point |",
              "|---|---|---|---|---|---|---|"]
     for (source, method), row in sorted(means.iterrows(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 1e9))):
         lines.append(f"| {source} | {method} | {_cell(row.fit_s, 4)} | {_cell(row.predict_s, 4)} | "

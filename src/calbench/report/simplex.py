@@ -68,8 +68,8 @@ def draw_simplex(ax, p_hat, c_hat, arrows: np.ndarray, scale: float, title: str,
               width=0.004, headwidth=3.5, headlength=4, color="black")
     ax.plot(*np.vstack([CORNERS, CORNERS[:1]]).T, color="black", linewidth=0.8)
     for k, (x, y) in enumerate(CORNERS):
-        ax.annotate(f"class {k} ({('red', 'green', 'blue')[k]})", (x, y), xytext=(0, 10 if k == 2 else -12), textcoords="offset points",
-                    ha="center", va="center", fontsize=8)
+        ax.annotate(f"class {k} ({('red', 'green', 'blue')[k]})", (x, y), xytext=(0, 10 if k == 2 else -12),
+                    textcoords="offset points", ha="center", va="center", fontsize=8)
     ax.set(xlim=(-0.05, 1.05), ylim=(-0.08, CORNERS[2, 1] + 0.08), title=title)
     ax.set_aspect("equal")
     ax.axis("off")
