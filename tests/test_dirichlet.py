@@ -7,11 +7,8 @@ from scipy.special import softmax
 
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
-from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (
+from calbench.methods.affine_softmax import (
     Penalty,
-    authors_odir_grid,
-    coarse_odir_grid,
     fit_affine_softmax,
     hessian,
     l2_penalty,
@@ -20,6 +17,8 @@ from calbench.methods.linear_maps import (
     unpack,
     warm_start_order,
 )
+from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
+from calbench.methods.linear_maps import authors_odir_grid, coarse_odir_grid
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -75,10 +74,10 @@ def test_odir_penalty_is_exact_near_the_identity():
 
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])
 def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch):
-    import calbench.methods.linear_maps as linear_maps
+    import calbench.methods.affine_softmax as solver
 
     if solver == "lbfgs":
-        monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+        monkeypatch.setattr(solver, "NEWTON_MAX_PARAMS", 0)
     logits, y = _toy()
     x, penalty = Scores(logits).log_probs, odir_penalty(1.0, 1.0, 4)
     w, b, info = fit_affine_softmax(x, y, penalty, diagonal=False)
@@ -127,13 +126,13 @@ def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
     """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (NEWTON_AFTER): same optimum."""
-    import calbench.methods.linear_maps as linear_maps
+    import calbench.methods.affine_softmax as solver
 
     logits, y = _toy(n=800)
     x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
-    monkeypatch.setattr(linear_maps, "NEWTON_AFTER", 1)
+    monkeypatch.setattr(solver, "NEWTON_AFTER", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
-    monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(solver, "NEWTON_MAX_PARAMS", 0)
     w_lbfgs, b_lbfgs, info_lbfgs = fit_affine_softmax(x, y, penalty, diagonal)
     assert info_newton["solver"] == "lbfgs+newton" and info_lbfgs["solver"] == "lbfgs"
     assert info_newton["converged"] and info_newton["iterations"] < 12
@@ -305,7 +304,7 @@ def test_default_config_settings_build_and_fit():
 
 def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
     """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
-    from calbench.methods.linear_maps import NotConvergedWarning
+    from calbench.methods.affine_softmax import NotConvergedWarning
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 30)
