@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from calbench.data import store
-from calbench.data.atomic import write_text_atomic
 
 
 def _max_rss(benchmark_file) -> float:
@@ -72,9 +71,3 @@ def runtime_markdown(frame: pd.DataFrame, method_order=None) -> str:
         lines.append(f"| {source} | {method} | {_cell(row.fit_s, 4)} | {_cell(row.predict_s, 4)} | "
                      f"{_cell(row.calibrate_mb, 0)} | {_cell(row.evaluate_mb, 0)} | {chosen[(source, method)]} |")
     return "\n".join(lines) + "\n"
-
-
-def write_runtime_table(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, output,
-                        method_order=None) -> None:
-    frame = runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks)
-    write_text_atomic(output, runtime_markdown(frame, method_order))

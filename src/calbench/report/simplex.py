@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.spatial import cKDTree
-from scipy.special import softmax
 
-from calbench.data import splits, store
 from calbench.report.plotting import plt, save_figure
 
 CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
@@ -88,19 +86,3 @@ def simplex_figure(p_hat: np.ndarray, maps: dict[str, np.ndarray], path, source:
         draw_simplex(ax, p_hat, c_hat, arrows, scale, name)
     fig.suptitle(f"{source}: calibration maps p̂ → ĉ(p̂); colour = 0.5 + (ĉ − p̂)/(2·{scale:.3f})")
     save_figure(fig, path)
-
-
-def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None = None,
-                divisions: int = 15) -> None:
-    """Maps of each method (``{method: calibrated .h5}``) and, on synthetic sources, the true map."""
-    data = splits.load_split(dump, seed, split)
-    p_hat = softmax(data["test"]["logits"].astype(np.float64), axis=1)
-    maps = {}
-    for method, path in calibrated.items():
-        out = store.read_calibrated(path, "test")
-        if not np.array_equal(out["index"], data["test_index"]):
-            raise ValueError(f"{path}: its test rows are not those of {dump} for seed {seed}; rerun its calibrate job")
-        maps[method] = out["probs"]
-    if "true_probs" in data["test"]:
-        maps["true map"] = data["test"]["true_probs"]
-    simplex_figure(p_hat, maps, figure, source, divisions)
