@@ -20,11 +20,12 @@ $(STAMP): pyproject.toml
 run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml
 
-test: $(STAMP)  ## the whole test suite
+test: $(STAMP)  ## the linter, then the whole test suite
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
-bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json
-	$(PY) -m calbench.bench --out results/bench/bench.json
+bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
+	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json
 
 report: $(STAMP)  ## HTML report of the last run
 	$(VENV)/bin/snakemake --cores 1 --report results/report.html

@@ -36,7 +36,8 @@ def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: 
     result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True,
                             env={**os.environ, **(env or {})}, timeout=900)
     if check and result.returncode != 0:
-        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n{result.stderr[-6000:]}")
+        raise AssertionError(f"snakemake failed ({result.returncode}):\n{result.stdout[-4000:]}\n"
+                             f"{result.stderr[-6000:]}")
     return result
 
 

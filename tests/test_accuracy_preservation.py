@@ -2,9 +2,10 @@
 
 Property test on random logits, labels drawn from a random rescaling of the logits. One degenerate
 case is excluded: ETS (Eq. 5) may fit w = (0, 0, 1) when the calibration data carry almost no
-signal; every output row is then uniform (to within rounding, when w₁ and w₂ are ~1e-16), a tie whose argmax is the first index by
-convention, so the order of the classes is not reversed but the reported argmax changes. Such
-constant rows are skipped (the test below checks that ETS does not do this on informative data). Rows whose
+signal; every output row is then uniform (to within rounding, when w₁ and w₂ are ~1e-16), a tie whose
+argmax is the first index by convention, so the order of the classes is not reversed but the reported
+argmax changes. Such constant rows are skipped (the test below checks that ETS does not do this on
+informative data). Rows whose
 two largest input probabilities lie within 1e-6 of each other are excluded: in floating point a
 strictly increasing map can round two values that close to the same number (IRM's ĝ = g* + 1e-9·a
 separates inputs only by about 1e-9 times their difference), and a tie's argmax is then the first index.

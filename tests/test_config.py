@@ -3,7 +3,6 @@
 import copy
 
 import pytest
-import yaml
 
 from calbench.config import ConfigError, load
 from conftest import REPO
@@ -31,7 +30,8 @@ def test_defaults_are_filled():
 
 @pytest.mark.parametrize("mutate, message", [
     (lambda c: c.update(sede=[1]), r"config key \(top level\): Additional properties are not allowed \('sede' was "
-                                   r"unexpected\); allowed keys here: .*method_settings, methods, metrics.*seeds, sources"),
+                                   r"unexpected\); allowed keys here: .*method_settings, methods, metrics.*seeds, "
+                                   r"sources"),
     (lambda c: c.update(seeds="0"), r"config key seeds: '0' is not of type 'array'"),
     (lambda c: c["sources"]["s"].update(task="lece4"), r"config key sources.s.task: 'lece4' is not allowed; allowed "
                                                        r"values: lece3, planted_temperature"),

@@ -215,7 +215,8 @@ def test_imagenet_like_dump_has_a_training_split_and_bad_options_are_named(tmp_p
     with pytest.raises(ValueError, match="imagenet_like.*signal"):
         build_groups("inet", {**entry, "signal": 3.0}, [0])
     with pytest.raises(ValueError, match="n_train.*planted_temperature"):
-        build_groups("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5, "n_train": 9}, [0])
+        build_groups("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5,
+                           "n_train": 9}, [0])
 
 
 def test_calibrated_outputs_store_the_calibration_split_only_on_request_and_old_files_stay_readable(tmp_path):

@@ -7,9 +7,21 @@ from scipy.special import softmax
 
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
+from calbench.methods.affine_softmax import (
+    Penalty,
+    affine_logits,
+    fit_affine_softmax,
+    hessian,
+    hessian_blocks,
+    hessian_vector,
+    l2_penalty,
+    objective,
+    odir_penalty,
+    unpack,
+    warm_start_order,
+)
 from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import (Penalty, affine_logits, authors_odir_grid, coarse_odir_grid,
-                                          fit_affine_softmax, hessian, hessian_blocks, hessian_vector, l2_penalty, objective, odir_penalty, unpack, warm_start_order)
+from calbench.methods.linear_maps import authors_odir_grid, coarse_odir_grid
 from calbench.metrics import evaluate
 from calbench.scores import Scores
 
@@ -65,11 +77,11 @@ def test_odir_penalty_is_exact_near_the_identity():
 
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])
 def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch):
-    import calbench.methods.linear_maps as linear_maps
+    import calbench.methods.affine_softmax as affine
 
     if solver == "lbfgs":
-        monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
-        monkeypatch.setattr(linear_maps, "NEWTON_CG_MAX_CLASSES", 0)
+        monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+        monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
     logits, y = _toy()
     x, penalty = Scores(logits).log_probs, odir_penalty(1.0, 1.0, 4)
     w, b, info = fit_affine_softmax(x, y, penalty, diagonal=False)
@@ -118,14 +130,14 @@ def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
     """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (NEWTON_AFTER): same optimum."""
-    import calbench.methods.linear_maps as linear_maps
+    import calbench.methods.affine_softmax as affine
 
     logits, y = _toy(n=800)
     x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
-    monkeypatch.setattr(linear_maps, "NEWTON_AFTER", 1)
+    monkeypatch.setattr(affine, "NEWTON_AFTER", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
-    monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(linear_maps, "NEWTON_CG_MAX_CLASSES", 0)
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
     w_lbfgs, b_lbfgs, info_lbfgs = fit_affine_softmax(x, y, penalty, diagonal)
     assert info_newton["solver"] == "lbfgs+newton" and info_lbfgs["solver"] == "lbfgs"
     assert info_newton["converged"] and info_newton["iterations"] < 12
@@ -155,13 +167,13 @@ def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
 def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
     the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls."""
-    import calbench.methods.linear_maps as linear_maps
+    import calbench.methods.affine_softmax as affine
 
     logits, y = _toy(n=800, k=6)
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
-    monkeypatch.setattr(linear_maps, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(linear_maps, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
     assert info_cg["converged"]
@@ -224,7 +236,7 @@ def test_warm_started_grid_matches_separate_fits():
     logits, y = _toy(n=400)
     grid = {"reg_lambda": [100.0, 1.0, 0.01], "reg_mu": [10.0, 0.1]}
     est = make("dir_odir", grid=None)
-    points = [dict(zip(grid, v)) for v in [(l, m) for l in grid["reg_lambda"] for m in grid["reg_mu"]]]
+    points = [dict(zip(grid, v)) for v in [(lam, mu) for lam in grid["reg_lambda"] for mu in grid["reg_mu"]]]
     train, val = Scores(logits[:300]), Scores(logits[300:])
     shared = dict(est.predict_grid(points, train, y[:300], val))
     assert sorted(shared) == list(range(len(points)))
@@ -333,7 +345,7 @@ def test_default_config_settings_build_and_fit():
 
 def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
     """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
-    from calbench.methods.linear_maps import NotConvergedWarning
+    from calbench.methods.affine_softmax import NotConvergedWarning
 
     rng = np.random.default_rng(0)
     y = np.repeat(np.arange(3), 30)

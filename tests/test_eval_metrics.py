@@ -10,13 +10,13 @@ from scipy.special import expit, softmax
 from scipy.stats import norm
 
 from calbench.data.synthetic import lece3, sample_categorical
+from calbench.maps1d.piecewise import prefer_fewer
 from calbench.metrics import evaluate
 from calbench.metrics.binned import binned_ece, classwise_columns, cv_bin_counts, folded_normal_mean
 from calbench.metrics.consistency import p_value
 from calbench.metrics.kcal import adaptive_bins, kcal_threshold
 from calbench.metrics.kde_ece import kde_ece
 from calbench.metrics.kernel_ce import skce_ul, skce_uq
-from calbench.binary.piecewise import prefer_fewer
 from conftest import shared_data
 
 

@@ -4,7 +4,6 @@ and no partial output is left behind."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -12,9 +11,9 @@ import pytest
 
 from calbench.config import ConfigError, load
 from calbench.data import download, sources
+from calbench.jobs.calibrate import calibrate_job
 from calbench.methods import Calibrator, make
 from calbench.methods.base import MissingClassWarning
-from calbench.pipeline import calibrate_job
 from conftest import REPO, run_snakemake
 from workflow_helpers import tiny_config
 
@@ -55,9 +54,11 @@ BAD_IMPORTS = {
                        r"values must lie in \[0, 4\) .* min -1 .*re-map the labels to class indices 0..3"),
     "label = C": (LOGITS, np.r_[LABELS[:-1], 4], "logits", "labels.npy", r"values must lie in \[0, 4\) .* max 4"),
     "probs declared logits": (PROBS, LABELS, "logits", "logits.npy",
-                              r"declared `scores: logits` but every row is a probability vector; declare `scores: probs`"),
+                              r"declared `scores: logits` but every row is a probability vector; "
+                              r"declare `scores: probs`"),
     "logits declared probs": (LOGITS, LABELS, "probs", "logits.npy",
-                              r"declared `scores: probs` but rows are not probability vectors.*declare `scores: logits`"),
+                              r"declared `scores: probs` but rows are not probability vectors.*"
+                              r"declare `scores: logits`"),
 }
 
 
@@ -158,7 +159,8 @@ def test_a_download_whose_checksum_does_not_match_is_not_cached(tmp_path):
     cache = tmp_path / "cache"
     wrong = "0" * 64
     with pytest.raises(ValueError, match=rf"{payload.as_uri()}: sha256 mismatch: expected {wrong}, got [0-9a-f]{{64}}; "
-                                         r"the file changed upstream or the config's sha256 is wrong\. Nothing was cached"):
+                                         r"the file changed upstream or the config's sha256 is wrong\. "
+                                         r"Nothing was cached"):
         download.fetch(payload.as_uri(), wrong, cache)
     assert not cache.exists() or not any(cache.iterdir())
     right = download.sha256_of(payload)
@@ -170,7 +172,8 @@ def test_a_download_whose_checksum_does_not_match_is_not_cached(tmp_path):
     ({"methods": ["ts+nosuch"]}, r"config key methods: unknown method 'nosuch' in 'ts\+nosuch'"),
     ({"metrics": ["acc", "ece.bogus"]}, r"config key metrics: unknown metric id 'ece.bogus'; known patterns: acc"),
     ({"method_settings": {"ts": {"bogus": 1}}},
-     r"config key method_settings.ts: method 'ts': unknown setting\(s\) \['bogus'\]; allowed settings: \['grid', 'cv'\]"),
+     r"config key method_settings.ts: method 'ts': unknown setting\(s\) \['bogus'\]; "
+     r"allowed settings: \['grid', 'cv'\]"),
     ({"methods": []}, r"config key methods: \[\] should be non-empty"),
 ])
 def test_a_config_naming_unknown_things_is_refused(change, message):
@@ -182,12 +185,14 @@ def test_a_config_naming_unknown_things_is_refused(change, message):
 def test_the_workflow_reports_bad_input_and_leaves_no_partial_output(tmp_path):
     bad_config = run_snakemake(tmp_path / "config", {**tiny_config(), "methods": ["nosuch"]}, "-n", check=False)
     assert bad_config.returncode != 0
-    assert "calbench: invalid config: config key methods: unknown method 'nosuch'" in bad_config.stdout + bad_config.stderr
+    expected = "calbench: invalid config: config key methods: unknown method 'nosuch'"
+    assert expected in bad_config.stdout + bad_config.stderr
 
     work = tmp_path / "nan"
     work.mkdir()
     config = {**tiny_config(), "sources": {"bad": _import_entry(work, _with(LOGITS, (3, 1), np.nan), LABELS)}}
     result = run_snakemake(work, config, check=False)
     assert result.returncode != 0
-    assert f"sources.bad: {work / 'logits.npy'}:all/logits: contains NaN or infinite values" in result.stdout + result.stderr
+    expected = f"sources.bad: {work / 'logits.npy'}:all/logits: contains NaN or infinite values"
+    assert expected in result.stdout + result.stderr
     assert not (work / "results").exists() or not any(p.is_file() for p in (work / "results").rglob("*"))

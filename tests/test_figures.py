@@ -9,12 +9,20 @@ from scipy.special import softmax
 
 from calbench.data import store
 from calbench.data.synthetic import generate
+from calbench.jobs.figures import reliability_job, simplex_job
+from calbench.jobs.studies import learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
-from calbench.report.critical_difference import (_cliques, cd_figure, critical_difference, critical_value, friedman,
-                                                 rank_test)
-from calbench.report.learning_curve import learning_curve, learning_curve_summary_job
-from calbench.report.reliability import binned_ece, reliability_bins, reliability_job
-from calbench.report.simplex import error_colours, lattice_points, simplex_job, to_plane
+from calbench.report.critical_difference import (
+    _cliques,
+    cd_figure,
+    critical_difference,
+    critical_value,
+    friedman,
+    rank_test,
+)
+from calbench.report.learning_curve import learning_curve
+from calbench.report.reliability import binned_ece, reliability_bins
+from calbench.report.simplex import error_colours, lattice_points, to_plane
 
 PNG = b"\x89PNG"
 

@@ -56,7 +56,8 @@ def test_bad_figure_and_study_config_is_named(tmp_path, section, key, message):
 
 def test_tiny_run_draws_every_figure_and_the_report(tmp_path):
     config = tiny_config(figures={**FIGURES, "reliability": {"targets": ["conf"], "bins": 10}},
-                         studies={"learning_curve": {**STUDIES["learning_curve"], "sources": ["lece"], "methods": ["ts"]}})
+                         studies={"learning_curve": {**STUDIES["learning_curve"], "sources": ["lece"],
+                                                     "methods": ["ts"]}})
     del config["sources"]["planted"]  # one source keeps the run short
     run_snakemake(tmp_path, config)
     figures = tmp_path / "results" / "figures"

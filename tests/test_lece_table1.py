@@ -13,10 +13,10 @@ Our generator draws from the same distributions as the authors' but with a diffe
 so seed-by-seed agreement is not expected — only agreement of the means.
 """
 
-import yaml
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from calbench.data.synthetic import generate
 from calbench.methods import make

@@ -12,7 +12,8 @@ import yaml
 torch = pytest.importorskip("torch", reason="the model sources need torch: pip install 'calbench[models]'")
 
 from calbench.data import splits, store  # noqa: E402
-from calbench.models import architectures, datasets, jobs, training  # noqa: E402
+from calbench.jobs import models as jobs  # noqa: E402
+from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
 from conftest import REPO  # noqa: E402
 
@@ -31,7 +32,7 @@ def test_dump_round_trip_holds_penultimate_activations(tmp_path, model, image_si
     entry = _entry(model, image_size=image_size)
     weights, dump = tmp_path / "model.pt", tmp_path / "dump.h5"
     jobs.train_job("tiny", entry, weights, progress=False)
-    jobs.dump_job("tiny", entry, dump, weights, progress=False)
+    jobs.dump_model_job("tiny", entry, dump, weights, progress=False)
     assert store.list_groups(dump) == ["cal", "test", "train"]
     groups = {g: store.read_group(dump, g) for g in ("train", "cal", "test")}
     for name, size in entry["sizes"].items():
@@ -76,7 +77,7 @@ def test_default_model_trains_an_epoch_and_dumps_a_held_out_pool_per_seed(tmp_pa
     entry = {**default, "sizes": {"train": 100, "cal": 40, "test": 60}, "recipe": {**default["recipe"], "epochs": 1},
              "split": {"cal_size": 40}}
     jobs.train_job(name, entry, tmp_path / "model.pt", progress=False)
-    jobs.dump_job(name, entry, tmp_path / "dump.h5", tmp_path / "model.pt", progress=False)
+    jobs.dump_model_job(name, entry, tmp_path / "dump.h5", tmp_path / "model.pt", progress=False)
     assert store.list_groups(tmp_path / "dump.h5") == ["all", "train"]
     pool = store.read_group(tmp_path / "dump.h5", "all")
     assert pool["logits"].shape == (100, 10) and pool["embeddings"].shape[0] == 100
@@ -170,7 +171,7 @@ def test_pretrained_source_rejects_a_head_of_other_classes(tmp_path):
     torch.save(net.state_dict(), tmp_path / "w.pth")
     entry = {**_entry(), "type": "pretrained", "weights": str(tmp_path / "w.pth")}
     with pytest.raises(ValueError, match="outputs 7 classes but digits has 10"):
-        jobs.dump_job("p", entry, tmp_path / "d.h5", progress=False)
+        jobs.dump_model_job("p", entry, tmp_path / "d.h5", progress=False)
 
 
 def test_pooled_split_is_stratified_disjoint_and_sized():
@@ -212,7 +213,7 @@ def test_imagenet_config_path_runs_offline_on_a_tiny_model_and_image_folder(tmp_
     torch.save(net.state_dict(), tmp_path / "w.pth")
     entry = {**entry, "data_dir": str(_image_folder(tmp_path / "val")), "image_size": 8,
              "sizes": {"train": 0, "cal": 9, "test": 9}, "model": "timm:resnet10t", "weights": str(tmp_path / "w.pth")}
-    jobs.dump_job("inet", entry, tmp_path / "d.h5", progress=False)
+    jobs.dump_model_job("inet", entry, tmp_path / "d.h5", progress=False)
     assert store.list_groups(tmp_path / "d.h5") == ["cal", "test"]
     cal, test = (store.read_group(tmp_path / "d.h5", g) for g in ("cal", "test"))
     assert cal["logits"].shape == test["logits"].shape == (9, 3) and cal["embeddings"].shape[0] == 9
@@ -224,13 +225,13 @@ def test_imagenet_config_fails_clearly_without_images_or_weights(tmp_path, monke
 
     entry = yaml.safe_load(open("config/imagenet.yaml"))["sources"]["imagenet_vit_b16"]
     with pytest.raises(FileNotFoundError, match=r"sources.v.data_dir: .*missing.* WordNet id"):
-        jobs.dump_job("v", {**entry, "data_dir": str(tmp_path / "missing")}, tmp_path / "d.h5", progress=False)
+        jobs.dump_model_job("v", {**entry, "data_dir": str(tmp_path / "missing")}, tmp_path / "d.h5", progress=False)
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
     data_dir = str(_image_folder(tmp_path / "val", classes=2, per_class=2))
     with pytest.raises(OfflineError, match="sources.v: timm could not load .*vit_base_patch16_224.*weights: /path"):
-        jobs.dump_job("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
+        jobs.dump_model_job("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
                       tmp_path / "d.h5", progress=False)
     assert not (tmp_path / "d.h5").exists()

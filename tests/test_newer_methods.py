@@ -183,7 +183,7 @@ def test_smooth_ece_is_relplots_smece_of_the_confidence_and_weighted_by_predicte
     top, conf = probs.argmax(axis=1), probs.max(axis=1)
     hits = (top == y).astype(float)
     assert out["smece.conf"] == pytest.approx(relplot.smECE(conf, hits), abs=1e-12)
-    expected = sum(np.mean(top == l) * relplot.smECE(conf[top == l], hits[top == l]) for l in range(3))
+    expected = sum(np.mean(top == c) * relplot.smECE(conf[top == c], hits[top == c]) for c in range(3))
     assert out["smece.tl"] == pytest.approx(expected, abs=1e-12)
 
 

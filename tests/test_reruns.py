@@ -88,3 +88,14 @@ def test_nothing_reruns_after_a_complete_run_even_with_a_touched_module(done):
 def test_adding_a_metric_reruns_evaluation_and_aggregation_only(done):
     undo = _edit_config(done[1], lambda c: c["metrics"].append("brier"))
     assert _planned_after(done, undo) == _jobs_of(*METHODS, rules=("evaluate",))
+
+
+@pytest.mark.parametrize("method", ["vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "ts+dir_odir"])
+def test_editing_the_affine_softmax_solver_reruns_the_affine_map_methods(method):
+    """The solver (methods/affine_softmax.py) is two imports away from dirichlet.py/scaling.py: through the
+    estimator module linear_maps.py, whose imports source_files follows."""
+    from calbench.methods import source_files
+
+    files = source_files(method)
+    assert any(f.endswith("methods/affine_softmax.py") for f in files), files
+    assert any(f.endswith("methods/linear_maps.py") for f in files), files

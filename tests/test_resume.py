@@ -30,7 +30,8 @@ def _results(work: Path) -> dict[Path, tuple[bytes, int]]:
 def _job_of(work: Path, path: Path) -> tuple[str, str]:
     """``results/metrics/tiny/ts/seed0.json`` → ``("evaluate", "tiny/ts/0")``."""
     stage, source, method, seed = path.relative_to(work / "results").with_suffix("").parts
-    return {"calibrated": "calibrate", "calibrators": "calibrate", "metrics": "evaluate"}[stage], f"{source}/{method}/{seed[4:]}"
+    job = {"calibrated": "calibrate", "calibrators": "calibrate", "metrics": "evaluate"}[stage]
+    return job, f"{source}/{method}/{seed[4:]}"
 
 
 def _kill_once_a_result_is_written(work: Path) -> None:

@@ -7,7 +7,8 @@ import re
 import numpy as np
 
 from calbench.data import store
-from calbench.report.runtime import runtime_frame, write_runtime_table
+from calbench.jobs.tables import write_runtime_table
+from calbench.report.runtime import runtime_frame
 from conftest import REPO
 
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"

@@ -59,8 +59,9 @@ def main(argv=None) -> int:
     if args.command == "validate":
         return _validate(args.config)
 
-    from calbench import pipeline
     from calbench.config import ConfigError, chain_settings, load
+    from calbench.jobs import paths
+    from calbench.jobs.logs import job_logging
 
     try:
         config = load(args.config)
@@ -69,21 +70,26 @@ def main(argv=None) -> int:
         return 1
 
     entry = config["sources"][args.source]
-    dump = f"results/dumps/{args.source}.h5"
-    with pipeline.job_logging():
+    dump = paths.DUMP.format(source=args.source)
+    with job_logging():
         if args.command == "dump":
-            pipeline.dump_job(args.source, entry, entry.get("seeds", config["seeds"]), dump, config["downloads_dir"])
-        elif args.command == "calibrate":
-            where = f"{args.source}/{args.method}/seed{args.seed}"
-            pipeline.calibrate_job(dump, f"results/calibrated/{where}.h5", args.method,
-                                   chain_settings(config, args.method), args.seed, entry.get("split"),
-                                   calibrator_output=f"results/calibrators/{where}.safetensors",
-                                   input_kind=entry.get("scores", "logits"))
+            from calbench.jobs.sources import dump_source_job
+
+            dump_source_job(args.source, entry, entry.get("seeds", config["seeds"]), dump, config["downloads_dir"])
+            return 0
+        where = {"source": args.source, "method": args.method, "seed": args.seed}
+        if args.command == "calibrate":
+            from calbench.jobs.calibrate import calibrate_job
+
+            calibrate_job(dump, paths.CALIBRATED.format(**where), args.method, chain_settings(config, args.method),
+                          args.seed, entry.get("split"), calibrator_output=paths.CALIBRATOR.format(**where),
+                          input_kind=entry.get("scores", "logits"))
         else:
-            out = f"results/metrics/{args.source}/{args.method}/seed{args.seed}.json"
-            pipeline.evaluate_job(f"results/calibrated/{args.source}/{args.method}/seed{args.seed}.h5", dump, out,
-                                  config["metrics"], args.source, args.method, args.seed, entry.get("split"),
-                                  config["bootstrap"])
+            from calbench.jobs.evaluate import evaluate_job
+
+            out = paths.METRICS.format(**where)
+            evaluate_job(paths.CALIBRATED.format(**where), dump, out, config["metrics"], args.source, args.method,
+                         args.seed, entry.get("split"), config["bootstrap"])
             print(json.dumps(json.loads(Path(out).read_text()), indent=1))
     return 0
 

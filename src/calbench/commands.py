@@ -83,7 +83,8 @@ def parse_settings(method: str, pairs) -> dict:
         stage, dot, name = key.rpartition(".")
         if len(parts) > 1:
             if stage not in parts:
-                raise ValueError(f"--set {pair!r}: in chain {method!r} write STAGE.NAME=VALUE with STAGE one of {parts}")
+                raise ValueError(f"--set {pair!r}: in chain {method!r} write STAGE.NAME=VALUE with STAGE one of "
+                                 f"{parts}")
             settings.setdefault(stage, {})[name] = yaml.safe_load(value)
         else:
             settings[key] = yaml.safe_load(value)

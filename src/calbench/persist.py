@@ -201,8 +201,9 @@ def chosen_settings(cal) -> dict:
 def save(cal, path, *, input_kind: str = "logits") -> Path:
     """Write fitted calibrator ``cal`` to ``path`` (atomically); ``input_kind`` says what it was fitted on:
     ``"logits"`` or ``"probs"`` (probabilities, as ``fit --probs``); ``load``/``apply`` check new inputs against it."""
-    from calbench.data.atomic import atomic_path
     from safetensors.numpy import save_file
+
+    from calbench.data.atomic import atomic_path
 
     if input_kind not in INPUT_KINDS:
         raise ValueError(f"input_kind: expected one of {INPUT_KINDS}, got {input_kind!r}")
@@ -251,7 +252,8 @@ def _open(path) -> tuple[dict, dict]:
     try:
         header = json.loads(metadata[_HEADER_KEY])
     except json.JSONDecodeError as err:
-        raise CalibratorFileError(f"{path}: the calbench header is not valid JSON ({err}); the file is damaged") from err
+        raise CalibratorFileError(f"{path}: the calbench header is not valid JSON ({err}); the file is "
+                                  "damaged") from err
     version = header.get("format_version")
     if header.get("format") != "calbench-calibrator" or not isinstance(version, int):
         raise CalibratorFileError(f"{path}: header is not a calbench calibrator header")

@@ -1,4 +1,5 @@
 # Every metrics JSON → results/tables (long CSV, ranked per-metric Markdown tables).
+from calbench.jobs import paths
 
 
 localrules:
@@ -10,7 +11,7 @@ rule aggregate:
         metric_files(),
     output:
         long=report(
-            "results/tables/metrics_long.csv",
+            paths.METRICS_LONG,
             caption="../report/metrics_long.rst",
             category="Tables",
         ),

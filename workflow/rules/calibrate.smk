@@ -1,14 +1,15 @@
 # Fit each method on the calibration split of each source and seed; predict cal and test; save the fitted
 # calibrator (docs/saved_calibrators.md) for `calbench apply` / `calbench recommend`.
+from calbench.jobs import paths
 
 
 rule calibrate:
     input:
-        dump="results/dumps/{source}.h5",
+        dump=paths.DUMP,
         code=method_code,
     output:
-        calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
-        calibrator="results/calibrators/{source}/{method}/seed{seed}.safetensors",
+        calibrated=paths.CALIBRATED,
+        calibrator=paths.CALIBRATOR,
     params:
         settings=method_settings,
         split=source_split,
@@ -16,7 +17,7 @@ rule calibrate:
     log:
         "logs/calibrate/{source}/{method}/seed{seed}.log",
     benchmark:
-        "benchmarks/calibrate/{source}/{method}/seed{seed}.tsv"
+        paths.CALIBRATE_BENCHMARK
     conda:
         method_conda_env
     group:

@@ -12,6 +12,7 @@ from calbench.config import ConfigError, chain_settings, load
 from calbench.data.check import config_problems
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
+from calbench.jobs import paths
 from calbench.methods import method_class, source_files, split_chain
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
@@ -81,11 +82,11 @@ def jobs():
 
 
 def metric_files():
-    return [f"results/metrics/{s}/{m}/seed{seed}.json" for s, m, seed in jobs()]
+    return [paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
 
 
 def table_files():
-    return ["results/tables/metrics_long.csv", "results/tables/summary.md", "results/tables/average_ranks.md"] + [
+    return [paths.METRICS_LONG, "results/tables/summary.md", "results/tables/average_ranks.md"] + [
         f"results/tables/{m}.md" for m in METRICS
     ]
 

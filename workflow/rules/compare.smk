@@ -1,4 +1,6 @@
 # Our aggregated results beside a paper's published table (config key `paper_comparison`).
+from calbench.jobs import paths
+
 PAPER_COMPARISON = config.get("paper_comparison", {})  # its source is checked by calbench.config.load
 
 
@@ -7,7 +9,7 @@ def paper_comparison_outputs():
 
 
 def paper_comparison_dump(wildcards):
-    return f"results/dumps/{PAPER_COMPARISON['source']}.h5"
+    return paths.DUMP.format(source=PAPER_COMPARISON["source"])
 
 
 def paper_comparison_seeds(wildcards):
@@ -20,7 +22,7 @@ localrules:
 
 rule paper_comparison:
     input:
-        long="results/tables/metrics_long.csv",
+        long=paths.METRICS_LONG,
         dump=paper_comparison_dump,
     output:
         "results/tables/paper_comparison.md",

@@ -1,14 +1,15 @@
 # Metrics of each calibrated output (one flat JSON per source, method and seed).
-import calbench.binary as _calbench_binary  # the fit-on-test estimators' calibration maps
+import calbench.maps1d as _calbench_maps1d  # the fit-on-test estimators' calibration maps
+from calbench.jobs import paths
 
 
 rule evaluate:
     input:
-        calibrated="results/calibrated/{source}/{method}/seed{seed}.h5",
-        dump="results/dumps/{source}.h5",
-        code=package_files(_calbench_metrics) + package_files(_calbench_binary),
+        calibrated=paths.CALIBRATED,
+        dump=paths.DUMP,
+        code=package_files(_calbench_metrics) + package_files(_calbench_maps1d),
     output:
-        "results/metrics/{source}/{method}/seed{seed}.json",
+        paths.METRICS,
     params:
         metrics=METRICS,
         split=source_split,
@@ -16,7 +17,7 @@ rule evaluate:
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:
-        "benchmarks/evaluate/{source}/{method}/seed{seed}.tsv"
+        paths.EVALUATE_BENCHMARK
     conda:
         "../../envs/calbench.yaml"
     group:

@@ -2,6 +2,7 @@
 # critical-difference diagrams from the long metrics table → results/figures (docs/figures_and_studies.md).
 # Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
 import calbench.report as _calbench_report
+from calbench.jobs import paths
 
 RELIABILITY = config.get("figures", {}).get("reliability")
 SIMPLEX = config.get("figures", {}).get("simplex")
@@ -19,7 +20,7 @@ def figure_methods(section, source):
 
 def figure_calibrated(section, source):
     seed = figure_seed(source)
-    return [f"results/calibrated/{source}/{m}/seed{seed}.h5" for m in figure_methods(section, source)]
+    return [paths.CALIBRATED.format(source=source, method=m, seed=seed) for m in figure_methods(section, source)]
 
 
 def reliability_inputs(wildcards):
@@ -98,7 +99,7 @@ if SIMPLEX is not None:
     rule simplex_map:
         input:
             calibrated=simplex_inputs,
-            dump="results/dumps/{source}.h5",
+            dump=paths.DUMP,
             code=package_files(_calbench_report),
         output:
             report(
@@ -132,7 +133,7 @@ if CRITICAL_DIFFERENCE is not None:
 
     rule critical_difference:
         input:
-            long="results/tables/metrics_long.csv",
+            long=paths.METRICS_LONG,
             code=package_files(_calbench_report),
         output:
             figures=[

@@ -2,15 +2,20 @@
 # model, or load a published or local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
 # results/dumps/{source}.h5. These are the only rules that load torch; they run on the GPU when the
 # job gets one (device: auto) and on the CPU otherwise.
-import calbench.models as _calbench_models
+import importlib.util
 
+import calbench.models as _calbench_models
+from calbench.jobs import paths
+
+# The model code and the model jobs (located without importing torch): editing either reruns the model rules.
+MODEL_CODE = package_files(_calbench_models) + [importlib.util.find_spec("calbench.jobs.models").origin]
 TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
 
 
 def model_weights(wildcards):
     """The trained weights a dump needs: the train job's output for `train`, none for `pretrained`."""
     if SOURCES[wildcards.source]["type"] == "train":
-        return f"results/models/{wildcards.source}/model.pt"
+        return paths.MODEL.format(source=wildcards.source)
     return []
 
 
@@ -20,9 +25,9 @@ def model_threads(wildcards):
 
 rule train_model:
     input:
-        code=package_files(_calbench_models),
+        code=MODEL_CODE,
     output:
-        "results/models/{source}/model.pt",
+        paths.MODEL,
     params:
         entry=source_entry,
         cache_dir=config["downloads_dir"],
@@ -45,10 +50,10 @@ rule train_model:
 
 rule dump_model:
     input:
-        code=package_files(_calbench_models),
+        code=MODEL_CODE,
         weights=model_weights,
     output:
-        "results/dumps/{source}.h5",
+        paths.DUMP,
     params:
         entry=source_entry,
         cache_dir=config["downloads_dir"],

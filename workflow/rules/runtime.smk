@@ -1,4 +1,5 @@
 # The cost of each method: fit/predict seconds and peak memory → results/tables/runtime.md.
+from calbench.jobs import paths
 
 
 localrules:
@@ -7,9 +8,9 @@ localrules:
 
 rule runtime_table:
     input:
-        calibrated=[f"results/calibrated/{s}/{m}/seed{seed}.h5" for s, m, seed in jobs()],
-        calibrate_benchmarks=[f"benchmarks/calibrate/{s}/{m}/seed{seed}.tsv" for s, m, seed in jobs()],
-        evaluate_benchmarks=[f"benchmarks/evaluate/{s}/{m}/seed{seed}.tsv" for s, m, seed in jobs()],
+        calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
+        calibrate_benchmarks=[paths.CALIBRATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
+        evaluate_benchmarks=[paths.EVALUATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
     output:
         report(
             "results/tables/runtime.md",

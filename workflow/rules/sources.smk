@@ -1,12 +1,13 @@
 # Sources → results/dumps/{source}.h5 (docs/architecture.md §3). Model-backed sources (train, pretrained)
 # have their own GPU rules.
+from calbench.jobs import paths
 
 
 rule dump_source:
     input:
         code=package_files(_calbench_data),
     output:
-        "results/dumps/{source}.h5",
+        paths.DUMP,
     params:
         entry=source_entry,
         seeds=source_seed_list,

@@ -2,6 +2,7 @@
 # method looping over sizes and repeats, then one summary job → results/studies, results/figures.
 # The section's defaults and names are resolved by calbench.config.load; None = not run.
 import calbench.report as _calbench_report
+from calbench.jobs import paths
 
 LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
 
@@ -29,7 +30,7 @@ if LEARNING_CURVE is not None:
 
     rule learning_curve:
         input:
-            dump="results/dumps/{source}.h5",
+            dump=paths.DUMP,
             code=method_code,
             study=package_files(_calbench_report),
         output:

@@ -1,7 +1,8 @@
-"""Snakemake adapter of calbench.pipeline.aggregate_job (debug outside Snakemake: python -m calbench aggregate --help)."""
+"""Snakemake adapter of calbench.jobs.tables.aggregate_job."""
 from pathlib import Path
 
-from calbench.pipeline import aggregate_job, job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.tables import aggregate_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,7 +1,8 @@
-"""Snakemake adapter of calbench.pipeline.calibrate_job (debug outside Snakemake: python -m calbench calibrate --help)."""
+"""Snakemake adapter of calbench.jobs.calibrate.calibrate_job (outside Snakemake: python -m calbench calibrate)."""
 import json
 
-from calbench.pipeline import calibrate_job, job_logging, snakemake_log
+from calbench.jobs.calibrate import calibrate_job
+from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.report.critical_difference.critical_difference_job."""
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.critical_difference import critical_difference_job
+"""Snakemake adapter of calbench.jobs.figures.critical_difference_job."""
+from calbench.jobs.figures import critical_difference_job
+from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

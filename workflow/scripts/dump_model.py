@@ -1,10 +1,10 @@
-"""Snakemake adapter of calbench.models.jobs.dump_job."""
+"""Snakemake adapter of calbench.jobs.models.dump_model_job."""
 import json
 
-from calbench.models.jobs import dump_job
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.models import dump_model_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    dump_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], smk.input.weights or None,
+    dump_model_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], smk.input.weights or None,
              smk.params.cache_dir, smk.threads)

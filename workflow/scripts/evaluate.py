@@ -1,7 +1,8 @@
-"""Snakemake adapter of calbench.pipeline.evaluate_job (debug outside Snakemake: python -m calbench evaluate --help)."""
+"""Snakemake adapter of calbench.jobs.evaluate.evaluate_job (outside Snakemake: python -m calbench evaluate)."""
 import json
 
-from calbench.pipeline import evaluate_job, job_logging, snakemake_log
+from calbench.jobs.evaluate import evaluate_job
+from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.report.learning_curve.learning_curve_summary_job."""
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.learning_curve import learning_curve_summary_job
+"""Snakemake adapter of calbench.jobs.studies.learning_curve_summary_job."""
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.studies import learning_curve_summary_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

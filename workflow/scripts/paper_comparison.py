@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.report.paper_comparison.write_paper_comparison."""
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.paper_comparison import write_paper_comparison
+"""Snakemake adapter of calbench.jobs.tables.write_paper_comparison."""
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.tables import write_paper_comparison
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

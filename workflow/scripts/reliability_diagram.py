@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.report.reliability.reliability_job."""
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.reliability import reliability_job
+"""Snakemake adapter of calbench.jobs.figures.reliability_job."""
+from calbench.jobs.figures import reliability_job
+from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.report.runtime.write_runtime_table."""
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.runtime import write_runtime_table
+"""Snakemake adapter of calbench.jobs.tables.write_runtime_table."""
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.tables import write_runtime_table
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

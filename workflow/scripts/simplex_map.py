@@ -1,8 +1,8 @@
-"""Snakemake adapter of calbench.report.simplex.simplex_job."""
+"""Snakemake adapter of calbench.jobs.figures.simplex_job."""
 import json
 
-from calbench.pipeline import job_logging, snakemake_log
-from calbench.report.simplex import simplex_job
+from calbench.jobs.figures import simplex_job
+from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,8 +1,8 @@
-"""Snakemake adapter of calbench.models.jobs.train_job."""
+"""Snakemake adapter of calbench.jobs.models.train_job."""
 import json
 
-from calbench.models.jobs import train_job
-from calbench.pipeline import job_logging, snakemake_log
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.models import train_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -1,6 +1,6 @@
 """Build the dump of a data source from its config entry (dispatch on ``type``: synthetic, import, download).
 
-Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.models.jobs` instead.
+Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jobs.models` instead.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
         files = _resolve_downloads(entry["files"], cache_dir, origin)
         return importers.read_files(entry["format"], files, entry.get("scores", "logits"), origin)
     raise ValueError(f"{origin}.type: expected synthetic, import or download, got {kind!r} (train and pretrained "
-                     "sources are dumped by calbench.models.jobs)")
+                     "sources are dumped by calbench.jobs.models)")
 
 
 def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:

@@ -103,7 +103,8 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
         try:
             return {k: g[k][()] for k in names}
         except OSError as err:
-            raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and rerun") from None
+            raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and "
+                             "rerun") from None
 
 
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:

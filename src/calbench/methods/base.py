@@ -19,8 +19,8 @@ import warnings
 
 import numpy as np
 
-from calbench.metrics.proper import log_loss_rows
 from calbench.methods.constraints import check_settings
+from calbench.metrics.proper import log_loss_rows
 from calbench.scores import PROB_EPS, Scores, as_scores, check_labels
 
 

@@ -1,4 +1,4 @@
-"""Calibrators built from the binary maps of :mod:`calbench.binary`.
+"""Calibrators built from the binary maps of :mod:`calbench.maps1d`.
 
 * One-vs-rest (Dirichlet paper §4.1; docs/methods_nonparametric.md): class j's map is fitted on
   (p̂_j, 1[y = j]) and the calibrated columns are divided by their sum (:class:`OneVsRest`):
@@ -18,8 +18,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.binary import Beta, PiecewiseLinearCV, Platt
-from calbench.binary.piecewise import LOSSES
+from calbench.maps1d import Beta, PiecewiseLinearCV, Platt
+from calbench.maps1d.piecewise import LOSSES
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import OneVsRest

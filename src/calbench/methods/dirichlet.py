@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, Penalty, l2_default_grid, l2_penalty
+from calbench.methods.affine_softmax import Penalty, l2_penalty
+from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, l2_default_grid
 from calbench.methods.registry import register
 from calbench.scores import PROB_EPS
 

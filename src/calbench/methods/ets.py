@@ -21,7 +21,7 @@ from scipy.optimize import minimize
 from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
-from calbench.methods.constraints import Interval, Options
+from calbench.methods.constraints import Options
 from calbench.methods.registry import register
 from calbench.scores import Scores
 

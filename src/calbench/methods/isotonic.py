@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.binary.maps import Isotonic
+from calbench.maps1d.maps import Isotonic
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest, renormalise

@@ -10,10 +10,11 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix product per block of queries
-(d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order needs only
-−a·ln b); the neighbour sums are a sparse gather-and-add (small k, and several k at once as bands of
-neighbours by rank) or a product of the 0/1 neighbour mask with the pool's targets (one large k). Queries are processed in blocks so memory stays bounded for any test size.
+Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix product per
+block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
+needs only −a·ln b); the neighbour sums are a sparse gather-and-add (small k, and several k at once as
+bands of neighbours by rank) or a product of the 0/1 neighbour mask with the pool's targets (one large
+k). Queries are processed in blocks so memory stays bounded for any test size.
 During the grid search one distance computation and one partial ordering per fold serve every (q, t),
 and the (q, t) outputs are made one at a time from the neighbour means of each k.
 """

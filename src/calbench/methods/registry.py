@@ -146,3 +146,21 @@ def make(name: str, **settings):
                              "setting is given, or `grid` is null); drop `cv` or leave a setting to search")
         return estimator
     return GridSearch(estimator, grid, **{**cls.default_cv, **(cv or {})})
+
+
+def build_method(method: str, settings: dict, seed: int):
+    """The calibrator of a workflow job: ``settings`` maps each stage name to its config slice; ``seed``
+    drives every source of randomness (CV folds, initialisations, sampling) of every stage."""
+    parts = split_chain(method)
+    estimator = make(method, **settings[parts[0]]) if len(parts) == 1 else make(method, **settings)
+    _set_seed(estimator, seed)
+    return estimator
+
+
+def _set_seed(estimator, seed: int) -> None:
+    for child in getattr(estimator, "steps", []):
+        _set_seed(child, seed)
+    if hasattr(estimator, "estimator"):
+        _set_seed(estimator.estimator, seed)
+    if "seed" in estimator.get_params(deep=False):
+        estimator.set_params(seed=seed)

@@ -13,7 +13,7 @@ Logistic calibration on log-probabilities, σ(W x + b), made robust for many cla
 
 SVS restricts W to its diagonal. Defaults (λ = 1, ρ = τ = 1, ``uniform_mix`` = 1) are those of the
 authors' package ``probmetrics`` (``get_calibrator("sms")``, ridge penalty); the fit reuses the affine-softmax
-solvers of :mod:`calbench.methods.linear_maps` (the penalty centred at W = I).
+solvers of :mod:`calbench.methods.affine_softmax` (the penalty centred at W = I).
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.methods.affine_softmax import Penalty, _check_reg
 from calbench.methods.base import clone
-from calbench.methods.linear_maps import AffineSoftmax, Penalty, _check_reg
+from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
 from calbench.methods.temperature import fit_inverse_temperature
 from calbench.scores import Scores
@@ -49,7 +50,8 @@ class StructuredMatrixScaling(AffineSoftmax):
     def penalty(self, k: int) -> Penalty:
         n = self.n_fit_
         scale = k**self.rho / n**self.tau
-        off = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0)) * (k * (k - 1)) ** self.rho / n**self.tau
+        off_weight = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0))
+        off = off_weight * (k * (k - 1)) ** self.rho / n**self.tau
         return Penalty(off=off, diag=_check_reg("lambda_diagonal", self.lambda_diagonal) * scale,
                        bias=_check_reg("lambda_intercept", self.lambda_intercept) * scale, diag_centre=1.0)
 

@@ -52,10 +52,10 @@ def log_top_and_rest(s: np.ndarray, top: np.ndarray) -> tuple[np.ndarray, np.nda
 
 
 def keep_prediction(logits: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
-    """The softmax of ``logits`` with the top probability replaced by ĉ = ``new_conf`` and the predicted class kept (TvA changes only
-    the confidence): the other classes share 1 − ĉ as (1 − α)·r + α·uniform, r their original proportions, with the
-    smallest α ∈ [0, 1] that keeps every one of them ≤ ĉ (α = 0 wherever the plain rescaling already does; where
-    ĉ < 1/k no split can, and α = 1)."""
+    """The softmax of ``logits`` with the top probability replaced by ĉ = ``new_conf`` and the predicted class
+    kept (TvA changes only the confidence): the other classes share 1 − ĉ as (1 − α)·r + α·uniform, r their
+    original proportions, with the smallest α ∈ [0, 1] that keeps every one of them ≤ ĉ (α = 0 wherever the
+    plain rescaling already does; where ĉ < 1/k no split can, and α = 1)."""
     k = logits.shape[1]
     out = with_confidence(logits, new_conf)
     rows, top = np.arange(logits.shape[0]), logits.argmax(axis=1)
@@ -158,7 +158,8 @@ class _BinaryTopVersusAll(Calibrator):
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
-        return keep_prediction(scores.logits, np.clip(self.binary_._apply_binary(self.map_, probs.max(axis=1)), 0.0, 1.0))
+        conf = self.binary_._apply_binary(self.map_, probs.max(axis=1))
+        return keep_prediction(scores.logits, np.clip(conf, 0.0, 1.0))
 
 
 @register("tva_hist")

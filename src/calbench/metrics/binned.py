@@ -24,9 +24,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import sparse
 from scipy.special import ndtr
-from calbench.folds import kfold_splits
 
-from calbench.binary.piecewise import prefer_fewer
+from calbench.folds import kfold_splits
+from calbench.maps1d.piecewise import prefer_fewer
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes, equal_width_bins
 
 MAX_CV_BINS = 40

@@ -4,9 +4,10 @@ R resamples of the n test instances are drawn with replacement (seeded from the 
 seed, shared by all metrics so intervals of different metrics come from the same resamples). A
 metric that registers ``pointwise`` (its value is the mean of per-instance terms: accuracy, NLL,
 Brier, ECE gain) is bootstrapped as one matrix product of resample counts with those terms; one
-that registers ``resampled`` (equal-width binned ECE and MCE: fixed edges, so a resample's bin sums are
-its row counts times the rows' bin indicators) is computed from the counts of all resamples at once;
-other metrics (equal-mass and CV bins, whose edges move with the resample, kernels, fits) are recomputed on each resample (cost × R: keep R small for the fit-on-test PL/PL3
+that registers ``resampled`` (binned ECE and MCE: equal-width bins have fixed edges, so a resample's bin
+sums are its row counts times the rows' bin indicators; equal-mass bins take their edges at ranks of the
+cumulative counts) is computed from the counts of all resamples at once; other metrics (CV and adaptive
+bins, kernels, fits) are recomputed on each resample (cost × R: keep R small for the fit-on-test PL/PL3
 estimators and the p-ECE test). With q_lo, q_hi the (1 ∓ level)/2 quantiles of the R values:
 
 * ``basic`` (default): [2θ̂ − q_hi, 2θ̂ − q_lo], the pivotal interval. It corrects for the

@@ -2,10 +2,15 @@
 
 import numpy as np
 
-from calbench.binary import FAMILIES
-from calbench.metrics import consistency, ece, fit_on_test, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
-from calbench.metrics.binned import (binned_ece, columns, ece_from_stats, equal_mass_stats_resampled,
-                                    equal_width_stats_resampled)
+from calbench.maps1d import FAMILIES
+from calbench.metrics import consistency, ece, fitted_maps_ece, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
+from calbench.metrics.binned import (
+    binned_ece,
+    columns,
+    ece_from_stats,
+    equal_mass_stats_resampled,
+    equal_width_stats_resampled,
+)
 from calbench.metrics.registry import metric
 from calbench.metrics.top_label import top_label_binned_ece
 
@@ -87,7 +92,7 @@ _FAMILY = "|".join(sorted(FAMILIES, key=len, reverse=True))
         description="fit-on-test plug-in CE (Kängsepp et al. Eq. 3) with map family platt|beta|iso|pl|pl3|…")
 def _fit_on_test(ctx, target, family, norm):
     scores, hits = columns(ctx.probs, ctx.labels, target)
-    return float(np.mean(fit_on_test.fit_on_test_ce(scores, hits, family, norm, ctx.seed)))
+    return float(np.mean(fitted_maps_ece.fit_on_test_ce(scores, hits, family, norm, ctx.seed)))
 
 
 @metric(rf"cmee\.(?P<target>conf|cw)\.(?P<family>{_FAMILY})\.(?P<norm>l1|l2)",
@@ -96,8 +101,8 @@ def _fit_on_test(ctx, target, family, norm):
         description="calibration-map estimation error of a fit-on-test map vs the true map (fit-on-test §6.1)")
 def _cmee(ctx, target, family, norm):
     scores, hits = columns(ctx.probs, ctx.labels, target)
-    truth = fit_on_test.true_target(ctx.probs, ctx.true_probs, target)
-    return float(np.mean(fit_on_test.cmee(scores, hits, truth, family, norm, ctx.seed)))
+    truth = fitted_maps_ece.true_target(ctx.probs, ctx.true_probs, target)
+    return float(np.mean(fitted_maps_ece.cmee(scores, hits, truth, family, norm, ctx.seed)))
 
 
 @metric(r"kde_ece\.conf\.(?P<norm>l1|l2)(?P<code>\.mnm_code)?", scale=100.0, decimals=2,

@@ -52,7 +52,8 @@ def _linear_binning(points: np.ndarray, weights: np.ndarray) -> np.ndarray:
 
 
 def _convolve_same(signal: np.ndarray, kernel: np.ndarray) -> np.ndarray:
-    """``scipy.signal.fftconvolve(signal, kernel, mode="same")`` with numpy's FFT (scipy.signal costs ~0.8 s to import)."""
+    """``scipy.signal.fftconvolve(signal, kernel, mode="same")`` with numpy's FFT (scipy.signal costs ~0.8 s
+    to import)."""
     size = signal.size + kernel.size - 1
     full = np.fft.irfft(np.fft.rfft(signal, size) * np.fft.rfft(kernel, size), size)
     start = (kernel.size - 1) // 2

@@ -3,6 +3,6 @@
 The `train` and `pretrained` sources of the workflow: :mod:`~calbench.models.datasets` loads an
 image dataset and splits it into train/cal/test, :mod:`~calbench.models.architectures` builds a
 torchvision or timm model and reads its penultimate-layer embeddings, :mod:`~calbench.models.training`
-trains it with a per-epoch checkpoint, and :mod:`~calbench.models.jobs` holds the job functions the
+trains it with a per-epoch checkpoint, and :mod:`~calbench.jobs.models` holds the job functions the
 Snakemake scripts call. Only the model rules import this package; calibration jobs never do.
 """

@@ -20,8 +20,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from calbench.data.atomic import write_text_atomic
-from calbench.report.plotting import plt, save_figure, write_csv
+from calbench.report.plotting import plt, save_figure
 from calbench.report.tables import summary
 
 TESTS = ("bonferroni-dunn", "nemenyi")
@@ -154,30 +153,3 @@ def cd_figure(result: RankTest | None, path, metric_id: str) -> None:
                  f"{result.verdict()}", fontsize=9)
     draw_cd(ax, result)
     save_figure(fig, path)
-
-
-def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str = "bonferroni-dunn",
-                            alpha: float = 0.05, friedman_alpha: float = 0.005) -> None:
-    """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV)."""
-    long = pd.read_csv(long_csv)
-    rows = []
-    for metric_id, path in figures.items():
-        result = rank_test(long, metric_id, test, alpha, friedman_alpha) if metric_id in set(long["metric"]) else None
-        cd_figure(result, path, metric_id)
-        if result is not None:
-            rows.append({"metric": metric_id, "sources": result.n, "methods": len(result.average_ranks),
-                         "friedman_chi2": result.statistic, "p_value": result.p_value, "test": test, "alpha": alpha,
-                         "cd": result.cd, "significant": result.significant, "verdict": result.verdict(),
-                         "average_ranks": "; ".join(f"{m} {r:.2f}" for m, r in result.average_ranks.items())})
-    frame = pd.DataFrame(rows, columns=["metric", "sources", "methods", "friedman_chi2", "p_value", "test", "alpha",
-                                        "cd", "significant", "verdict", "average_ranks"])
-    write_csv(frame, table_csv)
-    lines = [f"### Friedman test over sources, then {test} critical difference (α = {alpha:g}) where "
-             f"p < {friedman_alpha:g}", "",
-             "| metric | N | k | χ²_F | p | CD | outcome | average ranks (best first) |",
-             "|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['metric']} | {r['sources']} | {r['methods']} | {r['friedman_chi2']:.2f} | {r['p_value']:.3g}"
-              f"{'' if r['significant'] else ' (n.s.)'} | {r['cd']:.2f} | {r['verdict']} | {r['average_ranks']} |"
-              for r in rows]
-    write_text_atomic(table_md, "\n".join(lines) + "\n")
-

@@ -13,10 +13,9 @@ import numpy as np
 import pandas as pd
 
 from calbench.data import splits, store
-from calbench.data.atomic import write_text_atomic
+from calbench.methods.registry import build_method
 from calbench.metrics import evaluate, lookup
-from calbench.pipeline import build_method
-from calbench.report.plotting import plt, save_figure, write_csv
+from calbench.report.plotting import plt, save_figure
 from calbench.scores import Scores
 
 COLUMNS = ["source", "method", "size", "repeat", "metric", "value"]
@@ -49,11 +48,6 @@ def learning_curve(dump, method: str, settings: dict, sizes, repeats: int, metri
                               true_probs=test.get("true_probs"), seed=repeat)
             rows += [(source, method, size, repeat, m, v) for m, v in values.items()]
     return pd.DataFrame(rows, columns=COLUMNS)
-
-
-def learning_curve_job(dump, output, source: str, method: str, settings: dict, sizes, repeats: int, metrics,
-                       seed: int = 0, split: dict | None = None) -> None:
-    write_csv(learning_curve(dump, method, settings, sizes, repeats, metrics, seed, split, source), output)
 
 
 def summarise(long: pd.DataFrame) -> pd.DataFrame:
@@ -105,12 +99,3 @@ def learning_curve_figure(summary: pd.DataFrame, source: str, metrics, methods, 
     axes[0, 0].legend(fontsize=8)
     fig.suptitle(f"{source}: learning curves (mean ± std over repeats)")
     save_figure(fig, path)
-
-
-def learning_curve_summary_job(inputs, summary_csv, summary_md, figures: dict[str, str], metrics, methods) -> None:
-    """Fold the per-(source, method) CSVs into the summary table and one figure per source."""
-    summary = summarise(pd.concat([pd.read_csv(p) for p in inputs], ignore_index=True))
-    write_csv(summary, summary_csv)
-    write_text_atomic(summary_md, markdown(summary, metrics, methods))
-    for source, path in figures.items():
-        learning_curve_figure(summary, source, metrics, methods, path)

@@ -12,7 +12,6 @@ import numpy as np
 import pandas as pd
 
 from calbench.data import splits
-from calbench.data.atomic import write_text_atomic
 from calbench.metrics import evaluate
 from calbench.report import paper_values
 
@@ -35,7 +34,7 @@ def within_two_sd(ours: float, paper_mean: float, paper_sd: float, rounding: flo
     return abs(ours - paper_mean) <= 2 * paper_sd + rounding
 
 
-def _table(table: str):
+def paper_table(table: str):
     if table not in TABLES:
         raise ValueError(f"paper_comparison.table: expected one of {sorted(TABLES)}, got {table!r}")
     return TABLES[table]
@@ -43,7 +42,7 @@ def _table(table: str):
 
 def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_table1") -> str:
     """The paper's table with our ``mean ± std`` beside its ``mean ± std`` in every cell."""
-    reference, methods, metrics, rounding, title = _table(table)
+    reference, methods, metrics, rounding, title = paper_table(table)
     sub = long[long["source"] == source]
     stats = sub.groupby(["metric", "method"])["value"].agg(["mean", lambda v: np.std(v, ddof=0), "count"])
     stats.columns = ["mean", "std", "count"]
@@ -65,10 +64,3 @@ def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_tabl
             cells.append(f"{ours['mean']:.3f} ± {ours['std']:.3f} / {paper} {mark}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
-
-
-def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str = "lece_table1") -> None:
-    """Read ``metrics_long.csv``, add the true map's rows from ``dump``, write the Markdown to ``out``."""
-    long = pd.read_csv(long_csv)
-    long = pd.concat([long, true_map_rows(dump, source, seeds, list(_table(table)[2]))], ignore_index=True)
-    write_text_atomic(out, comparison_markdown(long, source, table))

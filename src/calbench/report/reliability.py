@@ -22,9 +22,8 @@ import pandas as pd
 from matplotlib.collections import PolyCollection
 from matplotlib.gridspec import GridSpec
 
-from calbench.data import store
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
-from calbench.report.plotting import plt, save_figure, write_csv
+from calbench.report.plotting import plt, save_figure
 from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
@@ -133,14 +132,3 @@ def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, sourc
                 draw_reliability(ax, ax_hist, sub, f"{method}, class {j}", f"p̂_{j}", f"frequency of class {j}")
     fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams")
     save_figure(fig, path)
-
-
-def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
-                    scheme: str = "ew", max_classes: int = 10) -> None:
-    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
-    tables = {}
-    for method, path in calibrated.items():
-        out = store.read_calibrated(path, "test")
-        tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
-    write_csv(pd.concat(tables.values(), ignore_index=True), table)
-    reliability_figure(tables, target, figure, source, max_classes)

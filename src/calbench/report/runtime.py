@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 
 from calbench.data import store
-from calbench.data.atomic import write_text_atomic
 
 
 def _max_rss(benchmark_file) -> float:
@@ -65,15 +64,10 @@ def runtime_markdown(frame: pd.DataFrame, method_order=None) -> str:
              ("Fit and predict seconds are timed inside the calibrate job (test-set prediction only); peak "
               "memory is the resident set size of the whole job (Python, libraries and data included). Tuned "
               "methods: the grid point chosen by cross-validation most often over seeds (times chosen / seeds)."), "",
-             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB | chosen grid point |",
+             "| source | method | fit s | predict s | calibrate job peak MB | evaluate job peak MB "
+             "| chosen grid point |",
              "|---|---|---|---|---|---|---|"]
     for (source, method), row in sorted(means.iterrows(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 1e9))):
         lines.append(f"| {source} | {method} | {_cell(row.fit_s, 4)} | {_cell(row.predict_s, 4)} | "
                      f"{_cell(row.calibrate_mb, 0)} | {_cell(row.evaluate_mb, 0)} | {chosen[(source, method)]} |")
     return "\n".join(lines) + "\n"
-
-
-def write_runtime_table(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, output,
-                        method_order=None) -> None:
-    frame = runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks)
-    write_text_atomic(output, runtime_markdown(frame, method_order))

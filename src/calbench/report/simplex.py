@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.spatial import cKDTree
-from scipy.special import softmax
 
-from calbench.data import splits, store
 from calbench.report.plotting import plt, save_figure
 
 CORNERS = np.array([[0.0, 0.0], [1.0, 0.0], [0.5, np.sqrt(3) / 2]])
@@ -68,8 +66,8 @@ def draw_simplex(ax, p_hat, c_hat, arrows: np.ndarray, scale: float, title: str,
               width=0.004, headwidth=3.5, headlength=4, color="black")
     ax.plot(*np.vstack([CORNERS, CORNERS[:1]]).T, color="black", linewidth=0.8)
     for k, (x, y) in enumerate(CORNERS):
-        ax.annotate(f"class {k} ({('red', 'green', 'blue')[k]})", (x, y), xytext=(0, 10 if k == 2 else -12), textcoords="offset points",
-                    ha="center", va="center", fontsize=8)
+        ax.annotate(f"class {k} ({('red', 'green', 'blue')[k]})", (x, y), xytext=(0, 10 if k == 2 else -12),
+                    textcoords="offset points", ha="center", va="center", fontsize=8)
     ax.set(xlim=(-0.05, 1.05), ylim=(-0.08, CORNERS[2, 1] + 0.08), title=title)
     ax.set_aspect("equal")
     ax.axis("off")
@@ -88,19 +86,3 @@ def simplex_figure(p_hat: np.ndarray, maps: dict[str, np.ndarray], path, source:
         draw_simplex(ax, p_hat, c_hat, arrows, scale, name)
     fig.suptitle(f"{source}: calibration maps p̂ → ĉ(p̂); colour = 0.5 + (ĉ − p̂)/(2·{scale:.3f})")
     save_figure(fig, path)
-
-
-def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None = None,
-                divisions: int = 15) -> None:
-    """Maps of each method (``{method: calibrated .h5}``) and, on synthetic sources, the true map."""
-    data = splits.load_split(dump, seed, split)
-    p_hat = softmax(data["test"]["logits"].astype(np.float64), axis=1)
-    maps = {}
-    for method, path in calibrated.items():
-        out = store.read_calibrated(path, "test")
-        if not np.array_equal(out["index"], data["test_index"]):
-            raise ValueError(f"{path}: its test rows are not those of {dump} for seed {seed}; rerun its calibrate job")
-        maps[method] = out["probs"]
-    if "true_probs" in data["test"]:
-        maps["true map"] = data["test"]["true_probs"]
-    simplex_figure(p_hat, maps, figure, source, divisions)

@@ -28,9 +28,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
-from calbench.folds import kfold_splits
 
-from calbench.binary.maps import check_binary
+from calbench.folds import kfold_splits
+from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
 
 LOSSES = ("ce", "mse")

@@ -7,8 +7,8 @@ its peak, the benchmark's whole data set (about 1.2 GB) included, and ``peak_abo
 what the case added to it; ``cpu_seconds`` is the child's CPU time, the
 fairer figure on a shared machine. Targets (issue 12): ``lece``/``ts+lece`` with the 10 × 10 CV grid
 ≤ 30 s and ≤ 2 GB, ``irm`` ≤ 1 GB, other methods ≤ 60 s and ≤ 3 GB, ``kcal`` ≤ 3 min, every default
-metric ≤ 5 s, bootstrap intervals of the default metric list ≤ 2 min (timed on a few resamples, extrapolated). The parametric methods are
-benchmarked by ``scale_param_*`` (another module).
+metric ≤ 5 s, bootstrap intervals of the default metric list ≤ 2 min (timed on a few resamples,
+extrapolated). The parametric methods are benchmarked by ``scale_param_*`` (another module).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from calbench.bench import benchmark
+from calbench.perf import benchmark
 
 N_CAL = N_TEST = 25_000
 CLASSES, DIM = 1000, 768

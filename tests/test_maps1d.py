@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
-from calbench.binary import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
 from calbench.data.synthetic import planted_temperature
+from calbench.maps1d import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
 from calbench.methods import make
 from calbench.metrics import evaluate
 
@@ -124,4 +124,5 @@ def test_isotonic_on_target_runs_equals_plain_pav_on_every_point(decimals):
     np.testing.assert_array_equal(fitted.model_.X_thresholds_, plain.X_thresholds_)
     query = np.concatenate([rng.random(1000), p])
     np.testing.assert_allclose(fitted.predict(query), plain.predict(query), atol=1e-12)
-    np.testing.assert_allclose(Isotonic().fit_checked(p, y.astype(bool)).predict(query), plain.predict(query), atol=1e-12)
+    checked = Isotonic().fit_checked(p, y.astype(bool))
+    np.testing.assert_allclose(checked.predict(query), plain.predict(query), atol=1e-12)

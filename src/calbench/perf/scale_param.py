@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.bench import benchmark
 from calbench.data.synthetic import planted_temperature
+from calbench.perf import benchmark
 
 PARAMETRIC = ["ts", "ets", "vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "platt", "beta",
               "pl_ovr", "pl3_ovr", "pl_conf", "pl3_conf", "ts+vs", "ts+ms_odir", "ts+dir_odir"]

@@ -7,12 +7,12 @@ import json
 import platform
 import sys
 
-from calbench.bench import discover
 from calbench.data.atomic import write_text_atomic
+from calbench.perf import discover
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m calbench.bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m calbench.perf", description=__doc__)
     parser.add_argument("--out", default="results/bench/bench.json")
     parser.add_argument("--only", default="", help="run only benchmarks whose name contains this text")
     args = parser.parse_args(argv)

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from calbench.bench import benchmark, timed
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
 from calbench.metrics import evaluate
+from calbench.perf import benchmark, timed
 
 
 def _planted(n, classes):

@@ -1,10 +1,11 @@
 """The model jobs of the workflow: train a `train` source, dump a `train` or `pretrained` source.
 
 ``train_job`` writes ``results/models/{source}/model.pt`` (weights plus the normalisation the model
-was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_job`` writes the
+was trained with) and keeps ``checkpoint.pt`` beside it while training; ``dump_model_job`` writes the
 logits, labels and embeddings of the train, cal and test splits to ``results/dumps/{source}.h5``
 (docs/architecture.md §3); with a ``split`` in the source, cal and test go into one held-out pool ``all``
-that every seed re-splits (``calbench.data.splits``), as the KCal paper re-splits its held-out data. Both run on the GPU when there is one (``device: auto``), else on the CPU.
+that every seed re-splits (``calbench.data.splits``), as the KCal paper re-splits its held-out data.
+Both run on the GPU when there is one (``device: auto``), else on the CPU.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
     return model, *_normalisation(entry, data, channels), channels
 
 
-def dump_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads", threads: int = 1,
+def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads", threads: int = 1,
              progress: bool = True) -> None:
     """Dump logits, labels and embeddings of every split of ``source`` to ``output``.
 

@@ -1,11 +1,11 @@
-"""The issue-12 scale benchmarks of the parametric methods (src/calbench/bench/scale_param.py)."""
+"""The issue-12 scale benchmarks of the parametric methods (src/calbench/perf/scale_param.py)."""
 
 import numpy as np
 import pytest
 
-from calbench.bench import discover
-from calbench.bench.scale_param import PARAMETRIC, imagenet_like
 from calbench.methods import available, make
+from calbench.perf import discover
+from calbench.perf.scale_param import PARAMETRIC, imagenet_like
 
 
 def test_imagenet_like_task_is_accurate_and_overconfident_by_its_planted_temperature():

@@ -7,10 +7,10 @@ import time
 import numpy as np
 from scipy.special import softmax
 
-from calbench.bench import benchmark, timed
 from calbench.data.synthetic import sample_categorical
 from calbench.methods import make
 from calbench.methods.linear_maps import authors_odir_grid
+from calbench.perf import benchmark, timed
 
 
 def _timed_with_cpu(run, repeat):

@@ -3,11 +3,11 @@
 import numpy as np
 from scipy.special import expit
 
-from calbench.bench import benchmark, timed
-from calbench.binary import PiecewiseLinear, PiecewiseLinearCV
 from calbench.data.synthetic import sample_categorical
+from calbench.maps1d import PiecewiseLinear, PiecewiseLinearCV
 from calbench.metrics import evaluate
 from calbench.metrics.kde_ece import kde_ece
+from calbench.perf import benchmark, timed
 
 
 def _binary(n, seed=0):

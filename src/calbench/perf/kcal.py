@@ -11,8 +11,8 @@ import time
 
 import numpy as np
 
-from calbench.bench import benchmark, timed
 from calbench.methods import make
+from calbench.perf import benchmark, timed
 from calbench.scores import Scores
 
 N_TRAIN, N_CAL, N_TEST, H, K = 20_000, 5_000, 10_000, 512, 100

@@ -26,10 +26,10 @@ def benchmark(name: str, repeat: int = 3):
 
 
 def discover() -> list[tuple[str, Callable, int]]:
-    package = importlib.import_module("calbench.bench")
+    package = importlib.import_module("calbench.perf")
     for info in pkgutil.iter_modules(package.__path__):
         if info.name != "__main__":
-            importlib.import_module(f"calbench.bench.{info.name}")
+            importlib.import_module(f"calbench.perf.{info.name}")
     return list(_BENCHMARKS)
 
 

@@ -3,18 +3,18 @@
 Each map is a small estimator with ``fit(p, y) -> self`` and ``predict(p) -> ĉ(p)`` on 1-D float
 arrays (``y`` in {0, 1}). The same classes serve as one-vs-rest / confidence calibrators
 (:mod:`calbench.methods.binary_calibrators`) and as the families of the fit-on-test
-calibration-error estimators (:mod:`calbench.metrics.fit_on_test`; Kängsepp et al. 2025, Table 1).
+calibration-error estimators (:mod:`calbench.metrics.fitted_maps_ece`; Kängsepp et al. 2025, Table 1).
 
-* :class:`~calbench.binary.maps.Platt`: σ(a·logit p + b), log-loss (fit-on-test App. C.4).
-* :class:`~calbench.binary.maps.Beta`: beta calibration "abm" (Kull et al. 2017), log-loss.
-* :class:`~calbench.binary.maps.Isotonic`: isotonic regression (PAV), squared loss.
-* :class:`~calbench.binary.piecewise.PiecewiseLinear`: PL and PL3 with a fixed number of pieces;
-  :class:`~calbench.binary.piecewise.PiecewiseLinearCV`: the fit-on-test paper's PL/PL3 (pieces by
+* :class:`~calbench.maps1d.maps.Platt`: σ(a·logit p + b), log-loss (fit-on-test App. C.4).
+* :class:`~calbench.maps1d.maps.Beta`: beta calibration "abm" (Kull et al. 2017), log-loss.
+* :class:`~calbench.maps1d.maps.Isotonic`: isotonic regression (PAV), squared loss.
+* :class:`~calbench.maps1d.piecewise.PiecewiseLinear`: PL and PL3 with a fixed number of pieces;
+  :class:`~calbench.maps1d.piecewise.PiecewiseLinearCV`: the fit-on-test paper's PL/PL3 (pieces by
   10-fold CV with the 0.1 % rule, prediction = mean of the fold models).
 """
 
-from calbench.binary.maps import Beta, Isotonic, Platt
-from calbench.binary.piecewise import PiecewiseLinear, PiecewiseLinearCV
+from calbench.maps1d.maps import Beta, Isotonic, Platt
+from calbench.maps1d.piecewise import PiecewiseLinear, PiecewiseLinearCV
 
 FAMILIES = {
     "platt": lambda seed=0: Platt(),

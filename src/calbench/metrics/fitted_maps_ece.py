@@ -2,7 +2,7 @@
 
 * **Plug-in estimator (Eq. 3)**: fit a calibration map ĉ from a family F on the *test* pairs
   (p̂_i, y_i) by a proper loss, then ĈE_q = (1/n Σ_i |p̂_i − ĉ(p̂_i)|^q)^{1/q}. The families are the
-  binary maps of :mod:`calbench.binary`: ``platt``, ``beta``, ``iso``, ``pl``/``pl3`` (cross-entropy,
+  binary maps of :mod:`calbench.maps1d`: ``platt``, ``beta``, ``iso``, ``pl``/``pl3`` (cross-entropy,
   the paper's headline PL and PL3) and ``pl_mse``/``pl3_mse``. The paper reports q = 2 without the
   square root; calbench's ``l2`` takes the root like every other ``l2`` id (square it to compare).
   These estimators are not debiased (the paper debiases binning ECEs only).
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.binary import make_map
+from calbench.maps1d import make_map
 
 
 def fitted_maps(scores: np.ndarray, hits: np.ndarray, family: str, seed: int = 0) -> np.ndarray:

@@ -8,9 +8,9 @@ import time
 import numpy as np
 from scipy.special import softmax
 
-from calbench.bench import benchmark
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
+from calbench.perf import benchmark
 
 SIZES = {100: 5_000, 1000: 10_000}  # classes → calibration (and test) rows
 

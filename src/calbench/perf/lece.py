@@ -5,10 +5,10 @@ import tracemalloc
 
 import numpy as np
 
-from calbench.bench import benchmark, timed
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
 from calbench.methods.lece import BLOCK_ENTRIES
+from calbench.perf import benchmark, timed
 
 
 def _planted(n, classes, seed=0):

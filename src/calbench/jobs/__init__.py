@@ -1,0 +1,13 @@
+"""The workflow's jobs as plain functions, one module per stage: Snakemake's scripts call them, so does
+``python -m calbench dump|calibrate|evaluate``. Each job reads the files of the stage before it and writes
+its output atomically; :mod:`~calbench.jobs.paths` holds the output path templates.
+
+* :mod:`~calbench.jobs.sources`: ``dump_source_job`` (synthetic, imported and downloaded sources);
+* :mod:`~calbench.jobs.models`: ``train_job``, ``dump_model_job`` (train/pretrained sources, torch);
+* :mod:`~calbench.jobs.calibrate`: ``calibrate_job``; :mod:`~calbench.jobs.evaluate`: ``evaluate_job``;
+* :mod:`~calbench.jobs.tables`: ``aggregate_job``, ``write_runtime_table``, ``write_paper_comparison``;
+* :mod:`~calbench.jobs.figures`: ``reliability_job``, ``simplex_job``, ``critical_difference_job``;
+* :mod:`~calbench.jobs.studies`: ``learning_curve_job``, ``learning_curve_summary_job``.
+
+The computing and drawing these jobs call is in :mod:`calbench.report`.
+"""

@@ -1,0 +1,68 @@
+"""The figure jobs (config key ``figures``): reliability diagrams, simplex maps, critical-difference diagrams
+(docs/figures_and_studies.md); the drawing is in :mod:`calbench.report`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import softmax
+
+from calbench.data import splits, store
+from calbench.data.atomic import write_text_atomic
+from calbench.report.critical_difference import cd_figure, rank_test
+from calbench.report.plotting import write_csv
+from calbench.report.reliability import reliability_bins, reliability_figure
+from calbench.report.simplex import simplex_figure
+
+
+def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
+                    scheme: str = "ew", max_classes: int = 10) -> None:
+    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
+    tables = {}
+    for method, path in calibrated.items():
+        out = store.read_calibrated(path, "test")
+        tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
+    write_csv(pd.concat(tables.values(), ignore_index=True), table)
+    reliability_figure(tables, target, figure, source, max_classes)
+
+
+def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None = None,
+                divisions: int = 15) -> None:
+    """Maps of each method (``{method: calibrated .h5}``) and, on synthetic sources, the true map."""
+    data = splits.load_split(dump, seed, split)
+    p_hat = softmax(data["test"]["logits"].astype(np.float64), axis=1)
+    maps = {}
+    for method, path in calibrated.items():
+        out = store.read_calibrated(path, "test")
+        if not np.array_equal(out["index"], data["test_index"]):
+            raise ValueError(f"{path}: its test rows are not those of {dump} for seed {seed}; rerun its calibrate job")
+        maps[method] = out["probs"]
+    if "true_probs" in data["test"]:
+        maps["true map"] = data["test"]["true_probs"]
+    simplex_figure(p_hat, maps, figure, source, divisions)
+
+
+def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str = "bonferroni-dunn",
+                            alpha: float = 0.05, friedman_alpha: float = 0.005) -> None:
+    """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV)."""
+    long = pd.read_csv(long_csv)
+    rows = []
+    for metric_id, path in figures.items():
+        result = rank_test(long, metric_id, test, alpha, friedman_alpha) if metric_id in set(long["metric"]) else None
+        cd_figure(result, path, metric_id)
+        if result is not None:
+            rows.append({"metric": metric_id, "sources": result.n, "methods": len(result.average_ranks),
+                         "friedman_chi2": result.statistic, "p_value": result.p_value, "test": test, "alpha": alpha,
+                         "cd": result.cd, "significant": result.significant, "verdict": result.verdict(),
+                         "average_ranks": "; ".join(f"{m} {r:.2f}" for m, r in result.average_ranks.items())})
+    frame = pd.DataFrame(rows, columns=["metric", "sources", "methods", "friedman_chi2", "p_value", "test", "alpha",
+                                        "cd", "significant", "verdict", "average_ranks"])
+    write_csv(frame, table_csv)
+    lines = [f"### Friedman test over sources, then {test} critical difference (α = {alpha:g}) where "
+             f"p < {friedman_alpha:g}", "",
+             "| metric | N | k | χ²_F | p | CD | outcome | average ranks (best first) |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {r['sources']} | {r['methods']} | {r['friedman_chi2']:.2f} | {r['p_value']:.3g}"
+              f"{'' if r['significant'] else ' (n.s.)'} | {r['cd']:.2f} | {r['verdict']} | {r['average_ranks']} |"
+              for r in rows]
+    write_text_atomic(table_md, "\n".join(lines) + "\n")

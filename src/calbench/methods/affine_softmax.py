@@ -1,0 +1,445 @@
+"""The solver of the softmax of an affine map, σ(W x + b), shared by vector/matrix scaling and Dirichlet calibration:
+penalties, objective and Hessian, the L-BFGS and Newton solvers, and the warm-start predictor of a grid path.
+
+Dirichlet paper (Kull et al. 2019) §3: matrix scaling is σ(W z + b) on logits z, Dirichlet calibration the
+same layer on x = ln q̂ (its Eq. 7, the linear parametrisation); vector scaling and the diagonal
+Dirichlet map fix the off-diagonal entries of W to 0. The objective is the mean log-loss plus a quadratic
+penalty (docs/methods_parametric.md):
+
+* ODIR (paper §3):  λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σⱼ b²ⱼ, the diagonal of W unpenalised;
+* L2 (Dir-L2):      λ/(k(k+1)) (Σᵢⱼ w²ᵢⱼ + Σⱼ b²ⱼ), shrinking towards W = 0, b = 0.
+
+``reg_scale="paper"`` uses those normalisations; ``reg_scale="code"`` drops the 1/(k(k−1)), 1/k and
+1/(k(k+1)) factors as the authors' Keras code did, so λ_paper = k(k−1)·λ_code and μ_paper = k·μ_code
+(ODIR), λ_paper = k(k+1)·λ_code (L2). Fitting is in float64 with the analytic gradient, started from the
+identity map (W = I, b = 0) or from a given warm start, and deterministic: full-batch Jacobi-preconditioned
+L-BFGS, finished by Newton's method with the exact Hessian where θ has at most :data:`NEWTON_MAX_PARAMS`
+entries (full maps up to 16 classes, diagonal ones up to 150), and for larger full maps up to
+:data:`NEWTON_CG_MAX_CLASSES` classes by truncated Newton with exact Hessian-vector products. No n × k × k
+array is ever formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import softmax
+
+REG_SCALES = ("paper", "code")
+# Newton's method finishes fits of up to NEWTON_MAX_PARAMS parameters that L-BFGS has not finished in
+# NEWTON_AFTER iterations: its Hessian costs about n·P² flops a step (5 ms for P = 110, n = 4,000, some
+# 4 L-BFGS iterations), and it converges in a few steps where L-BFGS needed up to 1,000 on the saturated
+# ln q̂ features of CIFAR-10 models. On the authors' 432-point grid (one fold, CIFAR-10, CPU s):
+# dir_odir on VGG-19 38.8 (L-BFGS only), 7.7 (Newton only), 6.1 (this); ms_odir on ResNet-20 5.7, 7.5, 5.1.
+NEWTON_MAX_PARAMS = 300
+NEWTON_AFTER = 10
+# Larger full maps of up to NEWTON_CG_MAX_CLASSES classes are finished by truncated Newton (:func:`_newton_cg`):
+# its preconditioner holds k blocks of (k + 1)² entries (8 MB at 100 classes, 65 MB at 200). On the weakest
+# ODIR penalty of the default grid (one CIFAR-100 fold, λ_code = 0.01) it needs ~150 Hessian-vector products
+# where Jacobi-preconditioned L-BFGS needed ~420 iterations, and ~680 without the block preconditioner.
+NEWTON_CG_MAX_CLASSES = 200
+# It starts after NEWTON_CG_AFTER L-BFGS iterations: cheaper than its preconditioner for the fits that converge sooner.
+NEWTON_CG_AFTER = 50
+
+
+class NotConvergedWarning(RuntimeWarning):
+    """An affine-softmax fit stopped at ``max_iter`` before its convergence test was met."""
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Quadratic penalty off·Σ_{i≠j} w²ᵢⱼ + diag·Σᵢ (wᵢᵢ − diag_centre)² + bias·Σⱼ b²ⱼ
+    (``diag_centre = 1``: SMS shrinks towards the identity map)."""
+
+    off: float = 0.0
+    diag: float = 0.0
+    bias: float = 0.0
+    diag_centre: float = 0.0
+
+    def value(self, weights: np.ndarray, intercept: np.ndarray) -> float:
+        squares = weights**2
+        diag_sq = float(np.sum((np.diagonal(weights) - self.diag_centre) ** 2))
+        np.fill_diagonal(squares, 0.0)  # summing the off-diagonal squares directly: Σ w² − Σ w²ᵢᵢ cancels
+        # catastrophically near W = I, an error that a penalty weight of 10⁶ turns into objective noise
+        return float(self.off * np.sum(squares) + self.diag * diag_sq + self.bias * np.sum(intercept**2))
+
+    def gradient(self, weights: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        grad_w = 2.0 * self.off * weights
+        np.fill_diagonal(grad_w, 2.0 * self.diag * (np.diagonal(weights) - self.diag_centre))
+        return grad_w, 2.0 * self.bias * intercept
+
+    def curvature(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The penalty's (constant) second derivative in each parameter: 2·weight, as (W-shaped, b-shaped)."""
+        return Penalty(self.off, self.diag, self.bias).gradient(np.ones((k, k)), np.ones(k))
+
+
+def _check_reg(name: str, value) -> float:
+    value = float(value)
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: expected a finite number >= 0, got {value!r}")
+    return value
+
+
+def _check_scale(reg_scale: str) -> None:
+    if reg_scale not in REG_SCALES:
+        raise ValueError(f"reg_scale: expected one of {REG_SCALES} ('paper': the paper's normalised penalty, "
+                         f"'code': the authors' unnormalised Keras penalty), got {reg_scale!r}")
+
+
+def odir_penalty(reg_lambda: float, reg_mu: float, k: int, reg_scale: str = "paper") -> Penalty:
+    """ODIR (Dirichlet paper §3): λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σ b²ⱼ (``"code"``: no normalisation)."""
+    _check_scale(reg_scale)
+    lam, mu = _check_reg("reg_lambda", reg_lambda), _check_reg("reg_mu", reg_mu)
+    if reg_scale == "paper":
+        lam, mu = lam / (k * (k - 1)), mu / k
+    return Penalty(off=lam, diag=0.0, bias=mu)
+
+
+def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
+    """Dir-L2: λ/(k(k+1)) times the squared norm of all k(k+1) parameters (``"code"``: no normalisation)."""
+    _check_scale(reg_scale)
+    lam = _check_reg("reg_lambda", reg_lambda)
+    if reg_scale == "paper":
+        lam = lam / (k * (k + 1))
+    return Penalty(off=lam, diag=lam, bias=lam)
+
+
+def affine_logits(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarray:
+    """W x + b for every row x of ``x`` [n, k]; ``diagonal`` uses only the diagonal of W."""
+    out = x * np.diagonal(weights) if diagonal else x @ weights.T
+    out += intercept
+    return out
+
+
+def objective(theta: np.ndarray, x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool):
+    """Mean log-loss of σ(W x + b) plus ``penalty``, and its gradient in θ = (W or diag W, b).
+
+    One n × k work array is reused in place: scores, then exp, then the residual σ − onehot.
+    """
+    n, k = x.shape
+    weights, intercept = unpack(theta, k, diagonal)
+    work = affine_logits(x, weights, intercept, diagonal)
+    work -= work.max(axis=1, keepdims=True)
+    rows = np.arange(n)
+    picked = work[rows, y]
+    np.exp(work, out=work)
+    norm = work.sum(axis=1)
+    loss = float(np.mean(np.log(norm)) - np.mean(picked))
+    work /= norm[:, None]
+    work[rows, y] -= 1.0
+    pen_w, pen_b = penalty.gradient(weights, intercept)
+    grad_b = work.sum(axis=0) / n + pen_b
+    if diagonal:
+        grad_w = np.einsum("ij,ij->j", work, x) / n + np.diagonal(pen_w)
+    else:
+        grad_w = (work.T @ x / n + pen_w).ravel()
+    return loss + penalty.value(weights, intercept), np.concatenate([grad_w, grad_b])
+
+
+def hessian_diagonal(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: Penalty,
+                     diagonal: bool) -> np.ndarray:
+    """Diagonal of the objective's Hessian at (W, b), in θ's layout: mean pᵢ(1−pᵢ) xⱼ² (+ 2·penalty weight)."""
+    k = x.shape[1]
+    p = softmax(affine_logits(x, weights, intercept, diagonal), axis=1)
+    v = p * (1.0 - p)
+    if diagonal:
+        h_w = np.einsum("ij,ij->j", v, x * x) / x.shape[0] + 2.0 * penalty.diag
+    else:
+        h_w = (v.T @ (x * x)) / x.shape[0] + 2.0 * penalty.off
+        h_w[np.diag_indices(k)] += 2.0 * (penalty.diag - penalty.off)
+        h_w = h_w.ravel()
+    return np.concatenate([h_w, v.mean(axis=0) + 2.0 * penalty.bias])
+
+
+def unpack(theta: np.ndarray, k: int, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """θ → (W [k, k], b [k]); a diagonal θ holds the k diagonal entries of W first."""
+    if diagonal:
+        return np.diag(theta[:k]), theta[k:]
+    return theta[: k * k].reshape(k, k), theta[k * k:]
+
+
+def pack(weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarray:
+    return np.concatenate([np.diagonal(weights) if diagonal else weights.ravel(), intercept])
+
+
+def parameter_features(x: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """θ's entries grouped by the class whose score they enter: (index [k, m] into θ, their feature
+    columns [n, k, m], or [n, 1, m] when every class uses the same ones)."""
+    n, k = x.shape
+    classes = np.arange(k)
+    if diagonal:  # class a: w_aa on x_a, then b_a on 1
+        index = np.stack([classes, k + classes], axis=1)
+        features = np.stack([x, np.ones_like(x)], axis=2)
+    else:  # class a: w_a1 … w_ak on x, then b_a on 1
+        index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
+        features = np.hstack([x, np.ones((n, 1))])[:, None, :]
+    return index, features
+
+
+def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: Penalty, diagonal: bool) -> np.ndarray:
+    """Exact Hessian of :func:`objective` in θ's layout: (1/n) Σᵢ ∂²/∂θ² of the log-loss, entry (r, c) =
+    mean[(p_a δ_ab − p_a p_b) f_r f_c] for θ_r on feature f_r of class a and θ_c on f_c of class b, plus the
+    penalty's 2·weight on the diagonal. With G = [p_a f_r] (n × P, grouped by class): −GᵀG plus, within each
+    class a, Σᵢ p_a f fᵀ. No n × k × k array is built."""
+    from scipy.linalg.blas import dsyrk  # lazy: only Newton-sized problems pay its import
+
+    n, k = x.shape
+    p = softmax(affine_logits(x, weights, intercept, diagonal), axis=1)
+    index, features = parameter_features(x, diagonal)
+    m = index.shape[1]
+    grouped = p[:, :, None] * features  # [n, k, m]
+    flat = grouped.reshape(n, k * m)
+    upper = dsyrk(-1.0, flat.T, trans=0, lower=0)  # −GᵀG; flat.T is Fortran-ordered, so BLAS copies nothing
+    h_grouped = np.triu(upper) + np.triu(upper, 1).T
+    if features.shape[1] == 1:  # features shared by all classes: one product gives every class's block
+        blocks = (flat.T @ features[:, 0, :]).reshape(k, m, m)
+    else:
+        blocks = np.einsum("iar,ias->ars", grouped, features)
+    rows = np.arange(k * m).reshape(k, m)
+    h_grouped[rows[:, :, None], rows[:, None, :]] += blocks
+    order = index.ravel()  # θ index of each grouped entry
+    h = np.empty_like(h_grouped)
+    h[np.ix_(order, order)] = h_grouped
+    h /= n
+    pen_w, pen_b = penalty.curvature(k)
+    h[np.diag_indices_from(h)] += pack(pen_w, pen_b, diagonal)
+    return h
+
+
+def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
+    """Newton's method with Armijo backtracking; the step solves H s = −g by eigendecomposition,
+    treating eigenvalues below 1e-12·max as zero (the softmax is invariant to adding a constant to
+    every score, so the unpenalised Hessian is singular along those directions, where g is zero)."""
+    theta = pack(weights, intercept, diagonal)
+    value, grad = objective(theta, x, y, penalty, diagonal)
+    converged, steps = False, 0
+    for steps in range(max_iter + 1):
+        eigenvalues, vectors = np.linalg.eigh(hessian(x, *unpack(theta, x.shape[1], diagonal), penalty, diagonal))
+        keep = eigenvalues > 1e-12 * eigenvalues.max()
+        step = -vectors[:, keep] @ ((vectors[:, keep].T @ grad) / eigenvalues[keep])
+        decrease = -float(grad @ step)  # the squared Newton decrement; the predicted decrease is half of it
+        if decrease / 2 <= tol * max(abs(value), 1.0):
+            converged = True
+            break
+        if steps == max_iter:
+            break
+        t = 1.0
+        while True:
+            new_value, new_grad = objective(theta + t * step, x, y, penalty, diagonal)
+            if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
+                break
+            t /= 2
+        if new_value > value:  # no descent even at a tiny step: rounding level reached
+            converged = decrease < 1e-8 * max(abs(value), 1.0)
+            break
+        theta, value, grad = theta + t * step, new_value, new_grad
+    weights, intercept = unpack(theta, x.shape[1], diagonal)
+    return weights, intercept, {"iterations": steps, "converged": converged, "loss": float(value)}
+
+
+def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_bytes: int = 2**26) -> np.ndarray:
+    """The Hessian's k diagonal blocks of a full map at class probabilities ``probs``: block a, over class a's
+    parameters (w_a1 … w_ak, b_a), is mean pₐ(1 − pₐ) x̃ x̃ᵀ with x̃ = (x, 1), plus the penalty's curvature.
+    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time."""
+    n, k = x.shape
+    xt = np.hstack([x, np.ones((n, 1))])
+    weights = probs * (1.0 - probs)
+    blocks = np.empty((k, k + 1, k + 1))
+    step = max(1, chunk_bytes // (8 * n * (k + 1)))
+    for first in range(0, k, step):
+        part = weights[:, first:first + step]
+        scaled = (part[:, :, None] * xt[:, None, :]).reshape(n, -1)
+        blocks[first:first + step] = (scaled.T @ xt).reshape(part.shape[1], k + 1, k + 1) / n
+    pen_w, pen_b = penalty.curvature(k)
+    blocks[:, np.arange(k + 1), np.arange(k + 1)] += np.hstack([pen_w, pen_b[:, None]])
+    return blocks
+
+
+def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.ndarray) -> np.ndarray:
+    """H v for a full map (θ's layout) at class probabilities ``probs``: with scores' change dz = V x + c,
+    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v."""
+    n, k = x.shape
+    weights, intercept = unpack(v, k, False)
+    dz = affine_logits(x, weights, intercept, False)
+    r = probs * (dz - np.sum(probs * dz, axis=1, keepdims=True))
+    pen_w, pen_b = penalty.curvature(k)
+    return np.concatenate([(r.T @ x / n).ravel(), r.sum(axis=0) / n]) + pack(pen_w, pen_b, False) * v
+
+
+def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
+    """Truncated Newton for a full map (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by
+    conjugate gradients with exact Hessian-vector products (:func:`hessian_vector`) to a relative residual
+    min(0.5, √‖g‖), preconditioned by the inverse of :func:`hessian_blocks` at the fit's start; then Armijo
+    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1).
+    Each Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter``
+    products and steps in all, the work bound of as many L-BFGS iterations."""
+    n, k = x.shape
+    theta = pack(weights, intercept, False)
+    value, grad = objective(theta, x, y, penalty, False)
+    inverse_blocks = np.linalg.inv(hessian_blocks(x, softmax(affine_logits(x, weights, intercept, False), axis=1),
+                                                  penalty))
+
+    def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
+        rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
+        out = np.einsum("ars,as->ar", inverse_blocks, rows)
+        return np.concatenate([out[:, :k].ravel(), out[:, k]])
+
+    converged, used = False, 0
+    while True:
+        probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
+        step, residual = np.zeros_like(grad), -grad
+        z = precondition(residual)
+        direction, rz = z.copy(), float(residual @ z)
+        target = min(0.5, np.sqrt(np.linalg.norm(grad))) * np.linalg.norm(grad)
+        for _ in range(min(theta.size, max(max_iter - used, 1))):
+            h_dir = hessian_vector(x, probs, penalty, direction)
+            used += 1
+            curvature = float(direction @ h_dir)
+            if curvature <= 0:  # flat direction (the softmax's shift invariance): take the step so far
+                break
+            alpha = rz / curvature
+            step += alpha * direction
+            residual -= alpha * h_dir
+            if np.linalg.norm(residual) <= target:
+                break
+            z = precondition(residual)
+            rz, rz_old = float(residual @ z), rz
+            direction = z + (rz / rz_old) * direction
+        if used >= max_iter:  # the budget ended inside CG: the step (and its decrement) is incomplete
+            break
+        if not step.any():
+            step = -precondition(grad)
+        decrease = -float(grad @ step)
+        if decrease / 2 <= tol * max(abs(value), 1.0):
+            converged = True
+            break
+        used += 1
+        if used >= max_iter:
+            break
+        t = 1.0
+        while True:
+            new_value, new_grad = objective(theta + t * step, x, y, penalty, False)
+            if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
+                break
+            t /= 2
+        if new_value > value:  # no descent even at a tiny step: rounding level reached
+            converged = decrease < 1e-8 * max(abs(value), 1.0)
+            break
+        theta, value, grad = theta + t * step, new_value, new_grad
+    weights, intercept = unpack(theta, k, False)
+    return weights, intercept, {"iterations": used, "converged": converged, "loss": float(value)}
+
+
+def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
+                       max_iter: int = 1000, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
+
+    L-BFGS (:func:`_lbfgs`) first; where θ has at most :data:`NEWTON_MAX_PARAMS` entries and L-BFGS has
+    not converged within :data:`NEWTON_AFTER` iterations, Newton's method (:func:`_newton`) finishes from
+    where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
+    iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
+    hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
+    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`). At most
+    ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
+    info = {"iterations", "converged", "loss", "solver"}.
+    """
+    k = x.shape[1]
+    weights, intercept = init if init is not None else (np.eye(k), np.zeros(k))
+    small = (k if diagonal else k * k) + k <= NEWTON_MAX_PARAMS
+    finisher = _newton if small else _newton_cg if not diagonal and k <= NEWTON_CG_MAX_CLASSES else None
+    first = NEWTON_AFTER if finisher is _newton else NEWTON_CG_AFTER if finisher else max_iter
+    weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
+    info["solver"] = "lbfgs"
+    if finisher and not info["converged"] and info["iterations"] < max_iter:
+        args = (x, y, penalty) + ((diagonal,) if finisher is _newton else ())
+        weights, intercept, newton = finisher(*args, weights, intercept, max_iter - info["iterations"], tol)
+        info = {**newton, "iterations": info["iterations"] + newton["iterations"],
+                "solver": "lbfgs+newton" if finisher is _newton else "lbfgs+newton-cg"}
+    return weights, intercept, info
+
+
+def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
+    """L-BFGS on θ / d with d = diag(Hessian at the start)^(−1/2) (Jacobi preconditioning: ln q̂ features
+    of very different scales otherwise make it crawl). In those coordinates the diagonal-Newton step is −g;
+    its predicted decrease ½‖g‖² decides two things: a start (a warm start along a grid) whose predicted
+    decrease is below ``tol``·max(|f|, 1) is returned as it is, and the coordinates are further scaled by
+    ‖g‖ so that L-BFGS's first trial step (unit length) is that Newton step rather than a blind unit step,
+    which from a good warm start cost up to 40 line-search evaluations. It stops when the objective's
+    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations."""
+    k = x.shape[1]
+    h = hessian_diagonal(x, weights, intercept, penalty, diagonal)
+    d = 1.0 / np.sqrt(np.maximum(h, 1e-8 * h.max() + 1e-300))
+    theta = pack(weights, intercept, diagonal)
+    value, grad = objective(theta, x, y, penalty, diagonal)
+    newton_norm = float(np.linalg.norm(grad * d))
+    if 0.5 * newton_norm**2 <= tol * max(abs(value), 1.0):
+        return weights, intercept, {"iterations": 0, "converged": True, "loss": value}
+    d *= newton_norm
+    start = theta / d
+
+    def scaled(theta_scaled):
+        if theta_scaled is start or np.array_equal(theta_scaled, start):  # the start is already evaluated
+            return value, grad * d
+        f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
+        return f, g * d
+
+    result = minimize(scaled, start, jac=True, method="L-BFGS-B",
+                      options={"maxiter": max_iter, "gtol": 1e-12, "ftol": tol, "maxcor": 20})
+    weights, intercept = unpack(result.x * d, k, diagonal)
+    return weights, intercept, {"iterations": int(result.nit), "converged": bool(result.success),
+                                "loss": float(result.fun)}
+
+
+def warm_start_order(points: list[dict]) -> list[int]:
+    """Visit grid points from strong to weak regularisation along a snake path (λ major, μ alternating),
+    so that each fit starts from the solution of a neighbouring point."""
+    lams = sorted({p.get("reg_lambda", 0.0) for p in points}, reverse=True)
+    order = []
+    for rank, lam in enumerate(lams):
+        row = [i for i, p in enumerate(points) if p.get("reg_lambda", 0.0) == lam]
+        row.sort(key=lambda i: points[i].get("reg_mu", 0.0), reverse=rank % 2 == 0)
+        order.extend(row)
+    return order
+
+
+class PathPredictor:
+    """Warm starts along a (λ, μ) snake path (:func:`warm_start_order`).
+
+    Within a λ row, the step from μ' to μ is predicted by the same step in the previous row
+    (θ(λ, μ) ≈ θ(λ, μ') + θ(λ_prev, μ) − θ(λ_prev, μ')); at a change of λ, the solution is extrapolated
+    linearly in log λ from the last two rows. Changing λ moves all k(k−1) off-diagonal weights; on CIFAR
+    logits these predictions cut the L-BFGS iterations over the authors' grid by 1.3× (100 classes) to 2× (10).
+    """
+
+    def __init__(self):
+        self.rows: list[tuple[float, dict]] = []  # (λ, {μ: (W, b)}) in visiting order
+        self.last: tuple | None = None
+
+    def add(self, lam: float, mu: float, params: tuple) -> None:
+        if not self.rows or self.rows[-1][0] != lam:
+            self.rows.append((lam, {}))
+            del self.rows[:-3]
+        self.rows[-1][1][mu] = params
+        self.last = (lam, mu, params)
+
+    def predict(self, lam: float, mu: float):
+        if self.last is None:
+            return None
+        last_lam, last_mu, last_params = self.last
+        if lam == last_lam and len(self.rows) >= 2:
+            before = self.rows[-2][1]
+            if mu in before and last_mu in before:
+                return _combine(last_params, before[mu], before[last_mu], 1.0)
+        if lam != last_lam and len(self.rows) >= 2 and mu in self.rows[-2][1] and min(lam, last_lam) > 0:
+            prev_lam = self.rows[-2][0]
+            if prev_lam > 0 and prev_lam != last_lam and mu == last_mu:
+                ratio = np.log(lam / last_lam) / np.log(last_lam / prev_lam)
+                return _combine(last_params, last_params, self.rows[-2][1][mu], ratio)
+        return last_params
+
+
+def _combine(base, plus, minus, factor):
+    """base + factor·(plus − minus), parameter-wise."""
+    return tuple(b + factor * (p - m) for b, p, m in zip(base, plus, minus))
