@@ -8,13 +8,13 @@ sum to one (the one-vs-rest multiclass extension of Manokhin 2017 / Vovk et al.)
 
 Efficient fit (the IVAP speed-up of Vovk et al. 2015, re-derived): with the calibration scores grouped into
 sorted distinct values k₁ < … < k_m, p₁(s) and p₀(s) only depend on where s falls: s = kᵢ gives F₁(i), F₀(i),
-the isotonic fits at group i with the extra point merged into it; kᵢ₋₁ < s < kᵢ gives p₁ = F₁(i) and p₀ = F₀(i
-− 1) (an extra 1 pools rightwards, an extra 0 leftwards; the max–min formula of isotonic regression), and p₀ =
-0 below k₁, p₁ = 1 above k_m. F₀ and F₁ at every group come from one left-to-right sweep that keeps the pool-
-adjacent- violators (PAV) blocks of the prefix (groups < i, a stack) and of the suffix (groups > i, replayed
-from a right-to-left PAV with an undo log): the extra point's block starts as group i and absorbs the adjacent
-prefix and suffix blocks that violate monotonicity (any order of pooling adjacent violators gives the isotonic
-fit). Each test score is then one binary search per class. """
+the isotonic fits at group i with the extra point merged into it; kᵢ₋₁ < s < kᵢ gives p₁ = F₁(i) and p₀ =
+F₀(i−1) (an extra 1 pools rightwards, an extra 0 leftwards; the max–min formula of isotonic regression), and
+p₀ = 0 below k₁, p₁ = 1 above k_m. F₀ and F₁ at every group come from one left-to-right sweep that keeps the
+pool-adjacent-violators (PAV) blocks of the prefix (groups < i, a stack) and of the suffix (groups > i,
+replayed from a right-to-left PAV with an undo log): the extra point's block starts as group i and absorbs the
+adjacent prefix and suffix blocks that violate monotonicity (any order of pooling adjacent violators gives the
+isotonic fit). Each test score is then one binary search per class. """
 
 from __future__ import annotations
 
