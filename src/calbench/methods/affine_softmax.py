@@ -208,6 +208,17 @@ def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: 
     return h
 
 
+def _armijo(theta, step, value, decrease, x, y, penalty, diagonal):
+    """Backtracking from the full (Newton) step until the objective falls by 1e-4·t·``decrease`` (Armijo),
+    halving t down to 1e-10; returns t and the objective's value and gradient there."""
+    t = 1.0
+    while True:
+        new_value, new_grad = objective(theta + t * step, x, y, penalty, diagonal)
+        if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
+            return t, new_value, new_grad
+        t /= 2
+
+
 def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
     """Newton's method with Armijo backtracking; the step solves H s = −g by eigendecomposition,
     treating eigenvalues below 1e-12·max as zero (the softmax is invariant to adding a constant to
@@ -225,12 +236,7 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
             break
         if steps == max_iter:
             break
-        t = 1.0
-        while True:
-            new_value, new_grad = objective(theta + t * step, x, y, penalty, diagonal)
-            if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
-                break
-            t /= 2
+        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, diagonal)
         if new_value > value:  # no descent even at a tiny step: rounding level reached
             converged = decrease < 1e-8 * max(abs(value), 1.0)
             break
@@ -318,12 +324,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
         used += 1
         if used >= max_iter:
             break
-        t = 1.0
-        while True:
-            new_value, new_grad = objective(theta + t * step, x, y, penalty, False)
-            if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
-                break
-            t /= 2
+        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, False)
         if new_value > value:  # no descent even at a tiny step: rounding level reached
             converged = decrease < 1e-8 * max(abs(value), 1.0)
             break
