@@ -14,7 +14,7 @@ export MKL_NUM_THREADS ?= 1
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[models,test]'
+	$(PY) -m pip install --quiet -e '.[models,test,reference]'
 	touch $(STAMP)
 
 run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables
