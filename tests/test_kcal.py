@@ -44,6 +44,31 @@ def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():
     assert [cached(h) for h in (0.5, 2.0)] == [kde_log_loss(support, labels, 2, h, folds) for h in (0.5, 2.0)]
 
 
+def test_blocked_distances_and_sparse_group_exclusion_equal_the_plain_formulas():
+    """Eq. 3 with out-of-group support, computed in row blocks with the same-group pairs listed per group,
+    equals the straightforward computation: all pairs at once, exclusion by comparing every pair's groups."""
+    from calbench.methods.kcal import _Support
+
+    rng = np.random.default_rng(3)
+    n, k, d, h = 300, 7, 5, 0.7
+    z, y = rng.normal(size=(n, d)), rng.integers(0, k, n)
+    groups = fold_ids(n, 6, 1)
+    zz = z.astype(np.float32)
+    sq = np.maximum((zz**2).sum(1)[:, None] + (zz**2).sum(1)[None, :] - 2.0 * zz @ zz.T, 0.0)
+    sq[groups[:, None] == groups[None, :]] = np.inf
+    kernel = np.exp((sq.min(1, keepdims=True) - sq) / np.float32(d * h))
+    plain = np.stack([kernel[:, y == c].sum(1) for c in range(k)], axis=1)
+    plain /= plain.sum(1, keepdims=True)
+    blocked = _Support(z, y, k, groups)
+    for chunk in (1, 7, 1000):  # blocks of one row, blocks that do not divide n, one block
+        probs = np.concatenate([blocked.shares(s, h) for _, s in blocked.distances(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(probs, plain, rtol=1e-5, atol=1e-12)  # float32 kernels, other sum order
+    # Leave-one-out (a group per point) excludes exactly each point itself.
+    rows, cols = _Support(z, y, k, np.arange(n))._same_group(np.arange(n))
+    order = np.argsort(y, kind="stable")
+    assert np.array_equal(rows, np.arange(n)) and np.array_equal(order[cols], np.arange(n))
+
+
 def test_golden_section_finds_the_minimum_within_tolerance():
     h, evaluations = golden_section(lambda h: (h - 2.7) ** 2, 0.1, 10.0, 1e-4)
     assert h == pytest.approx(2.7, abs=1e-4)

@@ -54,6 +54,9 @@ def project(params: dict, x: np.ndarray) -> np.ndarray:
 #: Cross-validation keeps the calibration set's distance matrix in memory up to this many rows
 #: (float32: 8,000² × 4 bytes = 256 MB); above it, distances are recomputed for every bandwidth.
 CACHE_ROWS = 8000
+#: Query rows per block of the [rows, support] distance and kernel arrays: 256 × 25,000 float32 is 25 MB,
+#: small enough for each block's six in-place passes to stay in cache.
+CHUNK_ROWS = 256
 
 
 class _Support:
@@ -65,29 +68,61 @@ class _Support:
         self.sq = np.einsum("ij,ij->i", self.points, self.points)
         self.present, self.starts = np.unique(labels[order], return_index=True)
         self.prior = np.bincount(labels, minlength=num_classes) / labels.size
-        self.groups = None if groups is None else np.asarray(groups)[order]
         self.num_classes = num_classes
+        if groups is not None:
+            groups = np.asarray(groups)[order]
+            self.members = np.argsort(groups, kind="stable")  # support positions, grouped
+            self.group_values, self.group_starts, self.group_sizes = np.unique(
+                groups[self.members], return_index=True, return_counts=True)
 
-    def distances(self, query, query_groups=None, chunk: int = 2048):
-        """Chunks ``(start, squared distances [rows, support])``, +inf for pairs of the same group."""
+    def _same_group(self, query_groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(row, support position) of every pair whose query row and support point share a group:
+        rows × group size entries, instead of comparing every pair."""
+        at = np.minimum(np.searchsorted(self.group_values, query_groups), self.group_values.size - 1)
+        sizes = np.where(self.group_values[at] == query_groups, self.group_sizes[at], 0)
+        rows = np.repeat(np.arange(sizes.size), sizes)
+        offsets = np.repeat(self.group_starts[at] - (np.cumsum(sizes) - sizes), sizes)
+        return rows, self.members[offsets + np.arange(rows.size)]
+
+    def distances(self, query, query_groups=None, chunk: int = CHUNK_ROWS):
+        """Blocks ``(start, squared distances [rows, support])``, +inf for pairs of the same group.
+
+        The blocks are views of one reused buffer: copy a block to keep it beyond the next iteration."""
         query = np.asarray(query, dtype=np.float32)
+        query_sq, twice_query = np.einsum("ij,ij->i", query, query), 2.0 * query  # 2·q·s exactly, one pass less
+        rows = min(chunk, query.shape[0])
+        sq_buffer = np.empty((rows, self.points.shape[0]), dtype=np.float32)
+        gram_buffer = np.empty_like(sq_buffer)
         for lo in range(0, query.shape[0], chunk):
-            q = query[lo:lo + chunk]
-            sq = np.maximum(np.einsum("ij,ij->i", q, q)[:, None] + self.sq[None, :] - 2.0 * q @ self.points.T, 0.0)
+            q = twice_query[lo:lo + chunk]
+            sq, gram = sq_buffer[:q.shape[0]], gram_buffer[:q.shape[0]]
+            np.add(query_sq[lo:lo + chunk, None], self.sq[None, :], out=sq)
+            sq -= np.matmul(q, self.points.T, out=gram)
+            np.maximum(sq, 0.0, out=sq)
             if query_groups is not None:
-                sq[np.asarray(query_groups)[lo:lo + chunk, None] == self.groups[None, :]] = np.inf
+                sq[self._same_group(np.asarray(query_groups)[lo:lo + chunk])] = np.inf
             yield lo, sq
 
-    def shares(self, sq: np.ndarray, bandwidth: float) -> np.ndarray:
+    def shares(self, sq: np.ndarray, bandwidth: float, work: np.ndarray | None = None) -> np.ndarray:
         """Eq. 3 from squared distances: class shares of exp(−sq / (d·h)), shifted by each row's nearest
-        point (the ratio is unchanged and no row underflows); rows with no admissible point get the prior."""
+        point (the ratio is unchanged and no row underflows); rows with no admissible point get the prior.
+
+        ``work`` (sq's shape or larger, float32) receives the kernel values; ``sq`` is left unchanged."""
+        kernel = np.empty_like(sq) if work is None else work[:sq.shape[0]]
         nearest = sq.min(axis=1, keepdims=True)
         empty = ~np.isfinite(nearest[:, 0])
-        kernel = np.exp((np.where(empty[:, None], 0.0, nearest) - sq) / np.float32(self.points.shape[1] * bandwidth))
+        nearest[empty] = 0.0
+        np.subtract(nearest, sq, out=kernel)
+        kernel /= np.float32(self.points.shape[1] * bandwidth)
+        np.exp(kernel, out=kernel)
         mass = np.zeros((sq.shape[0], self.num_classes))
         mass[:, self.present] = np.add.reduceat(kernel, self.starts, axis=1)
         mass[empty] = self.prior
         return mass / mass.sum(axis=1, keepdims=True)
+
+    def work_buffer(self, rows: int) -> np.ndarray:
+        """A float32 [min(rows, CHUNK_ROWS), support] buffer for :meth:`shares`."""
+        return np.empty((min(rows, CHUNK_ROWS), self.points.shape[0]), dtype=np.float32)
 
 
 def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray, num_classes: int,
@@ -98,9 +133,9 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
     one group per point gives leave-one-out). Rows with no admissible support get the class prior.
     """
     kde = _Support(support, support_labels, num_classes, support_groups)
-    out = np.empty((query.shape[0], num_classes))
+    out, work = np.empty((query.shape[0], num_classes)), kde.work_buffer(query.shape[0])
     for lo, sq in kde.distances(query, query_groups):
-        out[lo:lo + sq.shape[0]] = kde.shares(sq, bandwidth)
+        out[lo:lo + sq.shape[0]] = kde.shares(sq, bandwidth, work)
     return out
 
 
@@ -114,11 +149,12 @@ def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
     The distances do not depend on h: with ``cache``, up to :data:`CACHE_ROWS` rows, they are computed once.
     """
     kde = _Support(z, y, num_classes, groups)
-    cached = list(kde.distances(z, groups)) if cache and y.size <= CACHE_ROWS else None
+    cached = [(lo, sq.copy()) for lo, sq in kde.distances(z, groups)] if cache and y.size <= CACHE_ROWS else None
+    work = kde.work_buffer(y.size)
 
     def loss(bandwidth: float) -> float:
         chunks = cached if cached is not None else kde.distances(z, groups)
-        return sum(_log_loss(kde.shares(sq, bandwidth), y[lo:lo + sq.shape[0]]) for lo, sq in chunks) / y.size
+        return sum(_log_loss(kde.shares(sq, bandwidth, work), y[lo:lo + sq.shape[0]]) for lo, sq in chunks) / y.size
 
     return loss
 
