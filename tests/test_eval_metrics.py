@@ -294,6 +294,26 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
     assert ties["ece.cw.em15.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
 
 
+@pytest.mark.parametrize("classes, bins", [(4, 7), (40, 15)])
+def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_each_resample(classes, bins):
+    """Issue 12: the KCal paper's adaptive ECE (remainder in the last bins; classwise keeps p̂ ≥ min(0.01,
+    1/K), so at 40 classes many columns keep fewer rows than bins, or none) from the row counts of all
+    resamples equals recomputing it on each resample, resample by resample."""
+    from calbench.metrics.bootstrap import resample_indices
+    from calbench.metrics.registry import MetricContext, lookup
+
+    probs, labels = calibrated(200, classes=classes, seed=5, concentration=0.02)  # most entries below 0.01
+    ctx = MetricContext(probs, labels, seed=3)
+    idx = resample_indices(200, 30, 3)
+    counts = np.stack([np.bincount(i, minlength=200) for i in idx])
+    for metric_id in (f"ece.cw.em{bins}.l1.kcal", f"ece.conf.em{bins}.l1.kcal"):
+        family, groups = lookup(metric_id)
+        loop = [family.function(MetricContext(probs[i], labels[i]), **groups) for i in idx]
+        np.testing.assert_allclose(family.resampled(ctx, counts, **groups), loop, rtol=0, atol=1e-12)
+    kept = (probs >= 0.01).sum(axis=0)
+    assert classes == 4 or kept.min() < bins  # the 40-class case has columns with fewer kept rows than bins
+
+
 def test_mce_is_the_largest_bin_gap():
     probs = np.array([[0.9, 0.1], [0.8, 0.2], [0.6, 0.4], [0.55, 0.45]])
     labels = np.array([0, 1, 0, 0])

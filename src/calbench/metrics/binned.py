@@ -70,39 +70,59 @@ def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: in
     return totals, s_sum / safe, h_sum / safe
 
 
-def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
-    """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]``, or
-    None where that would not be exact.
+def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray,
+                              keep: np.ndarray | None = None, remainder: str = "first"):
+    """Per-bin counts and sums of scores and hits with equal-mass bins on R bootstrap resamples given as
+    row counts ``[R, N]`` (arrays [R, M, n_bins]), or None where that would not be exact.
 
-    A resample's sorted values are the rows in sorted order, row i repeated ``counts[r, i]`` times, so its
-    equal-mass bin b holds the ranks [e_b, e_{b+1}) (:func:`equal_mass_sizes` of N) and its sums are
+    Each column is binned over its ``keep`` entries (all by default); the m kept entries of a resample
+    form bins of ⌊m/B⌋, the m mod B larger ones first (calbench's ``em``) or last (``remainder="last"``,
+    the KCal paper's adaptive bins). A resample's sorted values are the kept rows in sorted order, row i
+    repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and its sums are
     differences of F(e) = Σ_i v_i · clip(e − start_i, 0, counts_i) over the cumulative counts. The
     re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on it
-    unless rows with the same score but different hits exist, and then this returns None (recompute).
-    Returns arrays [R, M, n_bins].
+    unless kept rows with the same score but different hits exist, and then this returns None (recompute).
     """
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     n, m = scores.shape
     order = np.argsort(scores, axis=0, kind="stable")
     s_sorted, h_sorted = np.take_along_axis(scores, order, 0), np.take_along_axis(hits, order, 0)
-    if np.any((s_sorted[1:] == s_sorted[:-1]) & (h_sorted[1:] != h_sorted[:-1])):
+    kept = np.ones((n, m), dtype=bool) if keep is None else np.take_along_axis(np.asarray(keep), order, 0)
+    if np.any((s_sorted[1:] == s_sorted[:-1]) & (h_sorted[1:] != h_sorted[:-1]) & kept[1:] & kept[:-1]):
         return None
-    resamples = counts.shape[0]
-    edges = np.concatenate([[0], np.cumsum(equal_mass_sizes(n, n_bins))])  # ranks, same n on each resample
-    out = np.empty((3, resamples, m, n_bins))
-    shift = (n + 1) * np.arange(resamples)[:, None]
-    for j in range(m):  # per column: R × N work, the loop adds nothing beside it
-        w = counts[:, order[:, j]].astype(np.float64)
+    resamples, inner = counts.shape[0], np.arange(1, n_bins)
+    out = np.zeros((3, resamples, m, n_bins))
+    for j in range(m):  # per column: R × (kept rows) work, the loop adds nothing beside it
+        rows = kept[:, j]
+        size = int(rows.sum())
+        if size == 0:
+            continue
+        w = counts[:, order[rows, j]].astype(np.float64)
         ends = np.cumsum(w, axis=1)
-        at = np.searchsorted((ends + shift).ravel(), (edges[None, 1:-1] + shift).ravel(), side="right")
-        row, col = np.divmod(at, n)  # the (resample, sorted row) holding each inner edge's rank
-        into = np.tile(edges[1:-1], resamples) - (ends[row, col] - w[row, col])  # ranks of that row before the edge
-        for k, values in enumerate((np.ones(n), s_sorted[:, j], h_sorted[:, j])):
+        total = ends[:, -1:]
+        per_bin, extra = total // n_bins, total % n_bins
+        larger_before = np.minimum(inner, extra) if remainder == "first" else np.maximum(inner - (n_bins - extra), 0)
+        edges = inner * per_bin + larger_before  # [R, B − 1] ranks of the inner edges
+        shift = (n + 1) * np.arange(resamples)[:, None]  # a resample's counts sum to n: blocks stay apart
+        at = np.searchsorted((ends + shift).ravel(), (edges + shift).ravel(), side="right").reshape(edges.shape)
+        at = np.minimum(at, size * np.arange(resamples)[:, None] + size - 1)  # an edge at the total: last row
+        row, col = np.divmod(at.ravel(), size)  # the (resample, sorted kept row) holding each inner edge's rank
+        into = edges.ravel() - (ends[row, col] - w[row, col])  # ranks of that row before the edge
+        for k, values in enumerate((np.ones(size), s_sorted[rows, j], h_sorted[rows, j])):
             prefix = np.cumsum(w * values, axis=1)
             below = (prefix[row, col] - (w[row, col] - into) * values[col]).reshape(resamples, n_bins - 1)
             upto = np.concatenate([np.zeros((resamples, 1)), below, prefix[:, -1:]], axis=1)
             out[k, :, j] = np.diff(upto, axis=1)
-    totals, s_sum, h_sum = out
+    return out
+
+
+def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
+    """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
+    [R, M, n_bins]), or None where that would not be exact (see :func:`equal_mass_sums_resampled`)."""
+    sums = equal_mass_sums_resampled(scores, hits, n_bins, counts)
+    if sums is None:
+        return None
+    totals, s_sum, h_sum = sums
     safe = np.maximum(totals, 1)
     return totals, s_sum / safe, h_sum / safe
 

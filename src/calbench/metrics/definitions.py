@@ -75,12 +75,23 @@ def _smooth_ece(ctx, target):
     return smooth_ece.smooth_ece(scores[:, 0], hits[:, 0])
 
 
+def _kcal_columns(ctx, target):
+    """Scores, hits and the threshold of the KCal paper's ECE (classwise: p̂ ≥ min(0.01, 1/K) kept)."""
+    scores, hits = columns(ctx.probs, ctx.labels, target)
+    return scores, hits, kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
+
+
+def _kcal_ece_resampled(ctx, counts, target, bins):
+    scores, hits, threshold = _kcal_columns(ctx, target)
+    return kcal.kcal_ece_resampled(scores, hits, int(bins), threshold, counts)
+
+
 @metric(r"ece\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)\.l1\.kcal", scale=100.0, decimals=2,
         usage="ece.{conf|cw}.emN.l1.kcal   e.g. ece.cw.em15.l1.kcal",
-        description="KCal paper's adaptive ECE (remainder in the last bins); cw drops p < min(0.01, 1/K)")
+        description="KCal paper's adaptive ECE (remainder in the last bins); cw drops p < min(0.01, 1/K)",
+        resampled=_kcal_ece_resampled)
 def _kcal_ece(ctx, target, bins):
-    scores, hits = columns(ctx.probs, ctx.labels, target)
-    threshold = kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
+    scores, hits, threshold = _kcal_columns(ctx, target)
     return kcal.kcal_ece(scores, hits, int(bins), threshold)
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.metrics.binned import equal_mass_sums_resampled
 from calbench.metrics.binning import bin_sums
 
 
@@ -39,6 +40,19 @@ def kcal_ece(scores: np.ndarray, hits: np.ndarray, n_bins: int, threshold: float
     kept = counts.sum(axis=1)
     ece = np.sum(np.abs(h_sum - s_sum), axis=1) / np.maximum(kept, 1)
     return float(np.mean(ece[kept > 0]))
+
+
+def kcal_ece_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, threshold: float,
+                       counts: np.ndarray) -> np.ndarray | None:
+    """:func:`kcal_ece` on R bootstrap resamples given as row counts ``[R, N]`` (values [R]), from the
+    resamples' bin sums (:func:`calbench.metrics.binned.equal_mass_sums_resampled`); None to recompute."""
+    sums = equal_mass_sums_resampled(scores, hits, n_bins, counts, keep=scores >= threshold, remainder="last")
+    if sums is None:
+        return None
+    totals, s_sum, h_sum = sums
+    kept = totals.sum(axis=-1)
+    ece = np.sum(np.abs(h_sum - s_sum), axis=-1) / np.maximum(kept, 1)
+    return np.sum(np.where(kept > 0, ece, 0.0), axis=1) / np.sum(kept > 0, axis=1)
 
 
 def kcal_threshold(num_classes: int) -> float:
