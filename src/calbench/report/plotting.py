@@ -15,11 +15,16 @@ DPI = 150
 
 
 def save_figure(fig, path) -> None:
-    """Write ``fig`` to ``path`` (format from its extension) atomically, then close it."""
+    """Write ``fig`` to ``path`` (format from its extension) atomically, then close it.
+
+    A figure without a layout engine is cropped to what it draws (``bbox_inches="tight"``); one laid out by
+    its engine (``layout="constrained"``) already fits its page and is saved as is, which spares the extra
+    layout and drawing pass that cropping costs (1.3 of 10 s for the 100-axes classwise reliability figure)."""
     fmt = str(path).rsplit(".", 1)[-1]
+    crop = None if fig.get_layout_engine() is not None else "tight"
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight")
+            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches=crop)
     finally:
         plt.close(fig)
 
