@@ -91,22 +91,35 @@ def binned_ece(table: pd.DataFrame) -> float:
     return float(np.nansum(table["weight"] * table["gap"].abs()))
 
 
+def _quads(lower, upper, top_lower, top_upper) -> np.ndarray:
+    """Corners ``[n, 4, 2]`` of quadrilaterals standing on y = 0 over [lower, upper], their top at height
+    ``top_lower`` above ``lower`` and ``top_upper`` above ``upper``: bars, or the diagonal filling."""
+    zero = np.zeros_like(lower)
+    return np.stack([np.stack([lower, upper, upper, lower], 1), np.stack([zero, zero, top_upper, top_lower], 1)],
+                    axis=2)
+
+
+def _add_quads(ax, corners: np.ndarray, **style) -> None:
+    """A panel's bars as one collection (one draw call instead of a patch per bin), resting on y = 0 as ``bar``'s."""
+    quads = ax.add_collection(PolyCollection(corners, **style))
+    quads.sticky_edges.y.append(0.0)
+
+
 def draw_reliability(ax, ax_hist, table: pd.DataFrame, title: str, xlabel: str, ylabel: str) -> None:
     """One diagram (bars, diagonal filling, bin averages, diagonal) and its count histogram."""
     full = table[table["count"] > 0]
-    lo, hi, gap = full["lower"].to_numpy(), full["upper"].to_numpy(), full["gap"].to_numpy()
-    fills = np.stack([np.stack([lo, np.zeros_like(lo)], 1), np.stack([hi, np.zeros_like(hi)], 1),
-                      np.stack([hi, hi + gap], 1), np.stack([lo, lo + gap], 1)], axis=1)
-    ax.add_collection(PolyCollection(fills, facecolors="tab:blue", edgecolors="none", alpha=0.55,
-                                     label="diagonal filling"))
-    ax.bar(lo, full["frequency"], width=hi - lo, align="edge", fill=False, edgecolor="black", linewidth=0.8,
-           label="bin frequency")
+    lo, hi, gap, freq = (full[c].to_numpy() for c in ("lower", "upper", "gap", "frequency"))
+    _add_quads(ax, _quads(lo, hi, lo + gap, hi + gap), facecolors="tab:blue", edgecolors="none", alpha=0.55,
+               label="diagonal filling")
+    _add_quads(ax, _quads(lo, hi, freq, freq), facecolors="none", edgecolors="black", linewidths=0.8,
+               label="bin frequency")
     ax.plot([0, 1], [0, 1], linestyle="--", color="black", linewidth=0.8)
-    ax.scatter(full["mean_score"], full["frequency"], s=12, color="tab:red", zorder=3, label="bin average")
+    ax.scatter(full["mean_score"], freq, s=12, color="tab:red", zorder=3, label="bin average")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel, title=f"{title}\nECE×100 = {100 * binned_ece(table):.2f}")
     ax.tick_params(labelbottom=False)
-    ax_hist.bar(table["lower"], table["count"], width=table["upper"] - table["lower"], align="edge",
-                color="0.6", edgecolor="0.3", linewidth=0.5)
+    count = table["count"].to_numpy(np.float64)
+    _add_quads(ax_hist, _quads(table["lower"].to_numpy(), table["upper"].to_numpy(), count, count),
+               facecolors="0.6", edgecolors="0.3", linewidths=0.5)
     ax_hist.set(xlim=(0, 1), xlabel=xlabel, ylabel="count")
     ax_hist.set_yscale("symlog", linthresh=1)
 
