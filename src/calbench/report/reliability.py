@@ -27,10 +27,10 @@ from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
 #: Inches per panel (a method's diagram and histogram, for one class), and the fixed margins within it: what
-#: constrained layout chooses for these labels, placed directly (laying out the 100 axes of a classwise
-#: figure took 4 of its 9 s). ``left``: y label and tick labels; ``right``: the last x tick
-#: label; ``title``: the two-line title above the diagram; ``gap``: between diagram and histogram;
-#: ``bottom``: x tick labels and label; ``suptitle``: the figure title's band, ``suptitle_top`` above it.
+#: constrained layout chooses for these labels, placed directly (laying out the 100 axes of a classwise figure
+#: took 4 of its 9 s). ``left``: y label and tick labels; ``right``: the last x tick label; ``title``: the
+#: two-line title above the diagram; ``gap``: between diagram and histogram; ``bottom``: x tick labels and
+#: label; ``suptitle``: the figure title's band, ``suptitle_top`` the space above that title.
 PANEL_SIZE = (3.4, 4.4)
 LAYOUT = {"left": 0.58, "right": 0.15, "title": 0.47, "gap": 0.17, "bottom": 0.48, "suptitle": 0.25,
           "suptitle_top": 0.04}
