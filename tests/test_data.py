@@ -66,6 +66,10 @@ def test_dump_round_trip_and_load_split_for_each_layout(tmp_path):
     assert len(part["cal_index"]) == 40 and len(part["test_index"]) == 60
     with pytest.raises(ValueError, match="the source needs a split"):
         splits.load_split(tmp_path / "pool.h5", 1, None)
+    known = splits.load_split(tmp_path / "pool.h5", 1, {"cal_size": 40}, test_index=part["test_index"])
+    for key in ("cal_index", "test_index"):  # the stored test rows give back the same split, without redrawing it
+        np.testing.assert_array_equal(known[key], part[key])
+    np.testing.assert_array_equal(known["test"]["logits"], part["test"]["logits"])
     store.write_dump(tmp_path / "fixed.h5", {"cal": {"logits": z[:30], "labels": y[:30]},
                                              "test": {"logits": z[30:], "labels": y[30:]}}, {})
     part = splits.load_split(tmp_path / "fixed.h5", 5, None)

@@ -40,12 +40,14 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
     return np.sort(cal), np.sort(test)
 
 
-def load_split(dump_path, seed: int, split: dict | None = None) -> dict:
+def load_split(dump_path, seed: int, split: dict | None = None, test_index=None) -> dict:
     """The calibration and test data of ``dump_path`` for ``seed``.
 
     Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index"}`` where each part holds the
     dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``) and the indices
-    locate the rows within their group (``all`` for pools, else their own group).
+    locate the rows within their group (``all`` for pools, else their own group). ``test_index``: a pool's
+    test rows where they are known (a calibrate job stores them beside its predictions), which spares
+    drawing the split again (and importing scikit-learn, ~1 s per job); the rest of the pool is the cal part.
     """
     groups = store.list_groups(dump_path)
     if f"seed{seed}/cal" in groups:
@@ -61,7 +63,10 @@ def load_split(dump_path, seed: int, split: dict | None = None) -> dict:
             raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
                              "or {cal_fraction: f} in config")
         pool = _read(dump_path, "all")
-        cal_index, test_index = split_pool(pool["labels"], seed, **split)
+        if test_index is None:
+            cal_index, test_index = split_pool(pool["labels"], seed, **split)
+        else:
+            cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
         return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index}
     raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")

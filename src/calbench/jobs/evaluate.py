@@ -20,7 +20,7 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
     wanted = list(metrics)
     true_probs = uncal_probs = None
     if any(lookup(m)[0].needs_true_probs or lookup(m)[0].needs_uncal_probs for m in wanted):
-        test = splits.load_split(dump, seed, split)["test"]
+        test = splits.load_split(dump, seed, split, test_index=out["index"])["test"]
         true_probs = test.get("true_probs")
         uncal_probs = Scores(test["logits"]).probs
         if true_probs is None:

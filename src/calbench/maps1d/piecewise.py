@@ -26,7 +26,6 @@ deterministic and two orders of magnitude faster; ``optimizer="adam"`` runs the 
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import expit, logit, softmax
 
 from calbench.folds import kfold_splits
@@ -161,6 +160,8 @@ class PiecewiseLinear:
         weight = np.repeat(1.0 / sizes, sizes)
         theta = np.concatenate([self._init_theta(p) for p, _ in data])
         if self.optimizer == "lbfgs":
+            from scipy.optimize import minimize  # lazy: metrics and methods that fit no PL map skip its import
+
             x_key = x + np.repeat(_SPAN * np.arange(len(data)), sizes)
             theta = minimize(self._loss_grad, theta, args=(x, y, fold_start, weight, x_key), jac=True,
                              method="L-BFGS-B",

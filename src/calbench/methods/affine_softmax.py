@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import softmax
 
 REG_SCALES = ("paper", "code")
@@ -385,6 +384,8 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
             return value, grad * d
         f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
         return f, g * d
+
+    from scipy.optimize import minimize  # lazy: calibrate jobs of other methods skip its import
 
     result = minimize(scaled, start, jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iter, "gtol": 1e-12, "ftol": tol, "maxcor": 20})

@@ -17,7 +17,6 @@ Options (docs/methods_nonparametric.md):
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
 from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
@@ -97,6 +96,8 @@ class EnsembleTemperatureScaling(Calibrator):
         if self.procedure not in PROCEDURES:
             raise ValueError(f"procedure: expected one of {PROCEDURES} ('two_stage' is the authors' code), "
                              f"got {self.procedure!r}")
+        from scipy.optimize import minimize  # lazy: calibrate jobs of other methods skip its import
+
         loss = EnsembleLoss(scores.logits, y, self.loss)
         t = float(minimize(lambda x: loss(x[0], (1.0, 0.0, 0.0)), x0=[1.0], method="L-BFGS-B",
                            bounds=[CODE_T_BOUNDS], tol=1e-12).x[0])

@@ -23,7 +23,6 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
 from scipy.special import logsumexp
 
 from calbench.methods.base import Calibrator
@@ -85,6 +84,8 @@ class TopVersusAllTS(TemperatureScaling):
         def loss(log_beta):
             return bce(*log_top_and_rest(np.exp(log_beta) * z, top), t)
 
+        from scipy.optimize import minimize_scalar  # lazy: calibrate jobs of other methods skip its import
+
         result = minimize_scalar(loss, bounds=(np.log(BETA_MIN), np.log(BETA_MAX)), method="bounded",
                                  options={"xatol": 1e-10})
         self.temperature_ = float(np.exp(-result.x))
@@ -122,6 +123,8 @@ class TopVersusAllVS(Calibrator):
             grad = np.concatenate([np.einsum("ij,ij->j", grad_s, z) + 2 * self.reg * spread,
                                    grad_s.sum(axis=0) + 2 * self.reg * b])
             return value, grad
+
+        from scipy.optimize import minimize  # lazy: calibrate jobs of other methods skip its import
 
         start = np.concatenate([np.ones(k), np.zeros(k)])
         result = minimize(objective, start, jac=True, method="L-BFGS-B",

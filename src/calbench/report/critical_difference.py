@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+from matplotlib.collections import LineCollection
 
 from calbench.report.plotting import plt, save_figure
 from calbench.report.tables import summary
@@ -33,6 +33,8 @@ def friedman(ranks, tie_correction: bool = True) -> tuple[float, float]:
     tied ranks (as ``scipy.stats.friedmanchisquare``): this reproduces the Dirichlet paper's Supp. Table 4
     (73.8, p = 6.71e-14); the uncorrected formula of Demšar (2006) gives 73.2 there.
     """
+    from scipy import stats  # lazy: the other figure jobs import this module but need no scipy.stats (~0.4 s)
+
     ranks = np.asarray(ranks, dtype=np.float64)
     n, k = ranks.shape
     if n < 1 or k < 2:
@@ -48,6 +50,8 @@ def friedman(ranks, tie_correction: bool = True) -> tuple[float, float]:
 
 def critical_value(k: int, alpha: float = 0.05, test: str = "bonferroni-dunn") -> float:
     """q_α of Demšar (2006) Table 5 for ``k`` methods."""
+    from scipy import stats  # lazy, as in friedman
+
     if test == "bonferroni-dunn":
         return float(stats.norm.ppf(1 - alpha / (2 * (k - 1))))
     if test == "nemenyi":
@@ -115,15 +119,17 @@ def draw_cd(ax, result: RankTest) -> None:
     ax.set(xlim=(0.4, k + 0.6), ylim=(-0.6 * (left + 0.7), 1.6))
     ax.axis("off")
     ax.hlines(0, 1, k, color="black", linewidth=1)
+    ax.vlines(np.arange(1, k + 1), 0, 0.15, color="black", linewidth=1)
     for r in range(1, k + 1):
-        ax.vlines(r, 0, 0.15, color="black", linewidth=1)
         ax.text(r, 0.25, str(r), ha="center", va="bottom", fontsize=8)
-    for i, (name, rank) in enumerate(zip(names, avg)):
-        depth = -0.6 * ((i if i < left else k - 1 - i) + 1)
-        end = 0.5 if i < left else k + 0.5
-        ax.plot([rank, rank, end], [0, depth, depth], color="black", linewidth=0.8)
-        ax.text(end - 0.05 if i < left else end + 0.05, depth, f"{name} ({rank:.2f})",
-                ha="right" if i < left else "left", va="center", fontsize=8)
+    on_left = np.arange(k) < left
+    depth = -0.6 * (np.where(on_left, np.arange(k), np.arange(k)[::-1]) + 1)
+    end = np.where(on_left, 0.5, k + 0.5)
+    hangers = np.stack([np.stack([avg, avg, end], 1), np.stack([np.zeros(k), depth, depth], 1)], axis=2)
+    ax.add_collection(LineCollection(hangers, colors="black", linewidths=0.8))  # one artist, not one per method
+    for name, rank, y, x, is_left in zip(names, avg, depth, end, on_left):
+        ax.text(x - 0.05 if is_left else x + 0.05, y, f"{name} ({rank:.2f})", ha="right" if is_left else "left",
+                va="center", fontsize=8)
     ax.plot([1, 1 + result.cd], [1.1, 1.1], color="black", linewidth=1.5)
     ax.vlines([1, 1 + result.cd], 1.0, 1.2, color="black", linewidth=1.5)
     ax.text(1 + result.cd / 2, 1.25, f"CD = {result.cd:.2f}", ha="center", va="bottom", fontsize=8)

@@ -14,12 +14,19 @@ from calbench.data.atomic import atomic_path, write_text_atomic  # noqa: E402
 DPI = 150
 
 
-def save_figure(fig, path) -> None:
-    """Write ``fig`` to ``path`` (format from its extension) atomically, then close it."""
+def save_figure(fig, path, crop: bool | None = None) -> None:
+    """Write ``fig`` to ``path`` (format from its extension) atomically, then close it.
+
+    ``crop``: trim the page to what is drawn (``bbox_inches="tight"``). By default only a figure without a
+    layout engine is cropped; one laid out by its engine (``layout="constrained"``) already fits its page and
+    is saved as is, which spares the extra layout and drawing pass that cropping costs. A figure that places
+    its axes itself passes ``crop=False``."""
     fmt = str(path).rsplit(".", 1)[-1]
+    if crop is None:
+        crop = fig.get_layout_engine() is None
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight")
+            fig.savefig(tmp, format=fmt, dpi=DPI, bbox_inches="tight" if crop else None)
     finally:
         plt.close(fig)
 

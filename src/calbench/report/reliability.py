@@ -20,13 +20,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 from matplotlib.collections import PolyCollection
-from matplotlib.gridspec import GridSpec
 
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 from calbench.report.plotting import plt, save_figure
 from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
+#: Inches per panel (a method's diagram and histogram, for one class), and the fixed margins within it: what
+#: constrained layout chooses for these labels, placed directly (laying out the 100 axes of a classwise figure
+#: took 4 of its 9 s). ``left``: y label and tick labels; ``right``: the last x tick label; ``title``: the
+#: two-line title above the diagram; ``gap``: between diagram and histogram; ``bottom``: x tick labels and
+#: label; ``suptitle``: the figure title's band, ``suptitle_top`` the space above that title.
+PANEL_SIZE = (3.4, 4.4)
+LAYOUT = {"left": 0.58, "right": 0.15, "title": 0.47, "gap": 0.17, "bottom": 0.48, "suptitle": 0.25,
+          "suptitle_top": 0.04}
 COLUMNS = ["method", "target", "bin", "lower", "upper", "count", "weight", "mean_score", "frequency", "gap"]
 
 
@@ -91,24 +98,51 @@ def binned_ece(table: pd.DataFrame) -> float:
     return float(np.nansum(table["weight"] * table["gap"].abs()))
 
 
+def _quads(lower, upper, top_lower, top_upper) -> np.ndarray:
+    """Corners ``[n, 4, 2]`` of quadrilaterals standing on y = 0 over [lower, upper], their top at height
+    ``top_lower`` above ``lower`` and ``top_upper`` above ``upper``: bars, or the diagonal filling."""
+    zero = np.zeros_like(lower)
+    return np.stack([np.stack([lower, upper, upper, lower], 1), np.stack([zero, zero, top_upper, top_lower], 1)],
+                    axis=2)
+
+
+def _add_quads(ax, corners: np.ndarray, **style) -> None:
+    """A panel's bars as one collection (one draw call instead of a patch per bin), resting on y = 0 as ``bar``'s."""
+    quads = ax.add_collection(PolyCollection(corners, **style))
+    quads.sticky_edges.y.append(0.0)
+
+
 def draw_reliability(ax, ax_hist, table: pd.DataFrame, title: str, xlabel: str, ylabel: str) -> None:
     """One diagram (bars, diagonal filling, bin averages, diagonal) and its count histogram."""
     full = table[table["count"] > 0]
-    lo, hi, gap = full["lower"].to_numpy(), full["upper"].to_numpy(), full["gap"].to_numpy()
-    fills = np.stack([np.stack([lo, np.zeros_like(lo)], 1), np.stack([hi, np.zeros_like(hi)], 1),
-                      np.stack([hi, hi + gap], 1), np.stack([lo, lo + gap], 1)], axis=1)
-    ax.add_collection(PolyCollection(fills, facecolors="tab:blue", edgecolors="none", alpha=0.55,
-                                     label="diagonal filling"))
-    ax.bar(lo, full["frequency"], width=hi - lo, align="edge", fill=False, edgecolor="black", linewidth=0.8,
-           label="bin frequency")
+    lo, hi, gap, freq = (full[c].to_numpy() for c in ("lower", "upper", "gap", "frequency"))
+    _add_quads(ax, _quads(lo, hi, lo + gap, hi + gap), facecolors="tab:blue", edgecolors="none", alpha=0.55,
+               label="diagonal filling")
+    _add_quads(ax, _quads(lo, hi, freq, freq), facecolors="none", edgecolors="black", linewidths=0.8,
+               label="bin frequency")
     ax.plot([0, 1], [0, 1], linestyle="--", color="black", linewidth=0.8)
-    ax.scatter(full["mean_score"], full["frequency"], s=12, color="tab:red", zorder=3, label="bin average")
+    ax.scatter(full["mean_score"], freq, s=12, color="tab:red", zorder=3, label="bin average")
     ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel, title=f"{title}\nECE×100 = {100 * binned_ece(table):.2f}")
     ax.tick_params(labelbottom=False)
-    ax_hist.bar(table["lower"], table["count"], width=table["upper"] - table["lower"], align="edge",
-                color="0.6", edgecolor="0.3", linewidth=0.5)
+    count = table["count"].to_numpy(np.float64)
+    _add_quads(ax_hist, _quads(table["lower"].to_numpy(), table["upper"].to_numpy(), count, count),
+               facecolors="0.6", edgecolors="0.3", linewidths=0.5)
     ax_hist.set(xlim=(0, 1), xlabel=xlabel, ylabel="count")
     ax_hist.set_yscale("symlog", linthresh=1)
+
+
+def _panel_axes(fig, row: int, col: int, n_rows: int):
+    """The diagram and histogram axes of panel (``row``, ``col``), placed at the fixed offsets :data:`LAYOUT`;
+    the histogram is a third as tall as the diagram."""
+    width, height = fig.get_size_inches()
+    pitch = (height - LAYOUT["suptitle"]) / n_rows
+    unit = (pitch - LAYOUT["title"] - LAYOUT["gap"] - LAYOUT["bottom"]) / 4
+    left = col * PANEL_SIZE[0] + LAYOUT["left"]
+    ax_width = PANEL_SIZE[0] - LAYOUT["left"] - LAYOUT["right"]
+    hist_bottom = height - LAYOUT["suptitle"] - (row + 1) * pitch + LAYOUT["bottom"]
+    diagram_bottom = hist_bottom + unit + LAYOUT["gap"]
+    ax = fig.add_axes((left / width, diagram_bottom / height, ax_width / width, 3 * unit / height))
+    return ax, fig.add_axes((left / width, hist_bottom / height, ax_width / width, unit / height))
 
 
 def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, source: str = "",
@@ -119,16 +153,16 @@ def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, sourc
         raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
                          "on this source under figures.reliability.methods")
     names = list(dict.fromkeys(tables[methods[0]]["target"]))[:max_classes]
-    fig = plt.figure(figsize=(3.4 * len(methods), 4.4 * len(names)), layout="constrained")
-    grid = GridSpec(2 * len(names), len(methods), figure=fig, height_ratios=[3, 1] * len(names))
+    fig = plt.figure(figsize=(PANEL_SIZE[0] * len(methods), PANEL_SIZE[1] * len(names)))
     for row, name in enumerate(names):
         for col, method in enumerate(methods):
             sub = tables[method][tables[method]["target"] == name]
-            ax, ax_hist = fig.add_subplot(grid[2 * row, col]), fig.add_subplot(grid[2 * row + 1, col])
+            ax, ax_hist = _panel_axes(fig, row, col, len(names))
             if target == "conf":
                 draw_reliability(ax, ax_hist, sub, method, "confidence (top probability)", "accuracy")
             else:
                 j = name.removeprefix("class")
                 draw_reliability(ax, ax_hist, sub, f"{method}, class {j}", f"p̂_{j}", f"frequency of class {j}")
-    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams")
-    save_figure(fig, path)
+    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams",
+                 y=1 - LAYOUT["suptitle_top"] / fig.get_size_inches()[1])
+    save_figure(fig, path, crop=False)
