@@ -193,7 +193,7 @@ def test_the_readme_command_runs_a_user_config_from_the_repository_root(tmp_path
     default, named = (run("-n", "--quiet", "rules", "--cores", "1", *args).stdout
                       for args in ((), ("--configfile", "config/config.yaml")))
     counts = lambda out: [line.split() for line in out.splitlines() if re.fullmatch(r"\S+ +\d+", line)]  # noqa: E731
-    assert ["train_model", "3"] in counts(default) and counts(default) == counts(named)
+    assert ["train_model", "2"] in counts(default) and counts(default) == counts(named)
 
 
 def test_the_readme_config_for_your_own_logits_validates_as_written(tmp_path, capsys):

@@ -70,6 +70,13 @@ def test_the_default_config_trains_a_torchvision_cnn_and_a_timm_vit():
     assert {DEFAULT_SOURCES[name]["model"].partition(":")[0] for name in DEFAULT_TRAINED} == {"torchvision", "timm"}
 
 
+def test_the_default_trained_sources_resplit_their_held_out_pool_for_every_seed():
+    """Issue 14: a trained source's cells are a spread over the run's seeds (re-splits of cal + test), not one value."""
+    for name in DEFAULT_TRAINED:
+        entry = DEFAULT_SOURCES[name]
+        assert entry["split"] == {"cal_size": entry["sizes"]["cal"]} and "seeds" not in entry, name
+
+
 @pytest.mark.parametrize("name", DEFAULT_TRAINED)
 def test_default_model_trains_an_epoch_and_dumps_a_held_out_pool_per_seed(tmp_path, name):
     """Each trained source of config/config.yaml, on a small split for one epoch; its cal + test form `all`."""
