@@ -6,6 +6,7 @@ from calbench.jobs import paths
 rule calibrate:
     input:
         dump=paths.DUMP,
+        split=source_split_file,
         code=method_code,
     output:
         calibrated=paths.CALIBRATED,

@@ -13,6 +13,7 @@ from calbench.data.check import config_problems
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
+from calbench.jobs import paths
 from calbench.methods import method_class, source_files, split_chain
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
@@ -113,6 +114,11 @@ def source_seed_list(wildcards):
 
 def source_split(wildcards):
     return canonical(SOURCES[wildcards.source].get("split"))
+
+
+def source_split_file(wildcards):
+    """A pooled source's drawn split for the seed (rule draw_split); nothing for sources with fixed parts."""
+    return [paths.SPLIT.format(**wildcards)] if SOURCES[wildcards.source].get("split") else []
 
 
 def source_scores_kind(wildcards):

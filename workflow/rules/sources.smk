@@ -25,3 +25,26 @@ rule dump_source:
         runtime=30,
     script:
         "../scripts/dump_source.py"
+
+
+# A pooled source's calibration/test split, drawn once per seed for its calibrate jobs (docs/architecture.md §3).
+# Its code input is the split module alone: editing other data code does not redraw the splits.
+SPLIT_CODE = str(Path(_calbench_data.__file__).parent / "splits.py")
+
+
+rule draw_split:
+    input:
+        dump=paths.DUMP,
+        code=SPLIT_CODE,
+    output:
+        paths.SPLIT,
+    params:
+        split=source_split,
+    log:
+        "logs/split/{source}/seed{seed}.log",
+    benchmark:
+        "benchmarks/split/{source}/seed{seed}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/draw_split.py"

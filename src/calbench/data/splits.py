@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.data import store
+from calbench.data.atomic import atomic_path
 
 
 def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None = None) -> None:
@@ -38,6 +39,14 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
     except ValueError:  # too few rows per class for a stratified split of this size
         cal, test = train_test_split(np.arange(n), train_size=size, random_state=seed)
     return np.sort(cal), np.sort(test)
+
+
+def write_test_index(dump_path, seed: int, split: dict, output) -> None:
+    """Draw a pooled source's split for ``seed`` once and save its test rows (int64 ``.npy``), so that the
+    source's calibrate jobs read it instead of each drawing it again (and importing scikit-learn, ~1 s)."""
+    labels = store.read_group(dump_path, "all", fields=["labels"])["labels"]
+    with atomic_path(output) as tmp, open(tmp, "wb") as f:
+        np.save(f, split_pool(labels, seed, **split)[1])
 
 
 def load_split(dump_path, seed: int, split: dict | None = None, test_index=None) -> dict:

@@ -18,15 +18,17 @@ def _scores(part: dict) -> Scores:
 
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
-                  calibrator_output=None, input_kind: str = "logits", keep_cal_outputs: bool = False) -> None:
+                  calibrator_output=None, input_kind: str = "logits", keep_cal_outputs: bool = False,
+                  test_index=None) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
     ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
     ``input_kind`` (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict
     and store the calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at
-    1,000 classes × 25,000 rows).
+    1,000 classes × 25,000 rows). ``test_index``: a pooled source's test rows for ``seed`` as drawn by
+    :func:`calbench.data.splits.write_test_index` (default: drawn here).
     """
-    data = splits.load_split(dump, seed, split)
+    data = splits.load_split(dump, seed, split, test_index=test_index)
     estimator = build_method(method, settings, seed)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
