@@ -25,9 +25,8 @@ deterministic and two orders of magnitude faster; ``optimizer="adam"`` runs the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 import warnings
-from operator import itemgetter
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.optimize import minimize
@@ -35,19 +34,14 @@ from scipy.special import expit, logit, softmax
 
 from calbench.folds import kfold_splits
 from calbench.maps1d.maps import check_binary
-from calbench.optim import NotConvergedWarning, armijo
 from calbench.scores import PROB_EPS
 
 LOSSES = ("ce", "mse")
-OPTIMIZERS = ("lbfgs", "newton", "adam")
+OPTIMIZERS = ("lbfgs", "adam")
 #: Relative tolerance of the "prefer fewer pieces" rule (fit-on-test App. C.2).
 TRICK = 0.001
 #: L-BFGS stops when the loss improves by less than this (relative); 1e-7 changes the fitted loss by ~1e-5.
 FTOL = 1e-7
-#: Newton stops when half the Newton decrement (or, at a kink, a step's decrease) is below this × the loss.
-TOL = 1e-10
-MU0 = 1e-3
-KINK_POINTS = 20
 
 
 def prefer_fewer(scores: np.ndarray, tolerance: float = TRICK) -> int:
@@ -70,7 +64,9 @@ _SPAN = 100.0
 class _Folds:
     """F data sets in one array: set f is ``x[start[f]:start[f + 1]]`` (sorted) with targets ``y`` and
     weights 1/n_f; ``key`` = x + ``shift[f]`` (distinct multiples of :data:`_SPAN`) is sorted as a whole, so
-    one ``searchsorted`` finds every set's pieces."""
+    one ``searchsorted`` finds every set's pieces. ``positive``: the indices where y = 1; ``work``: scratch
+    rows of n + 1 values that every loss evaluation reuses (a fresh array of tens of thousands of values
+    costs page faults each time)."""
 
     x: np.ndarray
     y: np.ndarray
@@ -78,29 +74,29 @@ class _Folds:
     weight: np.ndarray
     key: np.ndarray
     shift: np.ndarray
+    positive: np.ndarray
+    work: np.ndarray
 
     @classmethod
     def of(cls, xs, ys) -> "_Folds":
-        """From lists of sorted inputs and their targets."""
+        """From lists of sorted inputs and their targets (0 or 1)."""
         sizes = np.array([x.size for x in xs])
         shift = _SPAN * np.arange(sizes.size)
-        x = np.concatenate(xs)
-        return cls(x, np.concatenate(ys), np.concatenate([[0], np.cumsum(sizes)]), np.repeat(1.0 / sizes, sizes),
-                   x + np.repeat(shift, sizes), shift)
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        return cls(x, y, np.concatenate([[0], np.cumsum(sizes)]), np.repeat(1.0 / sizes, sizes),
+                   x + np.repeat(shift, sizes), shift, np.flatnonzero(y), np.empty((5, x.size + 1)))
 
     def take(self, rows) -> "_Folds":
-        """The sets ``rows`` (increasing) only."""
-        index = np.concatenate([np.arange(self.start[r], self.start[r + 1]) for r in rows])
-        sizes = np.diff(self.start)[rows]
-        return _Folds(self.x[index], self.y[index], np.concatenate([[0], np.cumsum(sizes)]), self.weight[index],
-                      self.key[index], self.shift[rows])
+        """The sets ``rows`` only."""
+        return _Folds.of([self.x[self.start[r]:self.start[r + 1]] for r in rows],
+                         [self.y[self.start[r]:self.start[r + 1]] for r in rows])
 
 
 class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
-                 seed: int = 0, max_iter: int = 2000):
+                 seed: int = 0, max_iter: int = 200):
         if loss not in LOSSES or optimizer not in OPTIMIZERS or n_pieces < 1:
             raise ValueError(f"PiecewiseLinear: loss must be one of {LOSSES}, optimizer one of {OPTIMIZERS}, "
                              f"n_pieces ≥ 1; got {loss!r}, {optimizer!r}, {n_pieces}")
@@ -112,23 +108,15 @@ class PiecewiseLinear:
         return logit(np.clip(p, PROB_EPS, 1 - PROB_EPS)) if self.logit_space else p
 
     def _knots(self, theta):
-        """Knot positions t (input space) with dt/db and d²t/db², widths w, knot values u with du/dv and
-        d²u/dv²; each with one row per model."""
+        """Knot positions t (input space), dt/db, widths w and knot values u; each with one row per model."""
         B = self.n_pieces
         w = softmax(theta[:, :B], axis=1)
         F = theta.shape[0]
         b = np.hstack([np.zeros((F, 1)), np.cumsum(w, axis=1)[:, :-1], np.ones((F, 1))])
         if self.logit_space:
             bc = np.clip(b, PROB_EPS, 1 - PROB_EPS)
-            inside = bc == b
-            spread = bc * (1 - bc)
-            dt = np.where(inside, 1.0 / spread, 0.0)
-            d2t = np.where(inside, (2 * bc - 1) / spread**2, 0.0)
-            v = theta[:, B:]
-            return logit(bc), dt, d2t, w, v, np.ones_like(v), np.zeros_like(v)
-        u = expit(theta[:, B:])
-        du = u * (1 - u)
-        return b, np.ones_like(b), np.zeros_like(b), w, u, du, du * (1 - 2 * u)
+            return logit(bc), np.where(bc == b, 1.0 / (bc * (1 - bc)), 0.0), w, theta[:, B:]
+        return b, np.ones_like(b), w, expit(theta[:, B:])
 
     def _init_theta(self, x):
         """Identity map with equal-mass pieces: knots at the quantiles of the inputs x (input space; paper
@@ -144,115 +132,66 @@ class PiecewiseLinear:
         return np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
 
     def _interpolate(self, theta, x):
-        t, u = (a[0] for a in itemgetter(0, 4)(self._knots(theta[None])))
+        t, _, _, u = (a[0] for a in self._knots(theta[None]))
         k = np.searchsorted(t[1:-1], x, side="left")
         delta = np.maximum(np.diff(t), 1e-12)
         r = np.clip((x - t[k]) / delta[k], 0.0, 1.0)
         return u[k] + (u[k + 1] - u[k]) * r
 
-    # -- loss, gradient and Hessian of F models at once ------------------------------------
-    def _evaluate(self, theta, folds: _Folds, hessian=False, kinks=True):
-        """Mean loss [F] of each of the F models (rows of ``theta``) on its data set in ``folds``, the gradients
-        [F, 2B + 1] and, if ``hessian``, the Hessians [F, 2B + 1, 2B + 1]: exact where no knot sits on a data
-        point, plus (``kinks``) the curvature of the kinks that the knots cross (see :meth:`_newton`).
+    # -- loss and gradient of F models at once ---------------------------------------------
+    def _loss_grad(self, theta, folds: _Folds):
+        """Σ_f mean loss of model f (row f of ``theta``) on data set f of ``folds``, and the gradient [F, 2B + 1].
 
-        Within piece k the map is f(x) = u_k + (u_{k+1} − u_k)·r with r = (x − t_k)/(t_{k+1} − t_k), so every
-        first and second derivative of f in (t_k, t_{k+1}, u_k, u_{k+1}) is a polynomial of degree ≤ 1 in r:
-        the gradient and Hessian need only the per-piece sums of ℓ'·{1, r} and ℓ''·{1, r, r²} (ℓ: the loss
-        at a point as a function of f)."""
+        The points of a piece are contiguous in the sorted data: the per-piece sums of ℓ' and ℓ'·r are
+        differences of cumulative sums. Per-point arrays live in ``folds.work`` (operations with ``out=``)."""
         B = self.n_pieces
         F = folds.start.size - 1
         x, y, fold_start, weight = folds.x, folds.y, folds.start, folds.weight
-        t, dt, d2t, w, u, du, d2u = self._knots(theta)
+        n = x.size
+        r, tmp, q, qc = folds.work[:4, :n]
+        cum = folds.work[4]
+        t, dt_db, w, u = self._knots(theta)
         inner = np.searchsorted(folds.key, (t[:, 1:-1] + folds.shift[:, None]).ravel())
         starts = np.hstack([fold_start[:-1, None], inner.reshape(F, B - 1), fold_start[1:, None]])
-        counts = np.diff(starts, axis=1).ravel()  # points per piece (global piece f·B + k)
+        seg_start, seg_end = starts[:, :-1].ravel(), starts[:, 1:].ravel()
+        piece = np.repeat(np.arange(F * B), seg_end - seg_start)  # global piece f·B + k of each point
         delta = np.maximum(np.diff(t, axis=1), 1e-12)
         slope = np.diff(u, axis=1) / delta
-        r = np.clip((x - np.repeat(t[:, :-1].ravel(), counts)) / np.repeat(delta.ravel(), counts), 0.0, 1.0)
-        f = np.repeat(u[:, :-1].ravel(), counts) + np.repeat((slope * delta).ravel(), counts) * r
-        q = expit(f) if self.logit_space else f
-        qc = np.clip(q, PROB_EPS, 1 - PROB_EPS)
+        np.take(t[:, :-1].ravel(), piece, out=r)  # r = clip((x − t_k)/Δ_k, 0, 1)
+        np.subtract(x, r, out=r)
+        np.divide(r, np.take(delta.ravel(), piece, out=tmp), out=r)
+        np.clip(r, 0.0, 1.0, out=r)
+        np.multiply(np.take((slope * delta).ravel(), piece, out=tmp), r, out=tmp)  # f = u_k + (u_{k+1} − u_k)·r
+        f = np.add(np.take(u[:, :-1].ravel(), piece, out=q), tmp, out=tmp)
+        q = expit(f, out=q) if self.logit_space else f
+        np.clip(q, PROB_EPS, 1 - PROB_EPS, out=qc)
+        # CE: −ln q̂ where y = 1, −ln(1 − q̂) where y = 0 (y is 0 or 1)
         if self.loss == "ce":
-            point_loss = -(y * np.log(qc) + (1 - y) * np.log1p(-qc))
+            log_lik = np.log1p(np.negative(qc, out=cum[:n]), out=cum[:n])
+            log_lik[folds.positive] = np.log(qc[folds.positive])
+            loss = -np.sum(np.multiply(weight, log_lik, out=log_lik))
             if self.logit_space:
-                g, c = q - y, q * (1 - q)
+                g = np.subtract(q, y, out=q)
             else:
-                spread = qc * (1 - qc)
-                g, c = (qc - y) / spread, ((qc - y) ** 2 + y * (1 - y)) / spread**2
+                g = np.divide(qc - y, qc * (1 - qc), out=q)
         else:
-            point_loss = (q - y) ** 2
-            if self.logit_space:
-                spread = q * (1 - q)
-                g, c = 2 * (q - y) * spread, 2 * spread * (spread + (q - y) * (1 - 2 * q))
-            else:
-                g, c = 2 * (q - y), np.full_like(q, 2.0)
-        # per-piece sums of the weighted loss, ℓ'·{1, r} and (Hessian) ℓ''·{1, r, r²}: pieces are contiguous
-        columns = np.zeros((x.size + 1, 6 if hessian else 3))  # + a zero row: trailing empty pieces start at n
-        g = g * weight
-        columns[:-1, 0], columns[:-1, 1] = weight * point_loss, g
-        columns[:-1, 2] = g * r
-        if hessian:
-            c = c * weight
-            columns[:-1, 3] = c
-            columns[:-1, 4] = c * r
-            columns[:-1, 5] = columns[:-1, 4] * r
-        sums = np.add.reduceat(columns, starts[:, :-1].ravel(), axis=0)
-        sums[counts == 0] = 0.0
-        sums = sums.reshape(F, B, -1)
-        loss, g0, g1 = sums[:, :, 0].sum(axis=1), sums[:, :, 1], sums[:, :, 2]
+            g = np.subtract(q, y, out=cum[:n])
+            loss = np.sum(weight * g**2)
+            g = 2 * g * (q * (1 - q) if self.logit_space else 1.0)
+        np.multiply(g, weight, out=g)
+        cum[0] = 0.0
+        np.cumsum(g, out=cum[1:])
+        sum_g = (cum[seg_end] - cum[seg_start]).reshape(F, B)
+        np.cumsum(np.multiply(g, r, out=r), out=cum[1:])
+        sum_gr = (cum[seg_end] - cum[seg_start]).reshape(F, B)
         zero = np.zeros((F, 1))
-        g_u = np.hstack([g0 - g1, zero]) + np.hstack([zero, g1])  # ∂f/∂u_k = 1 − r, ∂f/∂u_{k+1} = r
-        g_t = np.hstack([slope * (g1 - g0), zero]) - np.hstack([zero, slope * g1])  # s(r − 1), −s·r
-        # interior knots b_j = Σ_{m<j} w_m(a): ∂b_j/∂a_m = w_m·([m < j] − b_j) =: D[j, m]
-        b = np.hstack([zero, np.cumsum(w, axis=1)[:, :-1]])[:, 1:]
-        D = w[:, None, :] * ((np.arange(B)[None, :] < np.arange(1, B)[:, None]) - b[:, :, None])
-        jac_t = dt[:, 1:-1, None] * D  # ∂t_j/∂a for the interior knots; the end knots are fixed
-        grad_a = (g_t[:, None, 1:-1] @ jac_t)[:, 0]
-        grad = np.hstack([grad_a, g_u * du])
-        if not hessian:
-            return loss, grad, None
-        a0, a1, a2 = sums[:, :, 3], sums[:, :, 4], sums[:, :, 5]
-        # Gauss–Newton part: ∇f = α + β·r in (t_k, t_{k+1}, u_k, u_{k+1})
-        s, one, nil = slope, np.ones_like(slope), np.zeros_like(slope)
-        alpha = np.stack([-s, nil, one, nil], axis=-1)
-        beta = np.stack([s, -s, -one, one], axis=-1)
-        ab = alpha[..., :, None] * beta[..., None, :]
-        block = (a0[..., None, None] * alpha[..., :, None] * alpha[..., None, :] + a1[..., None, None] * (ab + ab.swapaxes(-1, -2))
-                 + a2[..., None, None] * beta[..., :, None] * beta[..., None, :])
-        # ℓ'·∇²f: ∂²f/∂t_k² = 2s(r − 1)/Δ, ∂²f/∂t_k∂t_{k+1} = −s(2r − 1)/Δ, ∂²f/∂t_{k+1}² = 2s·r/Δ,
-        # ∂²f/∂u_k∂t_k = (1 − r)/Δ, ∂²f/∂u_k∂t_{k+1} = r/Δ, ∂²f/∂u_{k+1}∂t_k = (r − 1)/Δ, ∂²f/∂u_{k+1}∂t_{k+1} = −r/Δ
-        second = np.zeros_like(block)
-        second[..., 0, 0] = 2 * s * (g1 - g0) / delta
-        second[..., 0, 1] = second[..., 1, 0] = -s * (2 * g1 - g0) / delta
-        second[..., 1, 1] = 2 * s * g1 / delta
-        second[..., 2, 0] = second[..., 0, 2] = (g0 - g1) / delta
-        second[..., 2, 1] = second[..., 1, 2] = g1 / delta
-        second[..., 3, 0] = second[..., 0, 3] = (g1 - g0) / delta
-        second[..., 3, 1] = second[..., 1, 3] = -g1 / delta
-        k = np.arange(B)
-        index = np.stack([k, k + 1, B + 1 + k, B + 2 + k], axis=-1)  # [B, 4] rows of (t, u)
-        hess_c = np.zeros((F, 2 * B + 2, 2 * B + 2))
-        np.add.at(hess_c, (np.arange(F)[:, None, None, None], index[None, :, :, None], index[None, :, None, :]),
-                  block + second)
-        if kinks:
-            lo = np.maximum(inner - KINK_POINTS, np.repeat(fold_start[:-1], B - 1))
-            hi = np.minimum(inner + KINK_POINTS, np.repeat(fold_start[1:], B - 1))
-            window = lo[:, None] + np.arange(2 * KINK_POINTS)
-            near = np.sum(np.where(window < hi[:, None], g[np.minimum(window, x.size - 1)], 0.0), axis=1)
-            density = near / np.maximum(x[np.maximum(hi - 1, lo)] - x[lo], 1e-12)
-            hess_c[:, np.arange(1, B), np.arange(1, B)] += np.diff(slope, axis=1) * density.reshape(F, B - 1)
-        # chain rule to θ = (a, v): c = (t, u) with t(a) on the interior knots and u(v)
-        jac = np.zeros((F, 2 * B + 2, 2 * B + 1))
-        jac[:, 1:B, :B] = jac_t
-        jac[:, B + 1:, B:] = du[:, :, None] * np.eye(B + 1)
-        hess = jac.swapaxes(1, 2) @ hess_c @ jac
-        # Σ_j ∂L/∂t_j·∇²t_j with ∇²t_j = t''·∇b_j∇b_jᵀ + t'·∇²b_j and Σ_j γ_j∇²b_j = diag(d) − w dᵀ − d wᵀ, d = Σ_j γ_j∇b_j
-        hess[:, :B, :B] += D.swapaxes(1, 2) @ ((g_t[:, 1:-1] * d2t[:, 1:-1])[:, :, None] * D)
-        hess[:, :B, :B] += (grad_a[:, :, None] * np.eye(B) - w[:, :, None] * grad_a[:, None, :]
-                            - grad_a[:, :, None] * w[:, None, :])
-        hess[:, B:, B:] += (g_u * d2u)[:, :, None] * np.eye(B + 1)
-        return loss, grad, hess
+        g_u = np.hstack([sum_g - sum_gr, zero]) + np.hstack([zero, sum_gr])
+        g_t = np.hstack([slope * (sum_gr - sum_g), zero]) - np.hstack([zero, slope * sum_gr])
+        g_b = (g_t * dt_db)[:, 1:-1]  # interior knots b_1..b_{B-1}
+        g_w = np.hstack([np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1], zero])  # b_j = Σ_{i<j} w_i
+        g_a = w * (g_w - np.sum(w * g_w, axis=1, keepdims=True))
+        g_v = g_u if self.logit_space else g_u * u * (1 - u)
+        return loss, np.hstack([g_a, g_v])
 
     # -- fitting ---------------------------------------------------------------------------
     def sorted_folds(self, ps, ys) -> _Folds:
@@ -260,16 +199,15 @@ class PiecewiseLinear:
         ``logit_space``, so maps with any number of pieces can be fitted on it)."""
         data = [check_binary(p, y) for p, y in zip(ps, ys)]
         orders = [np.argsort(p, kind="stable") for p, _ in data]
-        return _Folds.of([self._input(p[o]) for (p, _), o in zip(data, orders)], [y[o] for (_, y), o in zip(data, orders)])
+        return _Folds.of([self._input(p[o]) for (p, _), o in zip(data, orders)],
+                         [y[o] for (_, y), o in zip(data, orders)])
 
     def fit_folds(self, folds: _Folds) -> np.ndarray:
         """Parameters [F, 2B + 1] of F independent maps, one fitted to each data set of ``folds``, from the
-        identity start; Newton: all in one batched iteration (the fit-on-test CV fits 10 fold models per B)."""
+        identity start (the fit-on-test CV fits 10 fold models per B, on data sorted once for every B)."""
         starts = np.array([self._init_theta(folds.x[a:b]) for a, b in zip(folds.start[:-1], folds.start[1:])])
         if self.optimizer == "lbfgs":
             return self._lbfgs(starts, folds)
-        if self.optimizer == "newton":
-            return self._newton(starts, folds)
         return np.array([self._adam(start, folds.take([f])) for f, start in enumerate(starts)])
 
     def fit_many(self, ps, ys) -> np.ndarray:
@@ -281,68 +219,17 @@ class PiecewiseLinear:
         shape = theta.shape
 
         def summed(flat):
-            loss, grad, _ = self._evaluate(flat.reshape(shape), folds)
-            return loss.sum(), grad.ravel()
+            loss, grad = self._loss_grad(flat.reshape(shape), folds)
+            return loss, grad.ravel()
 
         result = minimize(summed, theta.ravel(), jac=True, method="L-BFGS-B",
                           options={"maxiter": self.max_iter, "ftol": FTOL})
         if result.nit >= self.max_iter:
+            from calbench.methods.affine_softmax import NotConvergedWarning  # here: calbench.methods imports maps1d
+
             warnings.warn(f"PiecewiseLinear({self.n_pieces} pieces): L-BFGS stopped at max_iter={self.max_iter} "
                           f"before its convergence test; raise max_iter", NotConvergedWarning, stacklevel=3)
         return result.x.reshape(shape)
-
-    def _newton(self, theta, folds: _Folds):
-        """Newton's method with Levenberg–Marquardt damping on each model's 2B + 1 parameters, batched over the
-        models; a model leaves the batch when it has converged.
-
-        The step solves (|H| + μI) s = −g by eigendecomposition (negative curvature flipped; eigenvalues below
-        1e-12·max dropped: the softmax of the widths is invariant to a common shift, so H is singular along it
-        and g is zero there). μ falls (÷3) after a step that achieves over 3/4 of the model's predicted
-        decrease, rises (×4) below 1/4; a step that does not lower the loss is not taken. The loss has a kink
-        wherever a knot crosses a data point, which the exact Hessian of the smooth pieces does not see; its
-        knot-diagonal gets that curvature, (s_k − s_{k−1})·Σ w·ℓ' per unit length of the
-        2·:data:`KINK_POINTS` points nearest the knot (the Hessian is the model's only; the loss is exact).
-        A model has converged when half its Newton decrement gᵀ|H|⁺g is at most :data:`TOL`·loss, or, where
-        it rests on a kink (g need not vanish there), when a step lowers the loss by at most :data:`TOL`·loss
-        or μ has grown past 1e15·max|eigenvalue| (no step can lower it in floating point)."""
-        theta = theta.copy()
-        active = np.arange(theta.shape[0])
-        data = folds
-        value, grad, hess = self._evaluate(theta, data, hessian=True)
-        mu = None
-        for _ in range(self.max_iter):
-            eigenvalues, vectors = np.linalg.eigh(hess)
-            size = np.abs(eigenvalues)
-            top = size.max(axis=1)
-            size = np.where(size > 1e-12 * top[:, None], size, np.inf)
-            coefficients = (grad[:, None, :] @ vectors)[:, 0]
-            mu = MU0 * top if mu is None else mu
-            done = (np.sum(coefficients**2 / size, axis=1) / 2 <= TOL * value) | (mu > 1e15 * top)
-            damped = coefficients / (size + mu[:, None])
-            step = -(vectors @ damped[:, :, None])[:, :, 0]
-            predicted = np.sum(coefficients * damped, axis=1) - np.sum(np.where(np.isinf(size), 0.0, size) * damped**2,
-                                                                       axis=1) / 2
-            step[done] = 0.0
-            new_value, new_grad, new_hess = self._evaluate(theta[active] + step, data, hessian=True)
-            gain = value - new_value
-            ratio = gain / np.maximum(predicted, np.finfo(float).tiny)
-            accept = gain > 0
-            done |= accept & (gain <= TOL * value)
-            mu = np.where(ratio > 0.75, mu / 3, np.where(ratio < 0.25, mu * 4, mu))
-            theta[active[accept]] += step[accept]
-            value = np.where(accept, new_value, value)
-            grad = np.where(accept[:, None], new_grad, grad)
-            hess = np.where(accept[:, None, None], new_hess, hess)
-            if done.any():
-                keep = ~done
-                active, value, grad, hess, mu = active[keep], value[keep], grad[keep], hess[keep], mu[keep]
-                if not active.size:
-                    return theta
-                data = folds.take(active)
-        warnings.warn(f"PiecewiseLinear({self.n_pieces} pieces): Newton stopped at max_iter={self.max_iter} before "
-                      f"{active.size} of {theta.shape[0]} models converged; raise max_iter", NotConvergedWarning,
-                      stacklevel=3)
-        return theta
 
     def fit(self, p, y) -> "PiecewiseLinear":
         self.theta_ = self.fit_many([p], [y])[0]
@@ -362,8 +249,8 @@ class PiecewiseLinear:
             epoch_loss = 0.0
             for start in range(0, n, batch):
                 idx = np.sort(order[start:start + batch])  # x is sorted, so sorted indices keep it sorted
-                loss, grad, _ = self._evaluate(theta[None], _Folds.of([x[idx]], [y[idx]]))
-                loss, grad = loss[0], grad[0]
+                loss, grad = self._loss_grad(theta[None], _Folds.of([x[idx]], [y[idx]]))
+                grad = grad[0]
                 step += 1
                 m = beta1 * m + (1 - beta1) * grad
                 v = beta2 * v + (1 - beta2) * grad**2
@@ -384,7 +271,7 @@ class PiecewiseLinear:
 
     def knots(self) -> tuple[np.ndarray, np.ndarray]:
         """Knot positions in probability space and the map's values there (for plots)."""
-        t, u = (a[0] for a in itemgetter(0, 4)(self._knots(self.theta_[None])))
+        t, _, _, u = (a[0] for a in self._knots(self.theta_[None]))
         b = expit(t) if self.logit_space else t
         return b, (expit(u) if self.logit_space else u)
 

@@ -27,8 +27,6 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import softmax
 
-from calbench.optim import NotConvergedWarning, armijo  # noqa: F401  (NotConvergedWarning: re-exported)
-
 REG_SCALES = ("paper", "code")
 # Newton's method finishes fits of up to NEWTON_MAX_PARAMS parameters that L-BFGS has not finished in
 # NEWTON_AFTER iterations: its Hessian costs about n·P² flops a step (5 ms for P = 110, n = 4,000, some
@@ -44,6 +42,10 @@ NEWTON_AFTER = 10
 NEWTON_CG_MAX_CLASSES = 200
 # It starts after NEWTON_CG_AFTER L-BFGS iterations: cheaper than its preconditioner for the fits that converge sooner.
 NEWTON_CG_AFTER = 50
+
+
+class NotConvergedWarning(RuntimeWarning):
+    """An affine-softmax fit stopped at ``max_iter`` before its convergence test was met."""
 
 
 @dataclass(frozen=True)
@@ -206,6 +208,17 @@ def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: 
     return h
 
 
+def _armijo(theta, step, value, decrease, x, y, penalty, diagonal):
+    """Backtracking from the full (Newton) step until the objective falls by 1e-4·t·``decrease`` (Armijo),
+    halving t down to 1e-10; returns t and the objective's value and gradient there."""
+    t = 1.0
+    while True:
+        new_value, new_grad = objective(theta + t * step, x, y, penalty, diagonal)
+        if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
+            return t, new_value, new_grad
+        t /= 2
+
+
 def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
     """Newton's method with Armijo backtracking; the step solves H s = −g by eigendecomposition,
     treating eigenvalues below 1e-12·max as zero (the softmax is invariant to adding a constant to
@@ -223,7 +236,7 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
             break
         if steps == max_iter:
             break
-        t, new_value, new_grad = armijo(lambda th: objective(th, x, y, penalty, diagonal), theta, step, value, decrease)
+        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, diagonal)
         if new_value > value:  # no descent even at a tiny step: rounding level reached
             converged = decrease < 1e-8 * max(abs(value), 1.0)
             break
@@ -311,7 +324,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
         used += 1
         if used >= max_iter:
             break
-        t, new_value, new_grad = armijo(lambda th: objective(th, x, y, penalty, False), theta, step, value, decrease)
+        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, False)
         if new_value > value:  # no descent even at a tiny step: rounding level reached
             converged = decrease < 1e-8 * max(abs(value), 1.0)
             break
