@@ -9,7 +9,9 @@ from scipy.special import expit, logit
 from calbench.data.synthetic import planted_temperature
 from calbench.maps1d import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
 from calbench.methods import make
+from calbench.methods.affine_softmax import NotConvergedWarning
 from calbench.metrics import evaluate
+from calbench.scores import PROB_EPS
 
 
 def draw(n, true_map, seed=0):
@@ -69,6 +71,44 @@ def test_pl_losses_and_optimisers_agree():
     mse = PiecewiseLinear(2, logit_space=True, loss="mse").fit(p, y).predict(grid)
     adam = PiecewiseLinear(2, logit_space=True, loss="ce", optimizer="adam").fit(p[:1500], y[:1500]).predict(grid)
     assert np.abs(lbfgs - mse).max() < 0.05 and np.abs(lbfgs - adam).max() < 0.05
+
+
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+@pytest.mark.parametrize("logit_space", [False, True])
+def test_pl_batched_loss_and_gradient_match_the_plain_definition(logit_space, loss):
+    """The batched loss of several models (pieces as runs of the sorted data, scratch rows reused) is the sum of
+    each model's mean loss on its own predictions (fit-on-test App. C.1: CE on predictions clipped to
+    [1e-16, 1 − 1e-16], or squared error); its gradient equals central differences."""
+    rng = np.random.default_rng(5)
+    model = PiecewiseLinear(4, logit_space=logit_space, loss=loss)
+    ps = [rng.beta(1, 4, 300), rng.beta(2, 2, 200), rng.beta(3, 1, 250)]
+    ys = [(rng.uniform(size=p.size) < p**1.3).astype(float) for p in ps]
+    folds = model.sorted_folds(ps, ys)
+    theta = np.array([model._init_theta(model._input(p)) for p in ps]) + rng.normal(0, 0.3, (3, 9))
+    value, grad = model._loss_grad(theta, folds)
+    plain = 0.0
+    for row, p, y in zip(theta, ps, ys):
+        model.theta_ = row
+        q = model.predict(p)
+        if loss == "ce":
+            q = np.clip(q, PROB_EPS, 1 - PROB_EPS)
+            plain += np.mean(-(y * np.log(q) + (1 - y) * np.log1p(-q)))
+        else:
+            plain += np.mean((q - y) ** 2)
+    assert value == pytest.approx(plain, rel=1e-12)
+    assert model._loss_grad(theta, folds)[0] == value  # nothing carried over in the scratch rows
+    numeric = np.zeros_like(theta)
+    for i in np.ndindex(theta.shape):
+        step = np.zeros_like(theta)
+        step[i] = 1e-6
+        numeric[i] = (model._loss_grad(theta + step, folds)[0] - model._loss_grad(theta - step, folds)[0]) / 2e-6
+    assert np.abs(grad - numeric).max() < 1e-6 * np.abs(grad).max()
+
+
+def test_pl_fit_stopped_by_max_iter_warns():
+    p, y = draw(2000, lambda p: p**1.5, seed=6)
+    with pytest.warns(NotConvergedWarning, match="max_iter=2"):
+        PiecewiseLinear(4, logit_space=True, max_iter=2).fit(p, y)
 
 
 def test_pl_cv_prefers_few_pieces_on_calibrated_data_and_averages_fold_models():

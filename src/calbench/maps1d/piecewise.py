@@ -25,6 +25,9 @@ deterministic and two orders of magnitude faster; ``optimizer="adam"`` runs the 
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.special import expit, logit, softmax
 
@@ -56,6 +59,38 @@ def prefer_fewer(scores: np.ndarray, tolerance: float = TRICK) -> int:
 _SPAN = 100.0
 
 
+@dataclass(frozen=True)
+class _Folds:
+    """F data sets in one array: set f is ``x[start[f]:start[f + 1]]`` (sorted) with targets ``y`` and
+    weights 1/n_f; ``key`` = x + ``shift[f]`` (distinct multiples of :data:`_SPAN`) is sorted as a whole, so
+    one ``searchsorted`` finds every set's pieces. ``positive``: the indices where y = 1; ``work``: scratch
+    rows of n + 1 values that every loss evaluation reuses (a fresh array of tens of thousands of values
+    costs page faults each time)."""
+
+    x: np.ndarray
+    y: np.ndarray
+    start: np.ndarray
+    weight: np.ndarray
+    key: np.ndarray
+    shift: np.ndarray
+    positive: np.ndarray
+    work: np.ndarray
+
+    @classmethod
+    def of(cls, xs, ys) -> "_Folds":
+        """From lists of sorted inputs and their targets (0 or 1)."""
+        sizes = np.array([x.size for x in xs])
+        shift = _SPAN * np.arange(sizes.size)
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        return cls(x, y, np.concatenate([[0], np.cumsum(sizes)]), np.repeat(1.0 / sizes, sizes),
+                   x + np.repeat(shift, sizes), shift, np.flatnonzero(y), np.empty((5, x.size + 1)))
+
+    def take(self, rows) -> "_Folds":
+        """The sets ``rows`` only."""
+        return _Folds.of([self.x[self.start[r]:self.start[r + 1]] for r in rows],
+                         [self.y[self.start[r]:self.start[r + 1]] for r in rows])
+
+
 class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
@@ -82,14 +117,15 @@ class PiecewiseLinear:
             return logit(bc), np.where(bc == b, 1.0 / (bc * (1 - bc)), 0.0), w, theta[:, B:]
         return b, np.ones_like(b), w, expit(theta[:, B:])
 
-    def _init_theta(self, p):
-        """Identity map with equal-mass pieces: knots at the quantiles of the inputs (paper App. C.1)."""
+    def _init_theta(self, x):
+        """Identity map with equal-mass pieces: knots at the quantiles of the inputs x (input space; paper
+        App. C.1)."""
         levels = np.linspace(0, 1, self.n_pieces + 1)
         if self.logit_space:
-            values = np.quantile(self._input(p), levels)
+            values = np.quantile(x, levels)
             q = expit(values)
         else:
-            q = np.quantile(p, levels)
+            q = np.quantile(x, levels)
             values = logit(np.clip(q, 0.001, 0.999))
         widths = np.diff(np.concatenate([[0.0], q[1:]]))
         return np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
@@ -102,39 +138,51 @@ class PiecewiseLinear:
         return u[k] + (u[k + 1] - u[k]) * r
 
     # -- loss and gradient of F models at once ---------------------------------------------
-    def _loss_grad(self, theta_flat, x, y, fold_start, weight, x_key=None):
-        """Σ_f mean loss of model f on its data and the gradient; model f's points are
-        ``x[fold_start[f]:fold_start[f + 1]]``, sorted, and ``weight`` = 1/n_f per point;
-        ``x_key`` = x + _SPAN·f (precomputed by :meth:`fit_many`) makes all folds one sorted array."""
+    def _loss_grad(self, theta, folds: _Folds):
+        """Σ_f mean loss of model f (row f of ``theta``) on data set f of ``folds``, and the gradient [F, 2B + 1].
+
+        The points of a piece are contiguous in the sorted data: the per-piece sums of ℓ' and ℓ'·r are
+        differences of cumulative sums. Per-point arrays live in ``folds.work`` (operations with ``out=``)."""
         B = self.n_pieces
-        F = fold_start.size - 1
-        theta = theta_flat.reshape(F, 2 * B + 1)
+        F = folds.start.size - 1
+        x, y, fold_start, weight = folds.x, folds.y, folds.start, folds.weight
+        n = x.size
+        r, tmp, q, qc = folds.work[:4, :n]
+        cum = folds.work[4]
         t, dt_db, w, u = self._knots(theta)
-        offset = _SPAN * np.arange(F)[:, None]
-        if x_key is None:
-            x_key = x + np.repeat(offset[:, 0], np.diff(fold_start))
-        inner = np.searchsorted(x_key, (t[:, 1:-1] + offset).ravel())
+        inner = np.searchsorted(folds.key, (t[:, 1:-1] + folds.shift[:, None]).ravel())
         starts = np.hstack([fold_start[:-1, None], inner.reshape(F, B - 1), fold_start[1:, None]])
         seg_start, seg_end = starts[:, :-1].ravel(), starts[:, 1:].ravel()
         piece = np.repeat(np.arange(F * B), seg_end - seg_start)  # global piece f·B + k of each point
         delta = np.maximum(np.diff(t, axis=1), 1e-12)
         slope = np.diff(u, axis=1) / delta
-        left = piece + piece // B  # index of the piece's left knot in the flattened [F, B + 1] arrays
-        r = np.clip((x - t.ravel()[left]) / delta.ravel()[piece], 0.0, 1.0)
-        f = u.ravel()[left] + (slope * delta).ravel()[piece] * r
-        q = expit(f) if self.logit_space else f
-        qc = np.clip(q, PROB_EPS, 1 - PROB_EPS)
+        np.take(t[:, :-1].ravel(), piece, out=r)  # r = clip((x − t_k)/Δ_k, 0, 1)
+        np.subtract(x, r, out=r)
+        np.divide(r, np.take(delta.ravel(), piece, out=tmp), out=r)
+        np.clip(r, 0.0, 1.0, out=r)
+        np.multiply(np.take((slope * delta).ravel(), piece, out=tmp), r, out=tmp)  # f = u_k + (u_{k+1} − u_k)·r
+        f = np.add(np.take(u[:, :-1].ravel(), piece, out=q), tmp, out=tmp)
+        q = expit(f, out=q) if self.logit_space else f
+        np.clip(q, PROB_EPS, 1 - PROB_EPS, out=qc)
+        # CE: −ln q̂ where y = 1, −ln(1 − q̂) where y = 0 (y is 0 or 1)
         if self.loss == "ce":
-            loss = -np.sum(weight * (y * np.log(qc) + (1 - y) * np.log1p(-qc)))
-            g = (q - y) if self.logit_space else (qc - y) / (qc * (1 - qc))
+            log_lik = np.log1p(np.negative(qc, out=cum[:n]), out=cum[:n])
+            log_lik[folds.positive] = np.log(qc[folds.positive])
+            loss = -np.sum(np.multiply(weight, log_lik, out=log_lik))
+            if self.logit_space:
+                g = np.subtract(q, y, out=q)
+            else:
+                g = np.divide(qc - y, qc * (1 - qc), out=q)
         else:
-            loss = np.sum(weight * (q - y) ** 2)
-            g = 2 * (q - y) * (q * (1 - q) if self.logit_space else 1.0)
-        g = g * weight
-        cum_g = np.concatenate([[0.0], np.cumsum(g)])
-        cum_gr = np.concatenate([[0.0], np.cumsum(g * r)])
-        sum_g = (cum_g[seg_end] - cum_g[seg_start]).reshape(F, B)
-        sum_gr = (cum_gr[seg_end] - cum_gr[seg_start]).reshape(F, B)
+            g = np.subtract(q, y, out=cum[:n])
+            loss = np.sum(weight * g**2)
+            g = 2 * g * (q * (1 - q) if self.logit_space else 1.0)
+        np.multiply(g, weight, out=g)
+        cum[0] = 0.0
+        np.cumsum(g, out=cum[1:])
+        sum_g = (cum[seg_end] - cum[seg_start]).reshape(F, B)
+        np.cumsum(np.multiply(g, r, out=r), out=cum[1:])
+        sum_gr = (cum[seg_end] - cum[seg_start]).reshape(F, B)
         zero = np.zeros((F, 1))
         g_u = np.hstack([sum_g - sum_gr, zero]) + np.hstack([zero, sum_gr])
         g_t = np.hstack([slope * (sum_gr - sum_g), zero]) - np.hstack([zero, slope * sum_gr])
@@ -142,43 +190,56 @@ class PiecewiseLinear:
         g_w = np.hstack([np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1], zero])  # b_j = Σ_{i<j} w_i
         g_a = w * (g_w - np.sum(w * g_w, axis=1, keepdims=True))
         g_v = g_u if self.logit_space else g_u * u * (1 - u)
-        return loss, np.hstack([g_a, g_v]).ravel()
+        return loss, np.hstack([g_a, g_v])
 
     # -- fitting ---------------------------------------------------------------------------
-    def fit_many(self, ps, ys) -> np.ndarray:
-        """Parameters [F, 2B + 1] of F independent maps fitted to the data sets (ps[f], ys[f]) together.
-
-        The summed loss separates over models, so one L-BFGS run on all of them amortises numpy's
-        per-call overhead (the fit-on-test CV fits 10 fold models per candidate B).
-        """
+    def sorted_folds(self, ps, ys) -> _Folds:
+        """The data sets (ps[f], ys[f]) in input space, each sorted, as one :class:`_Folds` (it depends only on
+        ``logit_space``, so maps with any number of pieces can be fitted on it)."""
         data = [check_binary(p, y) for p, y in zip(ps, ys)]
         orders = [np.argsort(p, kind="stable") for p, _ in data]
-        x = np.concatenate([self._input(p[o]) for (p, _), o in zip(data, orders)])
-        y = np.concatenate([t[o] for (_, t), o in zip(data, orders)])
-        sizes = np.array([p.size for p, _ in data])
-        fold_start = np.concatenate([[0], np.cumsum(sizes)])
-        weight = np.repeat(1.0 / sizes, sizes)
-        theta = np.concatenate([self._init_theta(p) for p, _ in data])
-        if self.optimizer == "lbfgs":
-            from scipy.optimize import minimize  # lazy: metrics and methods that fit no PL map skip its import
+        return _Folds.of([self._input(p[o]) for (p, _), o in zip(data, orders)],
+                         [y[o] for (_, y), o in zip(data, orders)])
 
-            x_key = x + np.repeat(_SPAN * np.arange(len(data)), sizes)
-            theta = minimize(self._loss_grad, theta, args=(x, y, fold_start, weight, x_key), jac=True,
-                             method="L-BFGS-B",
-                             options={"maxiter": self.max_iter, "ftol": FTOL}).x
-            return theta.reshape(len(data), -1)
-        rows = [self._adam(theta[f * (2 * self.n_pieces + 1):(f + 1) * (2 * self.n_pieces + 1)],
-                           x[fold_start[f]:fold_start[f + 1]], y[fold_start[f]:fold_start[f + 1]])
-                for f in range(len(data))]
-        return np.array(rows)
+    def fit_folds(self, folds: _Folds) -> np.ndarray:
+        """Parameters [F, 2B + 1] of F independent maps, one fitted to each data set of ``folds``, from the
+        identity start (the fit-on-test CV fits 10 fold models per B, on data sorted once for every B)."""
+        starts = np.array([self._init_theta(folds.x[a:b]) for a, b in zip(folds.start[:-1], folds.start[1:])])
+        if self.optimizer == "lbfgs":
+            return self._lbfgs(starts, folds)
+        return np.array([self._adam(start, folds.take([f])) for f, start in enumerate(starts)])
+
+    def fit_many(self, ps, ys) -> np.ndarray:
+        """Parameters [F, 2B + 1] of F independent maps fitted to the data sets (ps[f], ys[f])."""
+        return self.fit_folds(self.sorted_folds(ps, ys))
+
+    def _lbfgs(self, theta, folds: _Folds):
+        """L-BFGS on the sum of the models' losses (it separates over the models, so one run fits them all)."""
+        from scipy.optimize import minimize  # lazy: metrics and methods that fit no PL map skip its import
+
+        shape = theta.shape
+
+        def summed(flat):
+            loss, grad = self._loss_grad(flat.reshape(shape), folds)
+            return loss, grad.ravel()
+
+        result = minimize(summed, theta.ravel(), jac=True, method="L-BFGS-B",
+                          options={"maxiter": self.max_iter, "ftol": FTOL})
+        if result.nit >= self.max_iter:
+            from calbench.methods.affine_softmax import NotConvergedWarning  # here: calbench.methods imports maps1d
+
+            warnings.warn(f"PiecewiseLinear({self.n_pieces} pieces): L-BFGS stopped at max_iter={self.max_iter} "
+                          f"before its convergence test; raise max_iter", NotConvergedWarning, stacklevel=3)
+        return result.x.reshape(shape)
 
     def fit(self, p, y) -> "PiecewiseLinear":
         self.theta_ = self.fit_many([p], [y])[0]
         return self
 
-    def _adam(self, theta, x, y, lr=0.01, max_epochs=1500, patience=20):
+    def _adam(self, theta, folds: _Folds, lr=0.01, max_epochs=1500, patience=20):
         """The authors' schedule: Adam(lr 0.01), batch min(n/4, 512), early stop on the epoch training loss."""
         rng = np.random.default_rng(self.seed)
+        x, y = folds.x, folds.y
         n = x.size
         batch = max(1, min(n // 4, 512))
         m, v = np.zeros_like(theta), np.zeros_like(theta)
@@ -189,8 +250,8 @@ class PiecewiseLinear:
             epoch_loss = 0.0
             for start in range(0, n, batch):
                 idx = np.sort(order[start:start + batch])  # x is sorted, so sorted indices keep it sorted
-                loss, grad = self._loss_grad(theta, x[idx], y[idx], np.array([0, idx.size]),
-                                             np.full(idx.size, 1.0 / idx.size))
+                loss, grad = self._loss_grad(theta[None], _Folds.of([x[idx]], [y[idx]]))
+                grad = grad[0]
                 step += 1
                 m = beta1 * m + (1 - beta1) * grad
                 v = beta2 * v + (1 - beta2) * grad**2
@@ -234,11 +295,10 @@ class PiecewiseLinearCV:
         top = self.max_pieces if self.max_pieces is not None else min(n // 200, 15) + 1
         return np.arange(1, max(top, 1) + 1)
 
-    def _maps(self, n_pieces, ps, ys) -> list[PiecewiseLinear]:
-        """Maps with ``n_pieces`` fitted on each (ps[f], ys[f]), all in one optimisation."""
-        template = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)
+    def _maps(self, n_pieces, data: _Folds) -> list[PiecewiseLinear]:
+        """Maps with ``n_pieces`` fitted on each data set of ``data``, all in one batched optimisation."""
         maps = []
-        for theta in template.fit_many(ps, ys):
+        for theta in PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed).fit_folds(data):
             fitted = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)
             fitted.theta_ = theta
             maps.append(fitted)
@@ -246,22 +306,24 @@ class PiecewiseLinearCV:
 
     def fit(self, p, y) -> "PiecewiseLinearCV":
         p, y = check_binary(p, y)
+        template = PiecewiseLinear(1, self.logit_space, self.loss, self.optimizer, self.seed)
         if min(self.n_folds, p.size) < 2:  # nothing to cross-validate: one piece fitted on all data
             self.cv_scores_, self.n_pieces_ = np.array([np.nan]), 1
-            self.models_ = self._maps(1, [p], [y])
+            self.models_ = self._maps(1, template.sorted_folds([p], [y]))
             return self
         folds = list(kfold_splits(p.size, min(self.n_folds, p.size), self.seed))
+        training = template.sorted_folds([p[tr] for tr, _ in folds], [y[tr] for tr, _ in folds])  # shared by every B
         candidates = self.candidates(p.size)
         scores, models = [], []
         for n_pieces in candidates:
-            fold_models = self._maps(n_pieces, [p[tr] for tr, _ in folds], [y[tr] for tr, _ in folds])
+            fold_models = self._maps(n_pieces, training)
             held_out = [np.mean((m.predict(p[te]) - y[te]) ** 2) for m, (_, te) in zip(fold_models, folds)]
             scores.append(np.mean(held_out))
             models.append(fold_models)
         self.cv_scores_ = np.array(scores)
         chosen = prefer_fewer(self.cv_scores_) if self.trick else int(np.argmin(self.cv_scores_))
         self.n_pieces_ = int(candidates[chosen])
-        self.models_ = models[chosen] if self.ensemble else self._maps(self.n_pieces_, [p], [y])
+        self.models_ = models[chosen] if self.ensemble else self._maps(self.n_pieces_, template.sorted_folds([p], [y]))
         return self
 
     def predict(self, p) -> np.ndarray:
