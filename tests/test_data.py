@@ -70,6 +70,9 @@ def test_dump_round_trip_and_load_split_for_each_layout(tmp_path):
     for key in ("cal_index", "test_index"):  # the stored test rows give back the same split, without redrawing it
         np.testing.assert_array_equal(known[key], part[key])
     np.testing.assert_array_equal(known["test"]["logits"], part["test"]["logits"])
+    # The draw_split job's file holds the same test rows (calibrate jobs of pooled sources read it).
+    splits.write_test_index(tmp_path / "pool.h5", 1, {"cal_size": 40}, tmp_path / "splits" / "seed1.npy")
+    np.testing.assert_array_equal(np.load(tmp_path / "splits" / "seed1.npy"), part["test_index"])
     store.write_dump(tmp_path / "fixed.h5", {"cal": {"logits": z[:30], "labels": y[:30]},
                                              "test": {"logits": z[30:], "labels": y[30:]}}, {})
     part = splits.load_split(tmp_path / "fixed.h5", 5, None)

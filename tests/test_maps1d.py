@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from scipy.special import expit, logit
 
+from calbench.convergence import NotConvergedWarning
 from calbench.data.synthetic import planted_temperature
 from calbench.maps1d import Beta, Isotonic, PiecewiseLinear, PiecewiseLinearCV, Platt, make_map
 from calbench.methods import make
-from calbench.methods.affine_softmax import NotConvergedWarning
 from calbench.metrics import evaluate
 from calbench.scores import PROB_EPS
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import expit, logit, softmax
 
+from calbench.convergence import NotConvergedWarning
 from calbench.folds import kfold_splits
 from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
@@ -226,8 +227,6 @@ class PiecewiseLinear:
         result = minimize(summed, theta.ravel(), jac=True, method="L-BFGS-B",
                           options={"maxiter": self.max_iter, "ftol": FTOL})
         if result.nit >= self.max_iter:
-            from calbench.methods.affine_softmax import NotConvergedWarning  # here: calbench.methods imports maps1d
-
             warnings.warn(f"PiecewiseLinear({self.n_pieces} pieces): L-BFGS stopped at max_iter={self.max_iter} "
                           f"before its convergence test; raise max_iter", NotConvergedWarning, stacklevel=3)
         return result.x.reshape(shape)

@@ -43,10 +43,6 @@ NEWTON_CG_MAX_CLASSES = 200
 NEWTON_CG_AFTER = 50
 
 
-class NotConvergedWarning(RuntimeWarning):
-    """An affine-softmax fit stopped at ``max_iter`` before its convergence test was met."""
-
-
 @dataclass(frozen=True)
 class Penalty:
     """Quadratic penalty off·Σ_{i≠j} w²ᵢⱼ + diag·Σᵢ (wᵢᵢ − diag_centre)² + bias·Σⱼ b²ⱼ

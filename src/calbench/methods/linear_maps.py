@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 from scipy.special import softmax
 
+from calbench.convergence import NotConvergedWarning
 from calbench.methods.affine_softmax import (
     REG_SCALES,
-    NotConvergedWarning,
     PathPredictor,
     Penalty,
     _check_scale,
