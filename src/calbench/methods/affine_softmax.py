@@ -203,15 +203,20 @@ def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: 
     return h
 
 
-def _armijo(theta, step, value, decrease, x, y, penalty, diagonal):
+def _armijo(theta, step, value, grad, decrease, x, y, penalty, diagonal):
     """Backtracking from the full (Newton) step until the objective falls by 1e-4·t·``decrease`` (Armijo),
-    halving t down to 1e-10; returns t and the objective's value and gradient there."""
+    halving t down to 1e-10. Returns ``(theta, value, grad, None)`` at the accepted point; where even the
+    smallest step does not descend (rounding level reached), the unchanged point and, in place of None,
+    whether the fit counts as converged (a predicted decrease already below 1e-8 relative)."""
     t = 1.0
     while True:
         new_value, new_grad = objective(theta + t * step, x, y, penalty, diagonal)
         if new_value <= value - 1e-4 * t * decrease or t < 1e-10:
-            return t, new_value, new_grad
+            break
         t /= 2
+    if new_value > value:
+        return theta, value, grad, decrease < 1e-8 * max(abs(value), 1.0)
+    return theta + t * step, new_value, new_grad, None
 
 
 def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
@@ -231,11 +236,10 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
             break
         if steps == max_iter:
             break
-        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, diagonal)
-        if new_value > value:  # no descent even at a tiny step: rounding level reached
-            converged = decrease < 1e-8 * max(abs(value), 1.0)
+        theta, value, grad, stopped = _armijo(theta, step, value, grad, decrease, x, y, penalty, diagonal)
+        if stopped is not None:
+            converged = stopped
             break
-        theta, value, grad = theta + t * step, new_value, new_grad
     weights, intercept = unpack(theta, x.shape[1], diagonal)
     return weights, intercept, {"iterations": steps, "converged": converged, "loss": float(value)}
 
@@ -319,11 +323,10 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
         used += 1
         if used >= max_iter:
             break
-        t, new_value, new_grad = _armijo(theta, step, value, decrease, x, y, penalty, False)
-        if new_value > value:  # no descent even at a tiny step: rounding level reached
-            converged = decrease < 1e-8 * max(abs(value), 1.0)
+        theta, value, grad, stopped = _armijo(theta, step, value, grad, decrease, x, y, penalty, False)
+        if stopped is not None:
+            converged = stopped
             break
-        theta, value, grad = theta + t * step, new_value, new_grad
     weights, intercept = unpack(theta, k, False)
     return weights, intercept, {"iterations": used, "converged": converged, "loss": float(value)}
 
