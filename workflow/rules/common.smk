@@ -13,7 +13,6 @@ from calbench.data.check import config_problems
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
-from calbench.jobs import paths
 from calbench.methods import method_class, source_files, split_chain
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
