@@ -143,11 +143,13 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
         return None
     rows, s_flat, h_flat, starts = flat
     resamples, inner, block = counts.shape[0], np.arange(1, n_bins), RESAMPLE_RANK_BLOCK
+    out = np.zeros((3, resamples, m, n_bins))
+    if rows.size == 0:  # nothing kept anywhere: every bin empty
+        return out
     # counts in float32 are exact (integer sums below n < 2²⁴) and halve the memory the products read
     chunks = {np.float32: _count_chunks(counts, np.float32), np.float64: _count_chunks(counts, np.float64)}
     padded = np.concatenate([np.asarray(counts, dtype=np.float64), np.zeros((resamples, 1))], axis=1)  # row n: 0
     values = (None, s_flat, h_flat)
-    out = np.zeros((3, resamples, m, n_bins))
     width = max(1, RESAMPLE_GATHER_BUDGET // (resamples * max(n_bins - 1, 1) * block))
     for first in range(0, m, width):
         cols = np.arange(first, min(first + width, m))
