@@ -264,6 +264,8 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
     from calbench.metrics.registry import MetricContext, lookup
 
     monkeypatch.setattr(binned, "RESAMPLE_COLUMN_BLOCK", 3)  # 4 classes: two blocks
+    for name, tiny in (("RESAMPLE_RANK_BLOCK", 3), ("RESAMPLE_GATHER_BUDGET", 1), ("RESAMPLE_CHUNK", 7)):
+        monkeypatch.setattr(binned, name, tiny)  # equal mass: blocks of 3 ranks, one column, 7 resamples at once
     probs, labels = calibrated(300, classes=4, seed=11)
     probs[:20], labels[:20] = probs[0], labels[0]  # tied rows (same scores and hits)
     ids = ["ece.conf.ew15.l1", "ece.cw.ew10.l2", "ece.cw.ew7.l1.debiased", "ece.conf.ew5.l2.debiased",
@@ -294,14 +296,19 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
     assert ties["ece.cw.em15.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
 
 
-@pytest.mark.parametrize("classes, bins", [(4, 7), (40, 15)])
-def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_each_resample(classes, bins):
+@pytest.mark.parametrize("classes, bins, tiny", [(4, 7, False), (40, 15, False), (40, 15, True)])
+def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_each_resample(classes, bins, tiny,
+                                                                                              monkeypatch):
     """Issue 12: the KCal paper's adaptive ECE (remainder in the last bins; classwise keeps p̂ ≥ min(0.01,
     1/K), so at 40 classes many columns keep fewer rows than bins, or none) from the row counts of all
-    resamples equals recomputing it on each resample, resample by resample."""
+    resamples equals recomputing it on each resample, resample by resample (also with tiny blocks)."""
+    from calbench.metrics import binned
     from calbench.metrics.bootstrap import resample_indices
     from calbench.metrics.registry import MetricContext, lookup
 
+    if tiny:
+        for name, size in (("RESAMPLE_RANK_BLOCK", 1), ("RESAMPLE_GATHER_BUDGET", 1), ("RESAMPLE_CHUNK", 4)):
+            monkeypatch.setattr(binned, name, size)
     probs, labels = calibrated(200, classes=classes, seed=5, concentration=0.02)  # most entries below 0.01
     ctx = MetricContext(probs, labels, seed=3)
     idx = resample_indices(200, 30, 3)
@@ -312,6 +319,29 @@ def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_
         np.testing.assert_allclose(family.resampled(ctx, counts, **groups), loop, rtol=0, atol=1e-12)
     kept = (probs >= 0.01).sum(axis=0)
     assert classes == 4 or kept.min() < bins  # the 40-class case has columns with fewer kept rows than bins
+
+
+def test_bootstrap_of_true_ce_and_resample_loop_metrics_equal_recomputing_each_resample():
+    """Issue 12: the true CEs from the resamples' row counts (l1: means of per-row terms; l2: the root of
+    one) and the metrics still recomputed per resample (fed the confidence columns of the full context,
+    cut to the resample) equal recomputing every metric on each resample from scratch (1e-10)."""
+    from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices
+    from calbench.metrics.registry import MetricContext, lookup
+
+    data = lece3(300, np.random.default_rng(6))
+    probs, labels, truth = sharpen(softmax(data["logits"], axis=1), 2.0), data["labels"], data["true_probs"]
+    ids = ["true_ce.conf.l1", "true_ce.cw.l1", "true_ce.conf.l2", "true_ce.cw.l2", "skce.ul", "kde_ece.conf.l1",
+           "ece.conf.platt.l1", "cmee.conf.beta.l1"]
+    ctx = MetricContext(probs, labels, truth, seed=2)
+    families = [(m, *lookup(m)) for m in ids]
+    estimates = {m: f.function(ctx, **g) for m, f, g in families}
+    fast = bootstrap_intervals(ctx, families, estimates, 30, 0.8, "percentile")
+    loop = np.array([[f.function(MetricContext(probs[i], labels[i], truth[i], seed=2), **g) for _, f, g in families]
+                     for i in resample_indices(300, 30, 2)])
+    for metric_id, column in zip(ids, loop.T):
+        low, high = np.quantile(column, [0.1, 0.9])
+        assert fast[f"{metric_id}.ci_low"] == pytest.approx(low, abs=1e-10), metric_id
+        assert fast[f"{metric_id}.ci_high"] == pytest.approx(high, abs=1e-10), metric_id
 
 
 def test_mce_is_the_largest_bin_gap():

@@ -53,6 +53,30 @@ def test_ts_subsample_start_reaches_the_same_temperature():
     assert staged == pytest.approx(direct, rel=1e-10)
 
 
+def test_ts_series_of_row_moments_equals_evaluating_the_data(monkeypatch):
+    """Issue 12: the gradient and curvature at β + δ from the power series of the row moments at β equal
+    the direct evaluation at β + δ (small δ), the fit that proposes its second point from the series ends
+    at the plain Newton fit's temperature (1e-10 relative), and the in-place prediction equals softmax."""
+    from scipy.special import softmax
+
+    from calbench.methods import temperature
+
+    data = planted_temperature(3000, np.random.default_rng(7), num_classes=50, temperature=1.6)
+    z, y = data["logits"], data["labels"]
+    shifted = z - z.max(axis=1, keepdims=True)
+    z_true, work = shifted[np.arange(y.size), y], np.empty_like(shifted)
+    moments = temperature._row_moments(0.6, shifted, work, temperature.MOMENT_ORDER)
+    for delta in (0.0, 1e-4, -3e-3):
+        exact = temperature._gradient_curvature(temperature._row_moments(0.6 + delta, shifted, work, 2), z_true)
+        np.testing.assert_allclose(temperature._gradient_curvature(moments, z_true, delta), exact, rtol=1e-11)
+    fast = temperature.fit_inverse_temperature(z, y, subsample_entries=20_000)
+    monkeypatch.setattr(temperature, "SERIES_RADIUS", 0.0)  # no series: Newton steps on the data only
+    plain = temperature.fit_inverse_temperature(z, y, subsample_entries=20_000)
+    assert fast == pytest.approx(plain, rel=1e-10)
+    ts = make("ts").fit(z, y)
+    np.testing.assert_allclose(ts.predict_proba(z), softmax(z / ts.temperature_, axis=1), rtol=1e-13, atol=1e-300)
+
+
 def test_ts_on_separable_data_sharpens_without_failing():
     logits = np.array([[2.0, 0.0], [0.0, 2.0]] * 10)
     labels = np.array([0, 1] * 10)

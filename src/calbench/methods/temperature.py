@@ -10,7 +10,6 @@ On probabilities (synthetic sources, imported probabilities) it acts on ln p̂, 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
 from calbench.methods.registry import register
@@ -22,25 +21,68 @@ BETA_MIN, BETA_MAX = 1e-6, 1e6
 SUBSAMPLE_ENTRIES = 1_000_000
 
 
-def _gradient_curvature(beta: float, z: np.ndarray, z_true: np.ndarray, work: np.ndarray) -> tuple[float, float]:
-    """Gradient mean(E_p[z] − z_y) and curvature mean(Var_p[z]) at β, for rows ``z`` ≤ 0 with max 0.
+#: Row moments Σ_j exp(β z_ij)·z_ij^p, p ≤ MOMENT_ORDER, kept from the first full-data evaluation (see
+#: :func:`_series_root`); the power series in δ they give is truncated after δ^(MOMENT_ORDER − 2).
+MOMENT_ORDER = 7
+#: The series stands in for the data only where |δ| ≤ SERIES_RADIUS·β (its relative error there is below
+#: about SERIES_RADIUS^(MOMENT_ORDER − 1), as exp(β z)·|z|^p ≤ (p / (e β))^p for z ≤ 0).
+SERIES_RADIUS = 0.01
 
-    ``work`` (z's shape) holds exp(β z), then exp(β z)·z, in place: one exp and four passes over n × k."""
+
+def _row_moments(beta: float, z: np.ndarray, work: np.ndarray, order: int) -> np.ndarray:
+    """Per row Σ_j exp(β z_ij)·z_ij^p for p = 0..order ([order + 1, n]), for rows ``z`` ≤ 0 with max 0.
+
+    ``work`` (z's shape) holds exp(β z), then exp(β z)·z^p, in place: one exp and two passes per moment."""
     np.multiply(z, beta, out=work)
     np.exp(work, out=work)
-    total = work.sum(axis=1)
-    work *= z
-    mean_z = work.sum(axis=1) / total
-    var_z = np.einsum("ij,ij->i", work, z) / total - mean_z**2
+    moments = np.empty((order + 1, z.shape[0]))
+    moments[0] = work.sum(axis=1)
+    for p in range(1, order):
+        work *= z
+        moments[p] = work.sum(axis=1)
+    moments[order] = np.einsum("ij,ij->i", work, z)
+    return moments
+
+
+def _gradient_curvature(moments: np.ndarray, z_true: np.ndarray, delta: float = 0.0) -> tuple[float, float]:
+    """Gradient mean(E_p[z] − z_y) and curvature mean(Var_p[z]) at β + δ from the row moments M_p at β.
+
+    δ = 0 is exact; otherwise Σ_j e^{(β+δ) z} z^k = Σ_m δ^m/m! · M_{m+k}, truncated after the moments held."""
+    terms = moments.shape[0] - 2
+    coef = np.cumprod(np.concatenate([[1.0], np.full(terms - 1, delta) / np.arange(1, terms)]))
+    s0, s1, s2 = (coef @ moments[k:k + terms] for k in range(3))
+    mean_z = s1 / s0
+    var_z = s2 / s0 - mean_z**2
     return float(np.mean(mean_z - z_true)), float(np.mean(np.maximum(var_z, 0.0)))
+
+
+def _series_root(beta: float, moments: np.ndarray, z_true: np.ndarray, tol: float) -> float | None:
+    """The root of the series gradient near β by Newton steps (O(n) each, no pass over the data), or None
+    where it leaves the radius in which the series holds. A proposal only: the caller evaluates the data
+    there."""
+    delta = 0.0
+    for _ in range(50):
+        g, h = _gradient_curvature(moments, z_true, delta)
+        if not h > 0:
+            return None
+        step = g / h
+        delta -= step
+        if abs(delta) > SERIES_RADIUS * beta:
+            return None
+        if abs(step) <= tol * beta:
+            return beta + delta
+    return None
 
 
 def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, max_iter: int = 200,
                             subsample_entries: int = SUBSAMPLE_ENTRIES) -> float:
     """The β = 1/T minimising the log-loss of σ(β z), clamped to [1e-6, 1e6].
 
-    Large inputs start from the β of a row subsample (every m-th row); the stopping test is on the full
-    data either way, so the start changes the iterations, not the answer (beyond ``tol``)."""
+    Large inputs start from the β of a row subsample (every m-th row). The first evaluation on the data
+    keeps the row moments of exp(β z), whose power series gives the gradient near β: its root (found
+    without further passes over the data) is where the data are evaluated next. The stopping test is on
+    the full data either way, so the start and the series change the iterations, not the answer (beyond
+    ``tol``)."""
     beta = 1.0
     stride = -(-z.size // subsample_entries)
     if stride > 1 and z.shape[0] // stride >= 100:
@@ -49,8 +91,9 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, ma
     z_true = z[np.arange(y.size), y]
     work = np.empty_like(z)
     lo, hi = BETA_MIN, BETA_MAX
-    for _ in range(max_iter):
-        g, h = _gradient_curvature(beta, z, z_true, work)
+    for iteration in range(max_iter):
+        moments = _row_moments(beta, z, work, MOMENT_ORDER if iteration == 0 else 2)
+        g, h = _gradient_curvature(moments, z_true)
         if g > 0:
             hi = beta
         else:
@@ -58,6 +101,8 @@ def fit_inverse_temperature(z: np.ndarray, y: np.ndarray, tol: float = 1e-12, ma
         if abs(g) <= tol * max(1.0, abs(beta) * h) or hi / lo < 1 + 1e-14:
             break
         step = beta - g / h if h > 0 else np.nan
+        if iteration == 0:
+            step = _series_root(beta, moments, z_true, tol) or step
         beta = step if lo < step < hi else np.sqrt(lo * hi)  # bisect in log space when Newton leaves the bracket
     return float(np.clip(beta, BETA_MIN, BETA_MAX))
 
@@ -79,7 +124,12 @@ class TemperatureScaling(Calibrator):
         return scores.with_logits(scores.logits / self.temperature_)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        return softmax(scores.logits / self.temperature_, axis=1)
+        """σ(z / T), computed in place in the output array (one allocation)."""
+        probs = np.multiply(scores.logits, 1.0 / self.temperature_)
+        probs -= probs.max(axis=1, keepdims=True)
+        np.exp(probs, out=probs)
+        probs /= probs.sum(axis=1, keepdims=True)
+        return probs
 
     def fitted_summary(self) -> dict:
         return {"temperature": self.temperature_}

@@ -70,6 +70,55 @@ def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: in
     return totals, s_sum / safe, h_sum / safe
 
 
+#: Sorted ranks summed together by :func:`equal_mass_sums_resampled` (only the block holding an edge is
+#: looked into row by row).
+RESAMPLE_RANK_BLOCK = 32
+#: Elements of the per-edge row gathers of :func:`equal_mass_sums_resampled` held at once (bounds its memory).
+RESAMPLE_GATHER_BUDGET = 2**22
+#: Resamples multiplied at once in :func:`_block_sums` (an [N, chunk] slice of the counts stays in cache).
+RESAMPLE_CHUNK = 48
+
+
+def _sorted_kept(scores, hits, keep):
+    """Per column, its kept rows sorted by score, flattened column after column: (rows, scores, hits, starts),
+    ``starts`` [M + 1] delimiting the columns; None where kept neighbours tie in score but not in hit (then
+    the order of the ties would matter, and no sort fixes it, so the sorts need not be stable)."""
+    n, m = scores.shape
+    if keep is None:
+        by_col = np.ascontiguousarray(scores.T)
+        order = np.argsort(by_col, axis=1)
+        rows = order.ravel()
+        s = np.take_along_axis(by_col, order, 1).ravel()
+        h = np.take_along_axis(np.ascontiguousarray(hits.T), order, 1).ravel()
+        starts = n * np.arange(m + 1)
+    else:
+        col, rows = np.nonzero(np.asarray(keep).T)
+        pick = np.lexsort((scores[rows, col], col))  # by column, then score
+        col, rows = col[pick], rows[pick]
+        s, h = scores[rows, col], hits[rows, col]
+        starts = np.searchsorted(col, np.arange(m + 1))
+    tie = (s[1:] == s[:-1]) & (h[1:] != h[:-1])
+    between = starts[1:-1][(starts[1:-1] > 0) & (starts[1:-1] < s.size)]
+    tie[between - 1] = False  # the last row of a column and the first of the next are no neighbours
+    return None if np.any(tie) else (rows, s, h, starts)
+
+
+def _count_chunks(counts: np.ndarray, dtype) -> list[np.ndarray]:
+    """The row counts [R, N] as contiguous [N, chunk] arrays of ``RESAMPLE_CHUNK`` resamples."""
+    return [np.ascontiguousarray(counts[c:c + RESAMPLE_CHUNK].T, dtype=dtype)
+            for c in range(0, counts.shape[0], RESAMPLE_CHUNK)]
+
+
+def _block_sums(values, rows, pointers, n, chunks) -> np.ndarray:
+    """Per block of sorted rows (CSR ``pointers`` into ``rows``), Σ values · counts on every resample: [blocks,
+    R], one sparse product per chunk of resamples; zero values are left out (most hits are 0)."""
+    nonzero = values != 0
+    pointers = np.concatenate([[0], np.cumsum(nonzero)])[pointers]
+    indicator = sparse.csr_matrix((values[nonzero].astype(chunks[0].dtype), rows[nonzero], pointers),
+                                  shape=(pointers.size - 1, n))
+    return np.concatenate([indicator @ chunk for chunk in chunks], axis=1)
+
+
 def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray,
                               keep: np.ndarray | None = None, remainder: str = "first"):
     """Per-bin counts and sums of scores and hits with equal-mass bins on R bootstrap resamples given as
@@ -79,40 +128,63 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
     form bins of ⌊m/B⌋, the m mod B larger ones first (calbench's ``em``) or last (``remainder="last"``,
     the KCal paper's adaptive bins). A resample's sorted values are the kept rows in sorted order, row i
     repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and its sums are
-    differences of F(e) = Σ_i v_i · clip(e − start_i, 0, counts_i) over the cumulative counts. The
-    re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on it
-    unless kept rows with the same score but different hits exist, and then this returns None (recompute).
+    differences of F(e) = Σ_i v_i · clip(e − start_i, 0, counts_i), start_i the count of the rows sorted
+    before i. The sorted rows are summed in blocks of ``RESAMPLE_RANK_BLOCK`` ranks (sparse products for
+    all resamples at once), and F(e) is the sum of the blocks before the one that holds rank e plus that
+    block's rows by the formula: R × N work per column in compiled code, row by row only where an edge is.
+    The re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on
+    it unless kept rows with the same score but different hits exist, and then this returns None
+    (recompute).
     """
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     n, m = scores.shape
-    order = np.argsort(scores, axis=0, kind="stable")
-    s_sorted, h_sorted = np.take_along_axis(scores, order, 0), np.take_along_axis(hits, order, 0)
-    kept = np.ones((n, m), dtype=bool) if keep is None else np.take_along_axis(np.asarray(keep), order, 0)
-    if np.any((s_sorted[1:] == s_sorted[:-1]) & (h_sorted[1:] != h_sorted[:-1]) & kept[1:] & kept[:-1]):
+    flat = _sorted_kept(scores, hits, keep)
+    if flat is None:
         return None
-    resamples, inner = counts.shape[0], np.arange(1, n_bins)
+    rows, s_flat, h_flat, starts = flat
+    resamples, inner, block = counts.shape[0], np.arange(1, n_bins), RESAMPLE_RANK_BLOCK
     out = np.zeros((3, resamples, m, n_bins))
-    for j in range(m):  # per column: R × (kept rows) work, the loop adds nothing beside it
-        rows = kept[:, j]
-        size = int(rows.sum())
-        if size == 0:
-            continue
-        w = counts[:, order[rows, j]].astype(np.float64)
-        ends = np.cumsum(w, axis=1)
-        total = ends[:, -1:]
+    if rows.size == 0:  # nothing kept anywhere: every bin empty
+        return out
+    # counts in float32 are exact (integer sums below n < 2²⁴) and halve the memory the products read
+    chunks = {np.float32: _count_chunks(counts, np.float32), np.float64: _count_chunks(counts, np.float64)}
+    padded = np.concatenate([np.asarray(counts, dtype=np.float64), np.zeros((resamples, 1))], axis=1)  # row n: 0
+    values = (None, s_flat, h_flat)
+    width = max(1, RESAMPLE_GATHER_BUDGET // (resamples * max(n_bins - 1, 1) * block))
+    for first in range(0, m, width):
+        cols = np.arange(first, min(first + width, m))
+        lo, hi = starts[cols], starts[cols + 1]
+        n_blocks = max(1, -(-int((hi - lo).max()) // block))
+        at = slice(lo[0], hi[-1])  # the flat positions of these columns, in (column, block) order
+        pointers = np.append(np.minimum(lo[:, None] + block * np.arange(n_blocks), hi[:, None]).ravel(), hi[-1]) - lo[0]
+        prefix = []  # per statistic, [columns, blocks + 1, R]: the sums of the blocks before each block
+        for v in values:
+            data, dtype = (np.ones(hi[-1] - lo[0]), np.float32) if v is None else (v[at], np.float64)
+            sums = _block_sums(data, rows[at], pointers, n, chunks[dtype]).reshape(cols.size, n_blocks, resamples)
+            prefix.append(np.zeros((cols.size, n_blocks + 1, resamples)))
+            np.cumsum(sums, axis=1, dtype=np.float64, out=prefix[-1][:, 1:])
+        cum = np.ascontiguousarray(prefix[0].transpose(2, 0, 1))  # [R, columns, blocks + 1] kept rows before a block
+        total = cum[:, :, -1:]  # [R, columns, 1]: each resample's count of kept rows
         per_bin, extra = total // n_bins, total % n_bins
         larger_before = np.minimum(inner, extra) if remainder == "first" else np.maximum(inner - (n_bins - extra), 0)
-        edges = inner * per_bin + larger_before  # [R, B − 1] ranks of the inner edges
-        shift = (n + 1) * np.arange(resamples)[:, None]  # a resample's counts sum to n: blocks stay apart
-        at = np.searchsorted((ends + shift).ravel(), (edges + shift).ravel(), side="right").reshape(edges.shape)
-        at = np.minimum(at, size * np.arange(resamples)[:, None] + size - 1)  # an edge at the total: last row
-        row, col = np.divmod(at.ravel(), size)  # the (resample, sorted kept row) holding each inner edge's rank
-        into = edges.ravel() - (ends[row, col] - w[row, col])  # ranks of that row before the edge
-        for k, values in enumerate((np.ones(size), s_sorted[rows, j], h_sorted[rows, j])):
-            prefix = np.cumsum(w * values, axis=1)
-            below = (prefix[row, col] - (w[row, col] - into) * values[col]).reshape(resamples, n_bins - 1)
-            upto = np.concatenate([np.zeros((resamples, 1)), below, prefix[:, -1:]], axis=1)
-            out[k, :, j] = np.diff(upto, axis=1)
+        edges = inner * per_bin + larger_before  # [R, columns, B − 1] ranks of the inner edges
+        shift = (n + 1) * np.arange(resamples * cols.size).reshape(resamples, cols.size, 1)  # rows stay apart
+        found = np.searchsorted((cum + shift).ravel(), (edges + shift).ravel(), side="right").reshape(edges.shape)
+        holder = np.minimum(found - 1 - (n_blocks + 1) * np.arange(resamples * cols.size).reshape(shift.shape),
+                            n_blocks - 1)  # the block holding each edge's rank (the last one for the total)
+        r, c = np.arange(resamples)[:, None, None], np.arange(cols.size)[:, None]
+        pos = lo[None, :, None, None] + holder[..., None] * block + np.arange(block)  # [R, columns, B − 1, block]
+        inside = pos < hi[None, :, None, None]
+        pos = np.where(inside, pos, 0)
+        w = padded[r[..., None], np.where(inside, rows[pos], n)]
+        before = np.take_along_axis(cum, holder, axis=2)[..., None] + np.cumsum(w, axis=3) - w
+        taken = np.clip(edges[..., None] - before, 0, w)  # copies of each row below the edge
+        for k, v in enumerate(values):
+            part = taken if v is None else taken * v[pos]
+            below = prefix[k][c, holder, r] + part.sum(axis=3)
+            whole = prefix[k][:, -1, :].T[..., None]  # [R, columns, 1]
+            upto = np.concatenate([np.zeros((resamples, cols.size, 1)), below, whole], axis=2)
+            out[k, :, first:first + cols.size] = np.diff(upto, axis=2)
     return out
 
 

@@ -29,10 +29,16 @@ def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 4242]).integers(n, size=(resamples, n))
 
 
-def _take(ctx: MetricContext, idx: np.ndarray) -> MetricContext:
-    pick = lambda a: None if a is None else a[idx]  # noqa: E731
-    return replace(ctx, probs=ctx.probs[idx], labels=ctx.labels[idx], true_probs=pick(ctx.true_probs),
-                   uncal_probs=pick(ctx.uncal_probs))
+def _take(ctx: MetricContext, idx: np.ndarray, families) -> MetricContext:
+    """The resample ``idx`` of ``ctx``, with the optional arrays only where one of ``families`` reads them and
+    the confidence columns taken from ``ctx``'s (the same values: row maxima do not depend on other rows)."""
+    pick = lambda a, needed: None if a is None or not needed else a[idx]  # noqa: E731
+    resampled = replace(ctx, probs=ctx.probs[idx], labels=ctx.labels[idx],
+                        true_probs=pick(ctx.true_probs, any(f.needs_true_probs for f in families)),
+                        uncal_probs=pick(ctx.uncal_probs, any(f.needs_uncal_probs for f in families)))
+    scores, hits = ctx.confidence
+    resampled.__dict__["confidence"] = (scores[idx], hits[idx])  # fills the cached property
+    return resampled
 
 
 METHODS = ("basic", "percentile")
@@ -58,7 +64,7 @@ def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples
     if others:  # one resampled copy of the arrays per resample serves every metric
         per_resample = []
         for i in idx:
-            resampled = _take(ctx, i)
+            resampled = _take(ctx, i, [f for _, f, _ in others])
             per_resample.append([f.function(resampled, **g) for _, f, g in others])
         values.update((m, column) for (m, _, _), column in zip(others, np.array(per_resample).T))
     out = {}

@@ -28,6 +28,11 @@ metric("brier\\.top", decimals=4, description="binary Brier score of the top-lab
     lambda ctx: proper.brier_top(ctx.probs, ctx.labels))
 
 
+def _columns(ctx, target):
+    """The binary columns of ``target`` (the confidence ones cached on the context)."""
+    return ctx.confidence if target == "conf" else columns(ctx.probs, ctx.labels, target)
+
+
 def _binned_stats_resampled(scores, hits, scheme, bins, counts):
     """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each)."""
     if scheme == "ew":
@@ -39,7 +44,7 @@ def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
     """Binned ECE on bootstrap resamples from their row counts; None for CV-chosen bins."""
     if binning.endswith("cv"):
         return None
-    stats = _binned_stats_resampled(*columns(ctx.probs, ctx.labels, target), binning[:2], int(binning[2:]), counts)
+    stats = _binned_stats_resampled(*_columns(ctx, target), binning[:2], int(binning[2:]), counts)
     return None if stats is None else np.mean(ece_from_stats(*stats, norm, bool(debiased)), axis=-1)
 
 
@@ -52,7 +57,7 @@ def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
         resampled=_binned_ece_resampled)
 def _binned_ece(ctx, target, binning, norm, debiased):
     scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
-    scores, hits = columns(ctx.probs, ctx.labels, target)
+    scores, hits = _columns(ctx, target)
     return float(np.mean(binned_ece(scores, hits, bins if bins == "cv" else int(bins), scheme, norm, bool(debiased))))
 
 
@@ -71,13 +76,13 @@ def _top_label_ece(ctx, scheme, bins, norm):
 def _smooth_ece(ctx, target):
     if target == "tl":
         return smooth_ece.top_label_average(ctx.probs, ctx.labels, smooth_ece.smooth_ece)
-    scores, hits = columns(ctx.probs, ctx.labels, "conf")
+    scores, hits = _columns(ctx, "conf")
     return smooth_ece.smooth_ece(scores[:, 0], hits[:, 0])
 
 
 def _kcal_columns(ctx, target):
     """Scores, hits and the threshold of the KCal paper's ECE (classwise: p̂ ≥ min(0.01, 1/K) kept)."""
-    scores, hits = columns(ctx.probs, ctx.labels, target)
+    scores, hits = _columns(ctx, target)
     return scores, hits, kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
 
 
@@ -102,7 +107,7 @@ _FAMILY = "|".join(sorted(FAMILIES, key=len, reverse=True))
         usage="ece.{conf|cw}.{platt|beta|iso|pl|pl3|pl_mse|pl3_mse}.{l1|l2}   e.g. ece.conf.pl3.l1",
         description="fit-on-test plug-in CE (Kängsepp et al. Eq. 3) with map family platt|beta|iso|pl|pl3|…")
 def _fit_on_test(ctx, target, family, norm):
-    scores, hits = columns(ctx.probs, ctx.labels, target)
+    scores, hits = _columns(ctx, target)
     return float(np.mean(fitted_maps_ece.fit_on_test_ce(scores, hits, family, norm, ctx.seed)))
 
 
@@ -111,7 +116,7 @@ def _fit_on_test(ctx, target, family, norm):
         usage="cmee.{conf|cw}.{platt|beta|iso|pl|pl3|pl_mse|pl3_mse}.{l1|l2}   e.g. cmee.conf.pl3.l1",
         description="calibration-map estimation error of a fit-on-test map vs the true map (fit-on-test §6.1)")
 def _cmee(ctx, target, family, norm):
-    scores, hits = columns(ctx.probs, ctx.labels, target)
+    scores, hits = _columns(ctx, target)
     truth = fitted_maps_ece.true_target(ctx.probs, ctx.true_probs, target)
     return float(np.mean(fitted_maps_ece.cmee(scores, hits, truth, family, norm, ctx.seed)))
 
@@ -120,7 +125,7 @@ def _cmee(ctx, target, family, norm):
         usage="kde_ece.conf.{l1|l2}[.mnm_code]   e.g. kde_ece.conf.l1",
         description="Mix-n-Match KDE top-label ECE (§4.1, App. C); .mnm_code = the authors' code's bandwidth")
 def _kde_ece(ctx, norm, code):
-    scores, hits = columns(ctx.probs, ctx.labels, "conf")
+    scores, hits = _columns(ctx, "conf")
     return kde_ece.kde_ece(scores[:, 0], hits[:, 0], norm, "mnm_code" if code else "paper")
 
 
@@ -151,7 +156,7 @@ def _p_ece(ctx, target, scheme, bins):
 
 def _mce_resampled(ctx, counts, scheme, bins):
     """MCE on bootstrap resamples from their row counts, or None (recompute each)."""
-    stats = _binned_stats_resampled(*columns(ctx.probs, ctx.labels, "conf"), scheme, int(bins), counts)
+    stats = _binned_stats_resampled(*_columns(ctx, "conf"), scheme, int(bins), counts)
     return None if stats is None else ece.mce_from_stats(*stats)[:, 0]
 
 
@@ -162,11 +167,26 @@ def _mce(ctx, scheme, bins):
     return ece.confidence_mce(ctx.probs, ctx.labels, int(bins), scheme)
 
 
-metric("true_ce\\.conf\\.l1", needs_true_probs=True, description="true confidence CE (LECE paper §4.1.3)")(
-    lambda ctx: true_ce.true_confidence_ce(ctx.probs, ctx.true_probs))
-metric("true_ce\\.cw\\.l1", needs_true_probs=True, description="true classwise CE (LECE paper §4.1.3)")(
-    lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs))
-metric("true_ce\\.conf\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.conf.l1")(
+def _true_ce_resampled(rows):
+    """The l2 true CE (root of a mean of per-row terms) on bootstrap resamples from their row counts."""
+    return lambda ctx, counts: np.sqrt(counts @ rows(ctx) / ctx.labels.size)
+
+
+def _true_conf_rows(ctx, squared=False):
+    return true_ce.confidence_rows(ctx.probs, ctx.true_probs, squared)
+
+
+def _true_cw_rows(ctx, squared=False):
+    return true_ce.classwise_rows(ctx.probs, ctx.true_probs, squared)
+
+
+metric("true_ce\\.conf\\.l1", needs_true_probs=True, description="true confidence CE (LECE paper §4.1.3)",
+       pointwise=_true_conf_rows)(lambda ctx: true_ce.true_confidence_ce(ctx.probs, ctx.true_probs))
+metric("true_ce\\.cw\\.l1", needs_true_probs=True, description="true classwise CE (LECE paper §4.1.3)",
+       pointwise=_true_cw_rows)(lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs))
+metric("true_ce\\.conf\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.conf.l1",
+       resampled=_true_ce_resampled(lambda ctx: _true_conf_rows(ctx, squared=True)))(
     lambda ctx: true_ce.true_confidence_ce(ctx.probs, ctx.true_probs, squared=True))
-metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.cw.l1")(
+metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.cw.l1",
+       resampled=_true_ce_resampled(lambda ctx: _true_cw_rows(ctx, squared=True)))(
     lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs, squared=True))

@@ -29,14 +29,18 @@ def _residuals(probs, labels):
 
 
 def skce_ul(probs, labels, bandwidth: float = BANDWIDTH) -> float:
-    """Unbiased linear SKCE over consecutive disjoint pairs of instances."""
-    probs, residual = _residuals(probs, labels)
+    """Unbiased linear SKCE over consecutive disjoint pairs of instances.
+
+    ⟨e_y − p, e_y' − p'⟩ = 1[y = y'] − p_{y'} − p'_y + ⟨p, p'⟩, so no residual matrix is formed."""
+    probs = np.asarray(probs, dtype=np.float64)
     m = probs.shape[0] // 2
     if m == 0:
         raise ValueError("skce.ul needs at least 2 instances")
-    a, b = slice(0, 2 * m, 2), slice(1, 2 * m, 2)
-    kernel = np.exp(-np.linalg.norm(probs[a] - probs[b], axis=1) / bandwidth)
-    return float(np.mean(kernel * np.sum(residual[a] * residual[b], axis=1)))
+    p, q, y, z = probs[0:2 * m:2], probs[1:2 * m:2], labels[0:2 * m:2], labels[1:2 * m:2]
+    rows = np.arange(m)
+    inner = (y == z) - p[rows, z] - q[rows, y] + np.einsum("ij,ij->i", p, q)
+    kernel = np.exp(-np.linalg.norm(p - q, axis=1) / bandwidth)
+    return float(np.mean(kernel * inner))
 
 
 def skce_uq(probs, labels, bandwidth: float = BANDWIDTH, block: int = BLOCK) -> float:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -24,6 +25,14 @@ class MetricContext:
     seed: int = 0
     #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
     uncal_probs: np.ndarray | None = None
+
+    @cached_property
+    def confidence(self) -> tuple[np.ndarray, np.ndarray]:
+        """The confidence reduction (max p̂, 1[argmax p̂ = y]) as [N, 1] columns, made once for all metrics of
+        this context (:func:`calbench.metrics.binned.confidence_columns`; read-only)."""
+        from calbench.metrics.binned import confidence_columns
+
+        return confidence_columns(self.probs, self.labels)
 
 
 @dataclass(frozen=True)

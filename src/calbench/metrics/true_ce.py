@@ -13,12 +13,24 @@ from __future__ import annotations
 import numpy as np
 
 
-def true_confidence_ce(probs, true_probs, squared: bool = False) -> float:
+def confidence_rows(probs, true_probs, squared: bool = False) -> np.ndarray:
+    """Per row |max_j ĉ_j − max_j c_j| (squared: its square); ``true_ce.conf`` is their mean (l2: its root)."""
     diff = np.max(probs, axis=1) - np.max(true_probs, axis=1)
-    return float(np.sqrt(np.mean(diff**2))) if squared else float(np.mean(np.abs(diff)))
+    return diff**2 if squared else np.abs(diff)
+
+
+def classwise_rows(probs, true_probs, squared: bool = False) -> np.ndarray:
+    """Per row mean_j |ĉ_j − c_j| (squared: of the squares); ``true_ce.cw`` is their mean (l2: its root)."""
+    diff = np.asarray(probs) - np.asarray(true_probs)
+    return np.mean(diff**2 if squared else np.abs(diff), axis=1)
+
+
+def true_confidence_ce(probs, true_probs, squared: bool = False) -> float:
+    mean = np.mean(confidence_rows(probs, true_probs, squared))
+    return float(np.sqrt(mean) if squared else mean)
 
 
 def true_classwise_ce(probs, true_probs, squared: bool = False) -> float:
     """``squared``: sqrt of the mean squared difference (``l2``; the fit-on-test paper's squared CMEE, rooted)."""
-    diff = np.asarray(probs) - np.asarray(true_probs)
-    return float(np.sqrt(np.mean(diff**2))) if squared else float(np.mean(np.abs(diff)))
+    mean = np.mean(classwise_rows(probs, true_probs, squared))
+    return float(np.sqrt(mean) if squared else mean)
