@@ -238,7 +238,7 @@ def test_warm_started_grid_matches_separate_fits():
     est = make("dir_odir", grid=None)
     points = [dict(zip(grid, v)) for v in [(lam, mu) for lam in grid["reg_lambda"] for mu in grid["reg_mu"]]]
     train, val = Scores(logits[:300]), Scores(logits[300:])
-    shared = dict(est.predict_grid(points, train, y[:300], val))
+    shared = {i: probs for i, probs, _ in est.predict_grid(points, train, y[:300], val)}
     assert sorted(shared) == list(range(len(points)))
     for p, probs in zip(points, (shared[i] for i in range(len(points)))):
         alone = make("dir_odir", grid=None, **p).fit(train, y[:300]).predict_proba(val)
@@ -272,6 +272,29 @@ def test_tuned_methods_use_five_fold_cv_with_fold_ensemble(name):
     probs = est.predict_proba(logits)
     np.testing.assert_allclose(probs.sum(axis=1), 1.0)
     assert est.fitted_summary()["best_params"]["reg_lambda"] in (1.0, 10.0)
+
+
+def test_fold_ensemble_keeps_the_searchs_fold_models(monkeypatch):
+    """With ``ensemble``, the fold models at the chosen point are those the search fitted (warm-started along
+    the grid), not refitted; refitting them from the identity on the same rows (no model kept:
+    KEEP_MODELS_BYTES = 0) gives the same maps to the solver's tolerance."""
+    import calbench.methods.tuning as tuning
+    from calbench.methods.linear_maps import AffineSoftmax
+
+    logits, y = _toy(n=400)
+    grid = {"reg_lambda": [10.0, 0.1], "reg_mu": [1.0, 0.01]}
+    fits = []
+    solve = AffineSoftmax._solve
+    monkeypatch.setattr(AffineSoftmax, "_solve", lambda self, *a, **k: fits.append(1) or solve(self, *a, **k))
+    kept = make("dir_odir", grid=grid).fit(logits, y)
+    assert len(fits) == 5 * 4
+    monkeypatch.setattr(tuning, "KEEP_MODELS_BYTES", 0)
+    refitted = make("dir_odir", grid=grid).fit(logits, y)
+    assert len(fits) == 2 * 5 * 4 + 5
+    assert kept.best_index_ == refitted.best_index_
+    for a, b in zip(kept.estimators_, refitted.estimators_):
+        np.testing.assert_allclose(a.weights_, b.weights_, atol=1e-4)
+    np.testing.assert_allclose(kept.predict_proba(logits), refitted.predict_proba(logits), atol=1e-6)
 
 
 def test_callable_default_grid_reaches_grid_search():

@@ -41,6 +41,9 @@ NEWTON_AFTER = 10
 NEWTON_CG_MAX_CLASSES = 200
 # It starts after NEWTON_CG_AFTER L-BFGS iterations: cheaper than its preconditioner for the fits that converge sooner.
 NEWTON_CG_AFTER = 50
+# Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
+# products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
+CG_MIN_RESIDUAL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -247,12 +250,13 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
 def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_bytes: int = 2**26) -> np.ndarray:
     """The Hessian's k diagonal blocks of a full map at class probabilities ``probs``: block a, over class a's
     parameters (w_a1 … w_ak, b_a), is mean pₐ(1 − pₐ) x̃ x̃ᵀ with x̃ = (x, 1), plus the penalty's curvature.
-    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time."""
+    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time, in the precision of ``x`` and
+    ``probs`` (float32 halves the cost: truncated Newton uses them only to precondition); float64 blocks."""
     n, k = x.shape
-    xt = np.hstack([x, np.ones((n, 1))])
+    xt = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
     weights = probs * (1.0 - probs)
     blocks = np.empty((k, k + 1, k + 1))
-    step = max(1, chunk_bytes // (8 * n * (k + 1)))
+    step = max(1, chunk_bytes // (x.itemsize * n * (k + 1)))
     for first in range(0, k, step):
         part = weights[:, first:first + step]
         scaled = (part[:, :, None] * xt[:, None, :]).reshape(n, -1)
@@ -264,27 +268,37 @@ def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_byt
 
 def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.ndarray) -> np.ndarray:
     """H v for a full map (θ's layout) at class probabilities ``probs``: with scores' change dz = V x + c,
-    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v."""
+    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v.
+    The products run in the precision of ``x`` and ``probs``; the result is float64."""
     n, k = x.shape
-    weights, intercept = unpack(v, k, False)
+    weights, intercept = unpack(v.astype(x.dtype, copy=False), k, False)
     dz = affine_logits(x, weights, intercept, False)
     r = probs * (dz - np.sum(probs * dz, axis=1, keepdims=True))
     pen_w, pen_b = penalty.curvature(k)
-    return np.concatenate([(r.T @ x / n).ravel(), r.sum(axis=0) / n]) + pack(pen_w, pen_b, False) * v
+    data_term = np.concatenate([(r.T @ x).ravel(), r.sum(axis=0)]).astype(np.float64) / n
+    return data_term + pack(pen_w, pen_b, False) * v
+
+
+def _single_probs(x, theta):
+    """σ(W x + b) of a full map θ, computed in float64 and stored in float32 for the Hessian's products."""
+    return softmax(affine_logits(x, *unpack(theta, x.shape[1], False), False), axis=1).astype(np.float32)
 
 
 def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
     """Truncated Newton for a full map (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by
-    conjugate gradients with exact Hessian-vector products (:func:`hessian_vector`) to a relative residual
-    min(0.5, √‖g‖), preconditioned by the inverse of :func:`hessian_blocks` at the fit's start; then Armijo
-    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1).
+    conjugate gradients with Hessian-vector products (:func:`hessian_vector`) to a relative residual
+    min(0.5, √‖g‖), at least :data:`CG_MIN_RESIDUAL`, preconditioned by the inverse of :func:`hessian_blocks`
+    at the fit's start; then Armijo backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at
+    most ``tol``·max(|f|, 1). The Hessian's products (the preconditioner and H v) run in float32, at half the
+    cost: they only shape the step; the objective and gradient, which decide the steps' acceptance and the
+    stop, hence the optimum, stay float64.
     Each Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter``
     products and steps in all, the work bound of as many L-BFGS iterations."""
     n, k = x.shape
     theta = pack(weights, intercept, False)
     value, grad = objective(theta, x, y, penalty, False)
-    inverse_blocks = np.linalg.inv(hessian_blocks(x, softmax(affine_logits(x, weights, intercept, False), axis=1),
-                                                  penalty))
+    x_single = x.astype(np.float32)
+    inverse_blocks = np.linalg.inv(hessian_blocks(x_single, _single_probs(x, theta), penalty))
 
     def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
         rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
@@ -293,13 +307,13 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
 
     converged, used = False, 0
     while True:
-        probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
+        probs = _single_probs(x, theta)
         step, residual = np.zeros_like(grad), -grad
         z = precondition(residual)
         direction, rz = z.copy(), float(residual @ z)
-        target = min(0.5, np.sqrt(np.linalg.norm(grad))) * np.linalg.norm(grad)
+        target = float(np.clip(np.sqrt(np.linalg.norm(grad)), CG_MIN_RESIDUAL, 0.5)) * np.linalg.norm(grad)
         for _ in range(min(theta.size, max(max_iter - used, 1))):
-            h_dir = hessian_vector(x, probs, penalty, direction)
+            h_dir = hessian_vector(x_single, probs, penalty, direction)
             used += 1
             curvature = float(direction @ h_dir)
             if curvature <= 0:  # flat direction (the softmax's shift invariance): take the step so far

@@ -94,7 +94,7 @@ class AffineSoftmax(Calibrator):
     def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
         """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
         prediction built from the solutions already found (:class:`PathPredictor`); yield
-        (point index, probabilities on ``val``) in that order."""
+        (point index, probabilities on ``val``, the fitted model) in that order."""
         path = PathPredictor()
         features = self.features(train)
         for i in warm_start_order(points):
@@ -102,7 +102,8 @@ class AffineSoftmax(Calibrator):
             lam, mu = points[i].get("reg_lambda", 0.0), points[i].get("reg_mu", 0.0)
             weights, intercept, info = est._solve(features, y_train, init=path.predict(lam, mu))
             path.add(lam, mu, (weights, intercept))
-            yield i, est._set_fitted(weights, intercept, info, train.num_classes).predict_proba(val)
+            est._set_fitted(weights, intercept, info, train.num_classes)
+            yield i, est.predict_proba(val), est
 
     def fitted_summary(self) -> dict:
         k = self.weights_.shape[0]
