@@ -52,9 +52,9 @@ class AffineSoftmax(Calibrator):
             raise ValueError(f"eps: expected the log-probability clip in (0, 1), got {self.eps!r}")
         return np.maximum(scores.log_probs, np.log(self.eps))
 
-    def _solve(self, x, y, init=None):
+    def _solve(self, x, y, init=None, shared=None):
         weights, intercept, info = fit_affine_softmax(x, y, self.penalty(x.shape[1]), self.diagonal, init=init,
-                                                      max_iter=self.max_iter, tol=self.tol)
+                                                      max_iter=self.max_iter, tol=self.tol, shared=shared)
         if not info["converged"]:
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
         return weights, intercept, info
@@ -93,14 +93,15 @@ class AffineSoftmax(Calibrator):
 
     def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
         """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
-        prediction built from the solutions already found (:class:`PathPredictor`); yield
+        prediction built from the solutions already found (:class:`PathPredictor`) and sharing the solver's
+        work on ``train`` (``shared`` of :func:`fit_affine_softmax`); yield
         (point index, probabilities on ``val``, the fitted model) in that order."""
-        path = PathPredictor()
+        path, shared = PathPredictor(), {}
         features = self.features(train)
         for i in warm_start_order(points):
             est = clone(self).set_params(**points[i])
             lam, mu = points[i].get("reg_lambda", 0.0), points[i].get("reg_mu", 0.0)
-            weights, intercept, info = est._solve(features, y_train, init=path.predict(lam, mu))
+            weights, intercept, info = est._solve(features, y_train, init=path.predict(lam, mu), shared=shared)
             path.add(lam, mu, (weights, intercept))
             est._set_fitted(weights, intercept, info, train.num_classes)
             yield i, est.predict_proba(val), est
