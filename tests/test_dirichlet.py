@@ -163,6 +163,40 @@ def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
             np.testing.assert_allclose(blocks[a], exact[np.ix_(index, index)], rtol=1e-12, atol=1e-13)
 
 
+def test_single_precision_hessian_products_are_close_to_the_exact_ones():
+    """Truncated Newton's float32 H v and blocks (they only shape its steps) are the float64 ones to ~1e-5."""
+    rng = np.random.default_rng(4)
+    x, k, penalty = np.log(rng.dirichlet(np.ones(5), size=80)), 5, odir_penalty(0.5, 0.1, 5)
+    probs, v = rng.dirichlet(np.ones(k), size=80), rng.normal(size=k * k + k)
+    single = x.astype(np.float32), probs.astype(np.float32)
+    exact = hessian_vector(x, probs, penalty, v)
+    assert hessian_vector(*single, penalty, v).dtype == np.float64
+    np.testing.assert_allclose(hessian_vector(*single, penalty, v), exact, rtol=1e-4, atol=1e-5 * np.abs(exact).max())
+    np.testing.assert_allclose(hessian_blocks(*single, penalty), hessian_blocks(x, probs, penalty), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
+    """Fits on the same features share truncated Newton's Hessian blocks (``shared``, taken at the first fit
+    that needs them): a weak penalty fitted after a strong one reaches the optimum of a fresh fit."""
+    import calbench.methods.affine_softmax as affine
+
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    logits, y = _toy(n=800, k=6)
+    x, shared = Scores(logits).log_probs, {}
+    fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, shared=shared)
+    assert shared["blocks"].shape == (6, 7, 7)  # taken at the strong penalty's first truncated-Newton step
+    weak = odir_penalty(0.01, 0.01, 6)
+    w_shared, b_shared, info_shared = fit_affine_softmax(x, y, weak, False, shared=shared)
+    w_alone, b_alone, info_alone = fit_affine_softmax(x, y, weak, False)
+    assert info_shared["converged"] and info_alone["converged"]
+    assert info_shared["solver"] == info_alone["solver"] == "lbfgs+newton-cg"
+    assert info_shared["loss"] == pytest.approx(info_alone["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_shared, b_shared, False), axis=1),
+                               softmax(affine_logits(x, w_alone, b_alone, False), axis=1), atol=1e-6)
+
+
 @pytest.mark.parametrize("features", ["log_probs", "logits"])
 def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
