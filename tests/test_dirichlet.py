@@ -340,17 +340,19 @@ def test_callable_default_grid_reaches_grid_search():
 
 def test_default_grid_is_the_authors_range_at_one_lambda_per_decade():
     """coarse_odir_grid: a subset of authors_odir_grid (spec §1.5) below 1,000 classes with the same powers
-    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s)."""
+    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s), except that the ODIR λ list
+    starts a decade higher from 100 classes (never the CV minimum on the CIFAR-100 networks)."""
     for k in (10, 100):
         coarse, full = coarse_odir_grid(k), authors_odir_grid(k)
         for key in ("reg_lambda", "reg_mu"):
             assert set(np.round(coarse[key], 6)) <= set(np.round(full[key], 6))
             assert max(coarse[key]) == pytest.approx(max(full[key]))
         assert min(coarse["reg_mu"]) == pytest.approx(min(full["reg_mu"]))
-        assert min(coarse["reg_lambda"]) == pytest.approx(4 * min(full["reg_lambda"]))
+        assert min(coarse["reg_lambda"]) == pytest.approx((4 if k < 100 else 40) * min(full["reg_lambda"]))
     g100 = coarse_odir_grid(100, "code")
-    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-2, 7)])
+    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-1, 7)])
     assert g100["reg_mu"] == pytest.approx([1e-2, 1e2, 1e6])
+    assert coarse_odir_grid(100, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
     assert coarse_odir_grid(1000, "code")["reg_lambda"][0] == pytest.approx(10.0)
     assert coarse_odir_grid(1000, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
 
