@@ -329,6 +329,15 @@ def test_fold_ensemble_keeps_the_searchs_fold_models(monkeypatch):
     for a, b in zip(kept.estimators_, refitted.estimators_):
         np.testing.assert_allclose(a.weights_, b.weights_, atol=1e-4)
     np.testing.assert_allclose(kept.predict_proba(logits), refitted.predict_proba(logits), atol=1e-6)
+    # room for one model (4 × 4 weights, 4 intercepts) per fold: each fold keeps its lowest-loss one, and the
+    # folds where that is not the chosen point refit it (here 2 of 5)
+    monkeypatch.setattr(tuning, "KEEP_MODELS_BYTES", (16 + 4) * 8)
+    fits.clear()
+    partly = make("dir_odir", grid=grid).fit(logits, y)
+    fold_best = np.argmin([-partly.cv_results_[f"split{f}_test_score"] for f in range(5)], axis=1)
+    assert 0 < np.sum(fold_best != partly.best_index_) < 5
+    assert len(fits) == 5 * 4 + np.sum(fold_best != partly.best_index_)
+    np.testing.assert_allclose(partly.predict_proba(logits), refitted.predict_proba(logits), atol=1e-6)
 
 
 def test_callable_default_grid_reaches_grid_search():
