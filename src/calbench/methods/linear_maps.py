@@ -159,7 +159,7 @@ def _grid_start(num_classes: int, odir: bool) -> int:
 def _lambda_start(num_classes: int, odir: bool) -> int:
     """The lowest power of the default λ list: :func:`_grid_start`, except that from 100 to 999 classes the ODIR
     list skips λ_code = 10⁻²: there the 5-fold CV log-loss of ``dir_odir`` and ``ms_odir`` on the CIFAR-100
-    networks of ../shared/data is 0.08–0.23 above the minimum and above that of λ_code = 10⁻¹
+    networks of ../shared/data is 0.09–0.23 above the minimum and above that of λ_code = 10⁻¹
     (docs/methods_parametric.md), and that row cost a third of the search. The μ list keeps the authors' range;
     Dir-L2 keeps its λ_code = 10⁻², where its CV minimum lies on CIFAR-100 ResNet-20."""
     start = _grid_start(num_classes, odir)
