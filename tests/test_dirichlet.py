@@ -163,6 +163,40 @@ def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
             np.testing.assert_allclose(blocks[a], exact[np.ix_(index, index)], rtol=1e-12, atol=1e-13)
 
 
+def test_single_precision_hessian_products_are_close_to_the_exact_ones():
+    """Truncated Newton's float32 H v and blocks (they only shape its steps) are the float64 ones to ~1e-5."""
+    rng = np.random.default_rng(4)
+    x, k, penalty = np.log(rng.dirichlet(np.ones(5), size=80)), 5, odir_penalty(0.5, 0.1, 5)
+    probs, v = rng.dirichlet(np.ones(k), size=80), rng.normal(size=k * k + k)
+    single = x.astype(np.float32), probs.astype(np.float32)
+    exact = hessian_vector(x, probs, penalty, v)
+    assert hessian_vector(*single, penalty, v).dtype == np.float64
+    np.testing.assert_allclose(hessian_vector(*single, penalty, v), exact, rtol=1e-4, atol=1e-5 * np.abs(exact).max())
+    np.testing.assert_allclose(hessian_blocks(*single, penalty), hessian_blocks(x, probs, penalty), rtol=1e-4,
+                               atol=1e-5)
+
+
+def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
+    """Fits on the same features share truncated Newton's Hessian blocks (``shared``, taken at the first fit
+    that needs them): a weak penalty fitted after a strong one reaches the optimum of a fresh fit."""
+    import calbench.methods.affine_softmax as affine
+
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    logits, y = _toy(n=800, k=6)
+    x, shared = Scores(logits).log_probs, {}
+    fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, shared=shared)
+    assert shared["blocks"].shape == (6, 7, 7)  # taken at the strong penalty's first truncated-Newton step
+    weak = odir_penalty(0.01, 0.01, 6)
+    w_shared, b_shared, info_shared = fit_affine_softmax(x, y, weak, False, shared=shared)
+    w_alone, b_alone, info_alone = fit_affine_softmax(x, y, weak, False)
+    assert info_shared["converged"] and info_alone["converged"]
+    assert info_shared["solver"] == info_alone["solver"] == "lbfgs+newton-cg"
+    assert info_shared["loss"] == pytest.approx(info_alone["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_shared, b_shared, False), axis=1),
+                               softmax(affine_logits(x, w_alone, b_alone, False), axis=1), atol=1e-6)
+
+
 @pytest.mark.parametrize("features", ["log_probs", "logits"])
 def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
@@ -238,7 +272,7 @@ def test_warm_started_grid_matches_separate_fits():
     est = make("dir_odir", grid=None)
     points = [dict(zip(grid, v)) for v in [(lam, mu) for lam in grid["reg_lambda"] for mu in grid["reg_mu"]]]
     train, val = Scores(logits[:300]), Scores(logits[300:])
-    shared = dict(est.predict_grid(points, train, y[:300], val))
+    shared = {i: probs for i, probs, _ in est.predict_grid(points, train, y[:300], val)}
     assert sorted(shared) == list(range(len(points)))
     for p, probs in zip(points, (shared[i] for i in range(len(points)))):
         alone = make("dir_odir", grid=None, **p).fit(train, y[:300]).predict_proba(val)
@@ -274,6 +308,38 @@ def test_tuned_methods_use_five_fold_cv_with_fold_ensemble(name):
     assert est.fitted_summary()["best_params"]["reg_lambda"] in (1.0, 10.0)
 
 
+def test_fold_ensemble_keeps_the_searchs_fold_models(monkeypatch):
+    """With ``ensemble``, the fold models at the chosen point are those the search fitted (warm-started along
+    the grid), not refitted; refitting them from the identity on the same rows (no model kept:
+    KEEP_MODELS_BYTES = 0) gives the same maps to the solver's tolerance."""
+    import calbench.methods.tuning as tuning
+    from calbench.methods.linear_maps import AffineSoftmax
+
+    logits, y = _toy(n=400)
+    grid = {"reg_lambda": [10.0, 0.1], "reg_mu": [1.0, 0.01]}
+    fits = []
+    solve = AffineSoftmax._solve
+    monkeypatch.setattr(AffineSoftmax, "_solve", lambda self, *a, **k: fits.append(1) or solve(self, *a, **k))
+    kept = make("dir_odir", grid=grid).fit(logits, y)
+    assert len(fits) == 5 * 4
+    monkeypatch.setattr(tuning, "KEEP_MODELS_BYTES", 0)
+    refitted = make("dir_odir", grid=grid).fit(logits, y)
+    assert len(fits) == 2 * 5 * 4 + 5
+    assert kept.best_index_ == refitted.best_index_
+    for a, b in zip(kept.estimators_, refitted.estimators_):
+        np.testing.assert_allclose(a.weights_, b.weights_, atol=1e-4)
+    np.testing.assert_allclose(kept.predict_proba(logits), refitted.predict_proba(logits), atol=1e-6)
+    # room for one model (4 × 4 weights, 4 intercepts) per fold: each fold keeps its lowest-loss one, and the
+    # folds where that is not the chosen point refit it (here 2 of 5)
+    monkeypatch.setattr(tuning, "KEEP_MODELS_BYTES", (16 + 4) * 8)
+    fits.clear()
+    partly = make("dir_odir", grid=grid).fit(logits, y)
+    fold_best = np.argmin([-partly.cv_results_[f"split{f}_test_score"] for f in range(5)], axis=1)
+    assert 0 < np.sum(fold_best != partly.best_index_) < 5
+    assert len(fits) == 5 * 4 + np.sum(fold_best != partly.best_index_)
+    np.testing.assert_allclose(partly.predict_proba(logits), refitted.predict_proba(logits), atol=1e-6)
+
+
 def test_callable_default_grid_reaches_grid_search():
     logits, y = _toy(n=200, k=3)
     est = make("dir_l2", max_iter=5)
@@ -283,17 +349,19 @@ def test_callable_default_grid_reaches_grid_search():
 
 def test_default_grid_is_the_authors_range_at_one_lambda_per_decade():
     """coarse_odir_grid: a subset of authors_odir_grid (spec §1.5) below 1,000 classes with the same powers
-    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s)."""
+    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s), except that the ODIR λ list
+    starts a decade higher from 100 classes (never the CV minimum on the CIFAR-100 networks)."""
     for k in (10, 100):
         coarse, full = coarse_odir_grid(k), authors_odir_grid(k)
         for key in ("reg_lambda", "reg_mu"):
             assert set(np.round(coarse[key], 6)) <= set(np.round(full[key], 6))
             assert max(coarse[key]) == pytest.approx(max(full[key]))
         assert min(coarse["reg_mu"]) == pytest.approx(min(full["reg_mu"]))
-        assert min(coarse["reg_lambda"]) == pytest.approx(4 * min(full["reg_lambda"]))
+        assert min(coarse["reg_lambda"]) == pytest.approx((4 if k < 100 else 40) * min(full["reg_lambda"]))
     g100 = coarse_odir_grid(100, "code")
-    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-2, 7)])
+    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-1, 7)])
     assert g100["reg_mu"] == pytest.approx([1e-2, 1e2, 1e6])
+    assert coarse_odir_grid(100, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
     assert coarse_odir_grid(1000, "code")["reg_lambda"][0] == pytest.approx(10.0)
     assert coarse_odir_grid(1000, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
 

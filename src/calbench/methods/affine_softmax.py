@@ -39,8 +39,12 @@ NEWTON_AFTER = 10
 # ODIR penalty of the default grid (one CIFAR-100 fold, λ_code = 0.01) it needs ~150 Hessian-vector products
 # where Jacobi-preconditioned L-BFGS needed ~420 iterations, and ~680 without the block preconditioner.
 NEWTON_CG_MAX_CLASSES = 200
-# It starts after NEWTON_CG_AFTER L-BFGS iterations: cheaper than its preconditioner for the fits that converge sooner.
-NEWTON_CG_AFTER = 50
+# It starts after NEWTON_CG_AFTER L-BFGS iterations (the fits of a grid path share one preconditioner, so it is
+# cheap to start early; one CIFAR-100 fold of dir_odir: 7.2 CPU-s after 50, 5.9 after 20, 6.0 after 10).
+NEWTON_CG_AFTER = 20
+# Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
+# products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
+CG_MIN_RESIDUAL = 1e-4
 
 
 @dataclass(frozen=True)
@@ -247,16 +251,23 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
 def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_bytes: int = 2**26) -> np.ndarray:
     """The Hessian's k diagonal blocks of a full map at class probabilities ``probs``: block a, over class a's
     parameters (w_a1 … w_ak, b_a), is mean pₐ(1 − pₐ) x̃ x̃ᵀ with x̃ = (x, 1), plus the penalty's curvature.
-    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time."""
+    Classes are taken ``chunk_bytes`` of [n, classes, k + 1] work at a time, in the precision of ``x`` and
+    ``probs`` (float32 halves the cost: truncated Newton uses them only to precondition); float64 blocks."""
     n, k = x.shape
-    xt = np.hstack([x, np.ones((n, 1))])
+    xt = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
     weights = probs * (1.0 - probs)
     blocks = np.empty((k, k + 1, k + 1))
-    step = max(1, chunk_bytes // (8 * n * (k + 1)))
+    step = max(1, chunk_bytes // (x.itemsize * n * (k + 1)))
     for first in range(0, k, step):
         part = weights[:, first:first + step]
         scaled = (part[:, :, None] * xt[:, None, :]).reshape(n, -1)
         blocks[first:first + step] = (scaled.T @ xt).reshape(part.shape[1], k + 1, k + 1) / n
+    return _with_curvature(blocks, penalty)
+
+
+def _with_curvature(blocks: np.ndarray, penalty: Penalty) -> np.ndarray:
+    """The per-class blocks of :func:`hessian_blocks` plus the penalty's (diagonal) curvature, in place."""
+    k = blocks.shape[0]
     pen_w, pen_b = penalty.curvature(k)
     blocks[:, np.arange(k + 1), np.arange(k + 1)] += np.hstack([pen_w, pen_b[:, None]])
     return blocks
@@ -264,27 +275,41 @@ def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty, chunk_byt
 
 def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.ndarray) -> np.ndarray:
     """H v for a full map (θ's layout) at class probabilities ``probs``: with scores' change dz = V x + c,
-    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v."""
+    the log-loss term is mean x̃ ⊗ p ⊙ (dz − p·dz) (two n × k × k products, as a gradient), plus 2·weight·v.
+    The products run in the precision of ``x`` and ``probs``; the result is float64."""
     n, k = x.shape
-    weights, intercept = unpack(v, k, False)
+    weights, intercept = unpack(v.astype(x.dtype, copy=False), k, False)
     dz = affine_logits(x, weights, intercept, False)
     r = probs * (dz - np.sum(probs * dz, axis=1, keepdims=True))
     pen_w, pen_b = penalty.curvature(k)
-    return np.concatenate([(r.T @ x / n).ravel(), r.sum(axis=0) / n]) + pack(pen_w, pen_b, False) * v
+    data_term = np.concatenate([(r.T @ x).ravel(), r.sum(axis=0)]).astype(np.float64) / n
+    return data_term + pack(pen_w, pen_b, False) * v
 
 
-def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
+def _single_probs(x_single, theta):
+    """σ(W x + b) of a full map θ in float32, for the Hessian's products."""
+    return softmax(affine_logits(x_single, *unpack(theta.astype(np.float32), x_single.shape[1], False), False), axis=1)
+
+
+def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None):
     """Truncated Newton for a full map (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by
-    conjugate gradients with exact Hessian-vector products (:func:`hessian_vector`) to a relative residual
-    min(0.5, √‖g‖), preconditioned by the inverse of :func:`hessian_blocks` at the fit's start; then Armijo
-    backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most ``tol``·max(|f|, 1).
-    Each Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter``
-    products and steps in all, the work bound of as many L-BFGS iterations."""
+    conjugate gradients with Hessian-vector products (:func:`hessian_vector`) to a relative residual
+    min(0.5, √‖g‖), at least :data:`CG_MIN_RESIDUAL`, preconditioned by the inverse of :func:`hessian_blocks`
+    (taken at the start of the first fit on ``x`` that needs them: ``shared`` of :func:`fit_affine_softmax`);
+    then Armijo backtracking. Stops as :func:`_newton`: half the Newton decrement −gᵀs at most
+    ``tol``·max(|f|, 1). The Hessian's products (the preconditioner and H v) run in float32, at half the cost:
+    they only shape the step; the objective and gradient, which decide the steps' acceptance and the stop,
+    hence the optimum, stay float64. Each Hessian-vector product costs about a gradient, so it counts as an
+    iteration: at most ``max_iter`` products and steps in all, the work bound of as many L-BFGS iterations."""
     n, k = x.shape
     theta = pack(weights, intercept, False)
     value, grad = objective(theta, x, y, penalty, False)
-    inverse_blocks = np.linalg.inv(hessian_blocks(x, softmax(affine_logits(x, weights, intercept, False), axis=1),
-                                                  penalty))
+    shared = {} if shared is None else shared
+    if "blocks" not in shared:
+        shared["x_single"] = x.astype(np.float32)
+        shared["blocks"] = hessian_blocks(shared["x_single"], _single_probs(shared["x_single"], theta), Penalty())
+    x_single = shared["x_single"]
+    inverse_blocks = np.linalg.inv(_with_curvature(shared["blocks"].copy(), penalty))
 
     def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
         rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
@@ -293,13 +318,13 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
 
     converged, used = False, 0
     while True:
-        probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
+        probs = _single_probs(x_single, theta)
         step, residual = np.zeros_like(grad), -grad
         z = precondition(residual)
         direction, rz = z.copy(), float(residual @ z)
-        target = min(0.5, np.sqrt(np.linalg.norm(grad))) * np.linalg.norm(grad)
+        target = float(np.clip(np.sqrt(np.linalg.norm(grad)), CG_MIN_RESIDUAL, 0.5)) * np.linalg.norm(grad)
         for _ in range(min(theta.size, max(max_iter - used, 1))):
-            h_dir = hessian_vector(x, probs, penalty, direction)
+            h_dir = hessian_vector(x_single, probs, penalty, direction)
             used += 1
             curvature = float(direction @ h_dir)
             if curvature <= 0:  # flat direction (the softmax's shift invariance): take the step so far
@@ -332,7 +357,8 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol):
 
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
-                       max_iter: int = 1000, tol: float = 1e-10) -> tuple[np.ndarray, np.ndarray, dict]:
+                       max_iter: int = 1000, tol: float = 1e-10,
+                       shared: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
 
     L-BFGS (:func:`_lbfgs`) first; where θ has at most :data:`NEWTON_MAX_PARAMS` entries and L-BFGS has
@@ -343,6 +369,12 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`). At most
     ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
     info = {"iterations", "converged", "loss", "solver"}.
+
+    ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
+    copy of ``x`` and its preconditioner's Hessian blocks (the log-loss part, at the probabilities where the
+    first of those fits needed it). A preconditioner changes the steps, not the optimum: blocks taken at a
+    neighbouring grid point's solution precondition as well as fresh ones (one CIFAR-100 fold: 197–202
+    products at λ_code = 0.01 with blocks from λ_code = 10⁴, 10 or 0.1, 223 with fresh ones).
     """
     k = x.shape[1]
     weights, intercept = init if init is not None else (np.eye(k), np.zeros(k))
@@ -353,7 +385,8 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     info["solver"] = "lbfgs"
     if finisher and not info["converged"] and info["iterations"] < max_iter:
         args = (x, y, penalty) + ((diagonal,) if finisher is _newton else ())
-        weights, intercept, newton = finisher(*args, weights, intercept, max_iter - info["iterations"], tol)
+        extra = {"shared": shared} if finisher is _newton_cg else {}
+        weights, intercept, newton = finisher(*args, weights, intercept, max_iter - info["iterations"], tol, **extra)
         info = {**newton, "iterations": info["iterations"] + newton["iterations"],
                 "solver": "lbfgs+newton" if finisher is _newton else "lbfgs+newton-cg"}
     return weights, intercept, info
