@@ -82,7 +82,7 @@ class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
-                 seed: int = 0, max_iter: int = 200):
+                 seed: int = 0, max_iter: int = 1000):
         if loss not in LOSSES or optimizer not in OPTIMIZERS or n_pieces < 1:
             raise ValueError(f"PiecewiseLinear: loss must be one of {LOSSES}, optimizer one of {OPTIMIZERS}, "
                              f"n_pieces ≥ 1; got {loss!r}, {optimizer!r}, {n_pieces}")

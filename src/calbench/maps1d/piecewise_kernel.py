@@ -31,27 +31,48 @@ MEMORY = 10
 CONVERGED, STALLED, AT_MAX_ITER = 0, 1, 2
 
 
+#: Rows of the per-knot scratch of :func:`loss_grad` (B + 1 columns; per-piece rows use the first B).
+_T, _DT_DB, _W, _U, _DELTA, _RISE, _SUM_G, _SUM_GR, _G_U, _G_T, _G_W = range(11)
+
+
+@njit(cache=True, nogil=True)
+def _fill_knots(row, logit_space, knots):
+    """Rows _T, _DT_DB, _W, _U of ``knots``: knot positions t (input space), dt/db, widths w, knot values u."""
+    n_pieces = (row.size - 1) // 2
+    t, dt_db, w, u = knots[_T], knots[_DT_DB], knots[_W], knots[_U]
+    top = row[:n_pieces].max()
+    for j in range(n_pieces):
+        w[j] = math.exp(row[j] - top)
+    w[:n_pieces] /= w[:n_pieces].sum()
+    b = 0.0
+    for j in range(n_pieces + 1):
+        if j == n_pieces:
+            b = 1.0
+        elif j > 0:
+            b += w[j - 1]
+        dt_db[j], u[j] = 1.0, row[n_pieces + j]
+        if logit_space:
+            bc = min(max(b, PROB_EPS), 1.0 - PROB_EPS)
+            t[j] = math.log(bc / (1.0 - bc))
+            dt_db[j] = 1.0 / (bc * (1.0 - bc)) if bc == b else 0.0
+        else:
+            t[j] = b
+            u[j] = 1.0 / (1.0 + math.exp(-row[n_pieces + j]))
+
+
 @njit(cache=True, nogil=True)
 def knot_params(row, logit_space):
     """Knot positions t (input space), dt/db, widths w and knot values u of one parameter row."""
     n_pieces = (row.size - 1) // 2
-    w = np.exp(row[:n_pieces] - row[:n_pieces].max())
-    w /= w.sum()
-    b = np.empty(n_pieces + 1)
-    b[0] = 0.0
-    for j in range(1, n_pieces):
-        b[j] = b[j - 1] + w[j - 1]
-    b[n_pieces] = 1.0
-    t, dt_db, u = np.empty(n_pieces + 1), np.ones(n_pieces + 1), row[n_pieces:].copy()
-    for j in range(n_pieces + 1):
-        if logit_space:
-            bc = min(max(b[j], PROB_EPS), 1.0 - PROB_EPS)
-            t[j] = math.log(bc / (1.0 - bc))
-            dt_db[j] = 1.0 / (bc * (1.0 - bc)) if bc == b[j] else 0.0
-        else:
-            t[j] = b[j]
-            u[j] = 1.0 / (1.0 + math.exp(-row[n_pieces + j]))
-    return t, dt_db, w, u
+    knots = np.empty((4, n_pieces + 1))
+    _fill_knots(row, logit_space, knots)
+    return knots[_T].copy(), knots[_DT_DB].copy(), knots[_W, :n_pieces].copy(), knots[_U].copy()
+
+
+@njit(cache=True, nogil=True)
+def scratch(size, n_pieces):
+    """Work arrays of :func:`loss_grad` for data sets of up to ``size`` points: (points, knots, ends)."""
+    return np.empty((2, size)), np.empty((11, n_pieces + 1)), np.empty(n_pieces, np.int64)
 
 
 #: exp(z) = 2^k·e^r with k = round(z / ln 2) and |r| ≤ ln 2 / 2: ln 2 in two parts (r exact to ~1e-19), the
@@ -126,19 +147,21 @@ def _log_terms(q, y):
 
 
 @njit(cache=True, nogil=True)
-def loss_grad(row, x, y, logit_space, ce, grad):
-    """Mean loss of the map ``row`` on (x, y) (x sorted, in input space; y 0 or 1); its gradient into ``grad``."""
-    n_pieces = (row.size - 1) // 2
-    t, dt_db, w, u = knot_params(row, logit_space)
-    delta = np.maximum(t[1:] - t[:-1], 1e-12)
-    rise = u[1:] - u[:-1]
-    # piece k: the points t_k < x ≤ t_{k+1} (the first also x ≤ t_0, the last x > t_B), i.e. x[ends[k − 1]:ends[k]]
-    ends = np.empty(n_pieces, np.int64)
+def loss_grad(row, x, y, logit_space, ce, grad, work):
+    """Mean loss of the map ``row`` on (x, y) (x sorted, in input space; y 0 or 1); its gradient into ``grad``.
+    ``work``: :func:`scratch` for at least x.size points (no allocation per evaluation)."""
+    points, knots, ends = work
+    n_pieces, n = (row.size - 1) // 2, x.size
+    _fill_knots(row, logit_space, knots)
+    t, dt_db, w, u = knots[_T], knots[_DT_DB], knots[_W], knots[_U]
+    delta, rise, sum_g, sum_gr = knots[_DELTA], knots[_RISE], knots[_SUM_G], knots[_SUM_GR]
     first = 0
-    for k in range(n_pieces - 1):
-        ends[k] = first = max(first, np.searchsorted(x, t[k + 1], side="right"))
-    ends[n_pieces - 1] = x.size
-    q, scale = np.empty(x.size), np.empty(x.size)
+    for k in range(n_pieces):
+        delta[k] = max(t[k + 1] - t[k], 1e-12)
+        rise[k] = u[k + 1] - u[k]
+        # piece k: the points t_k < x ≤ t_{k+1} (the first also x ≤ t_0, the last x > t_B): x[ends[k − 1]:ends[k]]
+        ends[k] = first = n if k == n_pieces - 1 else max(first, np.searchsorted(x, t[k + 1], side="right"))
+    q, spare = points[0, :n], points[1, :n]
     first = 0
     for k in range(n_pieces):  # f = u_k + (u_{k+1} − u_k)·r, r = clip((x − t_k)/Δ_k, 0, 1)
         start_k, per_unit = t[k], 1.0 / delta[k]
@@ -146,8 +169,7 @@ def loss_grad(row, x, y, logit_space, ce, grad):
             q[i] = u[k] + rise[k] * min(max((x[i] - start_k) * per_unit, 0.0), 1.0)
         first = ends[k]
     if logit_space:
-        _logistic(q, scale)
-    sum_g, sum_gr = np.zeros(n_pieces), np.zeros(n_pieces)
+        _logistic(q, spare)
     total = _log_terms(q, y) if ce else 0.0
     first = 0
     for k in range(n_pieces):
@@ -156,20 +178,22 @@ def loss_grad(row, x, y, logit_space, ce, grad):
                                                 logit_space, ce)
         total += part
         first = end
-    weight = 1.0 / x.size
-    g_u, g_t = np.zeros(n_pieces + 1), np.zeros(n_pieces + 1)
+    weight = 1.0 / n
+    g_u, g_t, g_w = knots[_G_U], knots[_G_T], knots[_G_W]
+    g_u[:] = 0.0
+    g_t[:] = 0.0
     for k in range(n_pieces):  # f = u_k + (u_{k+1} − u_k)·(x − t_k)/(t_{k+1} − t_k) on piece k
         slope = rise[k] / delta[k]
         g_u[k] += weight * (sum_g[k] - sum_gr[k])
         g_u[k + 1] += weight * sum_gr[k]
         g_t[k] += weight * slope * (sum_gr[k] - sum_g[k])
         g_t[k + 1] -= weight * slope * sum_gr[k]
-    g_w, tail = np.zeros(n_pieces), 0.0  # b_j = Σ_{i<j} w_i for the interior knots j = 1..B−1
+    tail, mean_g_w = 0.0, 0.0  # b_j = Σ_{i<j} w_i for the interior knots j = 1..B−1
     for j in range(n_pieces - 1, -1, -1):
         g_w[j] = tail
+        mean_g_w += w[j] * tail
         if j >= 1:
             tail += g_t[j] * dt_db[j]
-    mean_g_w = np.sum(w * g_w)
     for j in range(n_pieces):  # w = softmax(a)
         grad[j] = w[j] * (g_w[j] - mean_g_w)
     for j in range(n_pieces + 1):
@@ -180,29 +204,32 @@ def loss_grad(row, x, y, logit_space, ce, grad):
 @njit(cache=True, nogil=True)
 def summed_loss_grad(theta, x, y, start, logit_space, ce, grad):
     """Σ_f mean loss of map f (row f of ``theta``) on data set f (``x[start[f]:start[f + 1]]``); gradient rows."""
+    work = scratch(np.max(start[1:] - start[:-1]), (theta.shape[1] - 1) // 2)
     total = 0.0
     for f in range(theta.shape[0]):
         a, b = start[f], start[f + 1]
-        total += loss_grad(theta[f], x[a:b], y[a:b], logit_space, ce, grad[f])
+        total += loss_grad(theta[f], x[a:b], y[a:b], logit_space, ce, grad[f], work)
     return total
 
 
 @njit(cache=True, nogil=True)
-def _direction(grad, s_mem, y_mem, rho, count, newest):
-    """−H·grad by the L-BFGS two-loop recursion over the ``count`` stored pairs (newest at ``newest``)."""
-    d = -grad.copy()
-    alpha = np.zeros(count)
-    memory = rho.size
+def _direction(grad, s_mem, y_mem, rho, count, newest, d, alpha):
+    """d ← −H·grad by the L-BFGS two-loop recursion over the ``count`` stored pairs (newest at ``newest``)."""
+    memory, size = rho.size, grad.size
+    for m in range(size):
+        d[m] = -grad[m]
     for i in range(count):
         j = (newest - i) % memory
         alpha[i] = rho[j] * np.dot(s_mem[j], d)
-        d -= alpha[i] * y_mem[j]
+        for m in range(size):
+            d[m] -= alpha[i] * y_mem[j, m]
     if count > 0:
         d *= 1.0 / (rho[newest] * np.dot(y_mem[newest], y_mem[newest]))
     for i in range(count - 1, -1, -1):
         j = (newest - i) % memory
-        d += (alpha[i] - rho[j] * np.dot(y_mem[j], d)) * s_mem[j]
-    return d
+        beta = rho[j] * np.dot(y_mem[j], d)
+        for m in range(size):
+            d[m] += (alpha[i] - beta) * s_mem[j, m]
 
 
 @njit(cache=True, nogil=True)
@@ -211,24 +238,27 @@ def lbfgs(row, x, y, logit_space, ce, max_iter, ftol, gtol):
     loss by ≤ ``ftol`` relative (max(|f|, 1), as scipy's L-BFGS-B), when max |∇| ≤ ``gtol`` (CONVERGED), when no
     step along the direction lowers it (STALLED), or at ``max_iter`` (AT_MAX_ITER). Returns (state, iterations)."""
     size = row.size
-    grad, trial_grad = np.empty(size), np.empty(size)
-    loss = loss_grad(row, x, y, logit_space, ce, grad)
-    s_mem, y_mem, rho = np.zeros((MEMORY, size)), np.zeros((MEMORY, size)), np.zeros(MEMORY)
+    work = scratch(x.size, (size - 1) // 2)
+    grad, trial, trial_grad, d = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    s_mem, y_mem, rho, alpha = np.zeros((MEMORY, size)), np.zeros((MEMORY, size)), np.zeros(MEMORY), np.empty(MEMORY)
+    loss = loss_grad(row, x, y, logit_space, ce, grad, work)
     count, newest = 0, MEMORY - 1
     for iteration in range(max_iter):
-        if np.max(np.abs(grad)) <= gtol:
+        if max(-grad.min(), grad.max()) <= gtol:
             return CONVERGED, iteration
-        d = _direction(grad, s_mem, y_mem, rho, count, newest)
+        _direction(grad, s_mem, y_mem, rho, count, newest, d, alpha)
         slope = np.dot(grad, d)
         if slope >= 0.0:  # not a descent direction (rounding): restart from steepest descent
-            count, d = 0, -grad
+            count = 0
+            for j in range(size):
+                d[j] = -grad[j]
             slope = np.dot(grad, d)
         step = 1.0 if count > 0 else 1.0 / math.sqrt(-slope)
-        low, high, best, accepted = 0.0, np.inf, np.inf, False
-        trial = row.copy()
+        low, high, value, accepted = 0.0, np.inf, np.inf, False
         for _ in range(MAX_TRIALS):  # weak Wolfe by bisection
-            trial[:] = row + step * d
-            value = loss_grad(trial, x, y, logit_space, ce, trial_grad)
+            for j in range(size):
+                trial[j] = row[j] + step * d[j]
+            value = loss_grad(trial, x, y, logit_space, ce, trial_grad, work)
             if not value <= loss + ARMIJO * step * slope:
                 high = step
             elif np.dot(trial_grad, d) < CURVATURE * slope:
@@ -237,24 +267,24 @@ def lbfgs(row, x, y, logit_space, ce, max_iter, ftol, gtol):
                     step *= 2.0
                     continue
             else:
-                best, accepted = value, True
+                accepted = True
                 break
             step = 0.5 * (low + high)
         if not accepted:  # no Wolfe point within the trials: take the last step that lowered the loss enough
             if low == 0.0:
                 return STALLED, iteration
-            trial[:] = row + low * d
-            best = loss_grad(trial, x, y, logit_space, ce, trial_grad)
-        s, change = trial - row, trial_grad - grad
-        curvature = np.dot(s, change)
-        if curvature > 1e-10 * np.dot(change, change):
-            newest = (newest + 1) % MEMORY
-            s_mem[newest] = s
-            y_mem[newest] = change
-            rho[newest] = 1.0 / curvature
+            for j in range(size):
+                trial[j] = row[j] + low * d[j]
+            value = loss_grad(trial, x, y, logit_space, ce, trial_grad, work)
+        newer = (newest + 1) % MEMORY
+        for j in range(size):
+            s_mem[newer, j], y_mem[newer, j] = trial[j] - row[j], trial_grad[j] - grad[j]
+        curvature = np.dot(s_mem[newer], y_mem[newer])
+        if curvature > 1e-10 * np.dot(y_mem[newer], y_mem[newer]):  # else the pair is dropped (overwritten)
+            newest, rho[newer] = newer, 1.0 / curvature
             count = min(count + 1, MEMORY)
-        decrease = (loss - best) / max(abs(loss), abs(best), 1.0)
-        row[:], grad[:], loss = trial, trial_grad, best
+        decrease = (loss - value) / max(abs(loss), abs(value), 1.0)
+        row[:], grad[:], loss = trial, trial_grad, value
         if decrease <= ftol:
             return CONVERGED, iteration + 1
     return AT_MAX_ITER, max_iter
