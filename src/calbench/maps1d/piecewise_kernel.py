@@ -7,7 +7,8 @@ values u = v (PL3) or σ(v) (PL). The map interpolates (t_j, u_j) linearly; PL3 
 One evaluation of a map's loss is one pass over its data sorted by input: the pieces are runs of that
 order, so each point's piece follows from the previous one, and the per-piece sums of ℓ' and ℓ'·r
 (r: the point's position in its piece) give the gradient by the chain rule through knots and widths.
-Points are weighted 1/n (the mean loss). CE is on predictions clipped to [ε, 1 − ε] (App. C.1).
+Points are weighted 1/n (the mean loss). CE is on predictions clipped to [ε, 1 − ε] (App. C.1), with the
+clipped loss's gradient (0 where q̂ is clipped, as in the authors' Keras code).
 
 :func:`lbfgs_rows` fits several maps (rows of θ, each on its own data set), each by its own L-BFGS
 (Nocedal & Wright 2006, Alg. 7.4–7.5) with a weak-Wolfe bisection line search, which also makes progress on
@@ -123,6 +124,7 @@ def _piece_sums(q, x, y, start_k, per_unit, logit_space, ce):
             series = qc * (1.0 + qc * (0.5 + qc * (1.0 / 3.0 + qc * 0.25)))
             total += series if (y[i] == 0.0) & (qc < _SERIES_BELOW) else 0.0
             g = q[i] - y[i] if logit_space else (qc - y[i]) / (qc * (1.0 - qc))
+            g = g if qc == q[i] else 0.0  # the clipped loss is flat there
         else:
             g = q[i] - y[i]
             total += g * g
@@ -186,8 +188,11 @@ def loss_grad(row, x, y, logit_space, ce, grad, work):
         slope = rise[k] / delta[k]
         g_u[k] += weight * (sum_g[k] - sum_gr[k])
         g_u[k + 1] += weight * sum_gr[k]
-        g_t[k] += weight * slope * (sum_gr[k] - sum_g[k])
-        g_t[k + 1] -= weight * slope * sum_gr[k]
+        if t[k + 1] - t[k] >= delta[k]:
+            g_t[k] += weight * slope * (sum_gr[k] - sum_g[k])
+            g_t[k + 1] -= weight * slope * sum_gr[k]
+        else:  # Δ_k held at its floor: r depends on t_k through x − t_k only
+            g_t[k] -= weight * slope * sum_g[k]
     tail, mean_g_w = 0.0, 0.0  # b_j = Σ_{i<j} w_i for the interior knots j = 1..B−1
     for j in range(n_pieces - 1, -1, -1):
         g_w[j] = tail
