@@ -4,9 +4,10 @@ A parameter row θ = [a_1..a_B, v_0..v_B] of a map with B pieces (fit-on-test Ap
 w = softmax(a), knots b = [0, cumsum(w)_{1..B−1}, 1] (PL3: t = logit(clip(b, ε, 1 − ε)), PL: t = b) and knot
 values u = v (PL3) or σ(v) (PL). The map interpolates (t_j, u_j) linearly; PL3 applies σ to the result.
 
-One evaluation of a map's loss is one pass over its data sorted by input: the pieces are runs of that
-order, so each point's piece follows from the previous one, and the per-piece sums of ℓ' and ℓ'·r
-(r: the point's position in its piece) give the gradient by the chain rule through knots and widths.
+One evaluation of a map's loss is a few passes over its data sorted by input: the pieces are runs of that
+order (a binary search per knot), and the per-piece sums of ℓ' and ℓ'·r (r: the point's position in its
+piece) give the gradient by the chain rule through knots and widths. No allocation per evaluation (scratch
+arrays from :func:`scratch`); the loops are written so that the compiler can vectorise them.
 Points are weighted 1/n (the mean loss). CE is on predictions clipped to [ε, 1 − ε] (App. C.1), with the
 clipped loss's gradient (0 where q̂ is clipped, as in the authors' Keras code).
 
