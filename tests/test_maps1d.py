@@ -105,6 +105,95 @@ def test_pl_batched_loss_and_gradient_match_the_plain_definition(logit_space, lo
     assert np.abs(grad - numeric).max() < 1e-6 * np.abs(grad).max()
 
 
+def _plain_loss_and_grad(model, theta, ps, ys):
+    """The definition, written out in torch (autograd): widths softmax(a), knots [0, cumsum, 1] (PL3: their
+    logits), values σ(v) (PL) or v (PL3), linear interpolation, σ on PL3's output, mean CE on predictions clipped
+    to [ε, 1 − ε] (fit-on-test App. C.1) or mean squared error; summed over the models."""
+    torch = pytest.importorskip("torch")
+    theta = torch.tensor(theta, dtype=torch.float64, requires_grad=True)
+    B = model.n_pieces
+    total = 0
+    for row, p, y in zip(theta, ps, ys):
+        w = torch.softmax(row[:B], 0)
+        zero, one = torch.zeros(1, dtype=torch.float64), torch.ones(1, dtype=torch.float64)
+        b = torch.cat([zero, torch.cumsum(w, 0)[:-1], one])
+        x = torch.tensor(model._input(p))
+        t = torch.logit(b.clamp(PROB_EPS, 1 - PROB_EPS)) if model.logit_space else b
+        u = row[B:] if model.logit_space else torch.sigmoid(row[B:])
+        k = torch.searchsorted(t[1:-1].detach(), x, right=False)
+        r = ((x - t[k]) / (t[k + 1] - t[k]).clamp_min(1e-12)).clamp(0, 1)
+        q = u[k] + (u[k + 1] - u[k]) * r
+        q = torch.sigmoid(q) if model.logit_space else q
+        y = torch.tensor(y)
+        if model.loss == "ce":
+            qc = q.clamp(PROB_EPS, 1 - PROB_EPS)
+            total = total - torch.mean(y * torch.log(qc) + (1 - y) * torch.log1p(-qc))
+        else:
+            total = total + torch.mean((q - y) ** 2)
+    total.backward()
+    return total.item(), theta.grad.numpy()
+
+
+@pytest.mark.parametrize("loss", ["ce", "mse"])
+@pytest.mark.parametrize("logit_space", [False, True])
+def test_pl_compiled_loss_and_gradient_equal_the_definition(logit_space, loss):
+    """The compiled pass (pieces as runs of the sorted data; −ln(1 − q̂) by its series below 1e-4, the logistic
+    by a polynomial exp) equals the definition and its autograd gradient (1e-10), also with one-vs-rest-like
+    inputs (most p̂ tiny, some clipped at ε) and in the softmax's saturation."""
+    rng = np.random.default_rng(7)
+    model = PiecewiseLinear(5, logit_space=logit_space, loss=loss)
+    ps = [rng.beta(1, 4, 300), np.clip(rng.beta(0.05, 3, 400), 1e-15, 1), rng.beta(3, 1, 250)]
+    ys = [(rng.uniform(size=p.size) < p**1.3).astype(float) for p in ps]
+    ys[1][np.argsort(ps[1])[:3]] = 1.0  # positives among the smallest p̂: −ln q̂ at the clip
+    theta = np.array([model._init_theta(model._input(p)) for p in ps]) + rng.normal(0, 0.3, (3, 11))
+    theta[2, :5] += [8.0, -30.0, 0.0, 0.0, 0.0]  # a width of e^-30 relative: knots on top of each other
+    value, grad = model._loss_grad(theta, model.sorted_folds(ps, ys))
+    plain, plain_grad = _plain_loss_and_grad(model, theta, ps, ys)
+    assert value == pytest.approx(plain, rel=1e-12, abs=1e-12)
+    assert np.abs(grad - plain_grad).max() < 1e-10
+
+
+def test_pl_compiled_logistic_equals_expit():
+    from calbench.maps1d.piecewise_kernel import _logistic
+
+    f = np.concatenate([np.linspace(-800, 800, 4001), np.random.default_rng(1).normal(0, 10, 1000)])
+    q = f.copy()
+    _logistic(q, np.empty_like(q))
+    assert np.allclose(q, expit(f), rtol=5e-16, atol=1e-307)  # below −708: 3e-308, not 0
+
+
+@pytest.mark.parametrize("logit_space", [False, True])
+def test_pl_compiled_lbfgs_reaches_the_optimum_and_fits_each_data_set_alone(logit_space):
+    """On a smooth case with one optimum (one piece: PL3 is logistic regression on logit p̂, PL a line between
+    σ(v_0) and σ(v_1)) the compiled L-BFGS run to tight tolerances gives the outputs of scipy's L-BFGS-B on the
+    same loss (1e-8); fitting several data sets at once gives each one's own fit, bitwise."""
+    from scipy.optimize import minimize
+
+    from calbench.maps1d.piecewise_kernel import CONVERGED, lbfgs_rows
+
+    rng = np.random.default_rng(3)
+    ps = [rng.beta(1, 3, 400), rng.beta(2, 2, 300)]
+    ys = [(rng.uniform(size=p.size) < p**1.4).astype(float) for p in ps]
+    model = PiecewiseLinear(1, logit_space=logit_space)
+    folds = model.sorted_folds(ps, ys)
+    start = np.array([model._init_theta(model._input(p)) for p in ps])
+    theta = start.copy()
+    states, _ = lbfgs_rows(theta, folds.x, folds.y, folds.start, logit_space, True, 10_000, 0.0, 1e-12)
+    assert list(states) == [CONVERGED] * 2
+    grid = np.linspace(0.02, 0.98, 30)
+    for f, row in enumerate(start):
+        one = folds.take([f])
+        result = minimize(lambda v: (lambda lg: (lg[0], lg[1][0]))(model._loss_grad(v[None], one)), row, jac=True,
+                          method="L-BFGS-B", options={"maxiter": 10_000, "ftol": 0.0, "gtol": 1e-12})
+        model.theta_ = result.x
+        reference = model.predict(grid)
+        model.theta_ = theta[f]
+        assert np.abs(model.predict(grid) - reference).max() < 1e-8
+        alone = row.copy()[None]
+        lbfgs_rows(alone, one.x, one.y, one.start, logit_space, True, 10_000, 0.0, 1e-12)
+        assert np.array_equal(alone[0], theta[f])
+
+
 def test_pl_fit_stopped_by_max_iter_warns():
     p, y = draw(2000, lambda p: p**1.5, seed=6)
     with pytest.warns(NotConvergedWarning, match="max_iter=2"):

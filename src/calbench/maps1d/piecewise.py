@@ -19,8 +19,9 @@ model on all 10 folds"); ``ensemble=False`` refits one model on all data instead
 
 Optimiser (documented deviation): the authors train with minibatch Adam (lr 0.01, batch
 min(n/4, 512), ≤ 1500 epochs, early stopping with patience 20 on the training loss). The default
-here minimises the same loss over the same family with full-batch L-BFGS and analytic gradients —
-deterministic and two orders of magnitude faster; ``optimizer="adam"`` runs the authors' schedule.
+here minimises the same loss over the same family with full-batch L-BFGS and analytic gradients, each
+fold model by its own run, compiled (:mod:`calbench.maps1d.piecewise_kernel`) — deterministic and orders of
+magnitude faster; ``optimizer="adam"`` runs the authors' schedule.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import expit, logit, softmax
+from scipy.special import expit, logit
 
 from calbench.convergence import NotConvergedWarning
 from calbench.folds import kfold_splits
@@ -42,6 +43,8 @@ OPTIMIZERS = ("lbfgs", "adam")
 TRICK = 0.001
 #: L-BFGS stops when the loss improves by less than this (relative); 1e-7 changes the fitted loss by ~1e-5.
 FTOL = 1e-7
+#: ... or when every partial derivative of the mean loss is at most this (scipy's L-BFGS-B default).
+GTOL = 1e-5
 
 
 def prefer_fewer(scores: np.ndarray, tolerance: float = TRICK) -> int:
@@ -56,35 +59,19 @@ def prefer_fewer(scores: np.ndarray, tolerance: float = TRICK) -> int:
     return int(within[0])
 
 
-#: Offset between the input ranges of models fitted together (inputs lie in [0, 1] or [−28, 28]).
-_SPAN = 100.0
-
-
 @dataclass(frozen=True)
 class _Folds:
-    """F data sets in one array: set f is ``x[start[f]:start[f + 1]]`` (sorted) with targets ``y`` and
-    weights 1/n_f; ``key`` = x + ``shift[f]`` (distinct multiples of :data:`_SPAN`) is sorted as a whole, so
-    one ``searchsorted`` finds every set's pieces. ``positive``: the indices where y = 1; ``work``: scratch
-    rows of n + 1 values that every loss evaluation reuses (a fresh array of tens of thousands of values
-    costs page faults each time)."""
+    """F data sets in one array: set f is ``x[start[f]:start[f + 1]]`` (sorted, in input space) with targets ``y``."""
 
     x: np.ndarray
     y: np.ndarray
     start: np.ndarray
-    weight: np.ndarray
-    key: np.ndarray
-    shift: np.ndarray
-    positive: np.ndarray
-    work: np.ndarray
 
     @classmethod
     def of(cls, xs, ys) -> "_Folds":
         """From lists of sorted inputs and their targets (0 or 1)."""
         sizes = np.array([x.size for x in xs])
-        shift = _SPAN * np.arange(sizes.size)
-        x, y = np.concatenate(xs), np.concatenate(ys)
-        return cls(x, y, np.concatenate([[0], np.cumsum(sizes)]), np.repeat(1.0 / sizes, sizes),
-                   x + np.repeat(shift, sizes), shift, np.flatnonzero(y), np.empty((5, x.size + 1)))
+        return cls(np.concatenate(xs), np.concatenate(ys).astype(np.float64), np.concatenate([[0], np.cumsum(sizes)]))
 
     def take(self, rows) -> "_Folds":
         """The sets ``rows`` only."""
@@ -96,7 +83,7 @@ class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
-                 seed: int = 0, max_iter: int = 200):
+                 seed: int = 0, max_iter: int = 1000):
         if loss not in LOSSES or optimizer not in OPTIMIZERS or n_pieces < 1:
             raise ValueError(f"PiecewiseLinear: loss must be one of {LOSSES}, optimizer one of {OPTIMIZERS}, "
                              f"n_pieces ≥ 1; got {loss!r}, {optimizer!r}, {n_pieces}")
@@ -108,15 +95,10 @@ class PiecewiseLinear:
         return logit(np.clip(p, PROB_EPS, 1 - PROB_EPS)) if self.logit_space else p
 
     def _knots(self, theta):
-        """Knot positions t (input space), dt/db, widths w and knot values u; each with one row per model."""
-        B = self.n_pieces
-        w = softmax(theta[:, :B], axis=1)
-        F = theta.shape[0]
-        b = np.hstack([np.zeros((F, 1)), np.cumsum(w, axis=1)[:, :-1], np.ones((F, 1))])
-        if self.logit_space:
-            bc = np.clip(b, PROB_EPS, 1 - PROB_EPS)
-            return logit(bc), np.where(bc == b, 1.0 / (bc * (1 - bc)), 0.0), w, theta[:, B:]
-        return b, np.ones_like(b), w, expit(theta[:, B:])
+        """Knot positions t (input space), dt/db, widths w and knot values u of the parameter row ``theta``."""
+        from calbench.maps1d.piecewise_kernel import knot_params  # lazy: numba only where a PL map is used
+
+        return knot_params(np.ascontiguousarray(theta, dtype=np.float64), self.logit_space)
 
     def _init_theta(self, x):
         """Identity map with equal-mass pieces: knots at the quantiles of the inputs x (input space; paper
@@ -132,7 +114,7 @@ class PiecewiseLinear:
         return np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
 
     def _interpolate(self, theta, x):
-        t, _, _, u = (a[0] for a in self._knots(theta[None]))
+        t, _, _, u = self._knots(theta)
         k = np.searchsorted(t[1:-1], x, side="left")
         delta = np.maximum(np.diff(t), 1e-12)
         r = np.clip((x - t[k]) / delta[k], 0.0, 1.0)
@@ -140,58 +122,14 @@ class PiecewiseLinear:
 
     # -- loss and gradient of F models at once ---------------------------------------------
     def _loss_grad(self, theta, folds: _Folds):
-        """Σ_f mean loss of model f (row f of ``theta``) on data set f of ``folds``, and the gradient [F, 2B + 1].
+        """Σ_f mean loss of model f (row f of ``theta``) on data set f of ``folds``, and the gradient [F, 2B + 1]
+        (one compiled pass over each sorted data set: :func:`calbench.maps1d.piecewise_kernel.loss_grad`)."""
+        from calbench.maps1d.piecewise_kernel import summed_loss_grad
 
-        The points of a piece are contiguous in the sorted data: the per-piece sums of ℓ' and ℓ'·r are
-        differences of cumulative sums. Per-point arrays live in ``folds.work`` (operations with ``out=``)."""
-        B = self.n_pieces
-        F = folds.start.size - 1
-        x, y, fold_start, weight = folds.x, folds.y, folds.start, folds.weight
-        n = x.size
-        r, tmp, q, qc = folds.work[:4, :n]
-        cum = folds.work[4]
-        t, dt_db, w, u = self._knots(theta)
-        inner = np.searchsorted(folds.key, (t[:, 1:-1] + folds.shift[:, None]).ravel())
-        starts = np.hstack([fold_start[:-1, None], inner.reshape(F, B - 1), fold_start[1:, None]])
-        seg_start, seg_end = starts[:, :-1].ravel(), starts[:, 1:].ravel()
-        piece = np.repeat(np.arange(F * B), seg_end - seg_start)  # global piece f·B + k of each point
-        delta = np.maximum(np.diff(t, axis=1), 1e-12)
-        slope = np.diff(u, axis=1) / delta
-        np.take(t[:, :-1].ravel(), piece, out=r)  # r = clip((x − t_k)/Δ_k, 0, 1)
-        np.subtract(x, r, out=r)
-        np.divide(r, np.take(delta.ravel(), piece, out=tmp), out=r)
-        np.clip(r, 0.0, 1.0, out=r)
-        np.multiply(np.take((slope * delta).ravel(), piece, out=tmp), r, out=tmp)  # f = u_k + (u_{k+1} − u_k)·r
-        f = np.add(np.take(u[:, :-1].ravel(), piece, out=q), tmp, out=tmp)
-        q = expit(f, out=q) if self.logit_space else f
-        np.clip(q, PROB_EPS, 1 - PROB_EPS, out=qc)
-        # CE: −ln q̂ where y = 1, −ln(1 − q̂) where y = 0 (y is 0 or 1)
-        if self.loss == "ce":
-            log_lik = np.log1p(np.negative(qc, out=cum[:n]), out=cum[:n])
-            log_lik[folds.positive] = np.log(qc[folds.positive])
-            loss = -np.sum(np.multiply(weight, log_lik, out=log_lik))
-            if self.logit_space:
-                g = np.subtract(q, y, out=q)
-            else:
-                g = np.divide(qc - y, qc * (1 - qc), out=q)
-        else:
-            g = np.subtract(q, y, out=cum[:n])
-            loss = np.sum(weight * g**2)
-            g = 2 * g * (q * (1 - q) if self.logit_space else 1.0)
-        np.multiply(g, weight, out=g)
-        cum[0] = 0.0
-        np.cumsum(g, out=cum[1:])
-        sum_g = (cum[seg_end] - cum[seg_start]).reshape(F, B)
-        np.cumsum(np.multiply(g, r, out=r), out=cum[1:])
-        sum_gr = (cum[seg_end] - cum[seg_start]).reshape(F, B)
-        zero = np.zeros((F, 1))
-        g_u = np.hstack([sum_g - sum_gr, zero]) + np.hstack([zero, sum_gr])
-        g_t = np.hstack([slope * (sum_gr - sum_g), zero]) - np.hstack([zero, slope * sum_gr])
-        g_b = (g_t * dt_db)[:, 1:-1]  # interior knots b_1..b_{B-1}
-        g_w = np.hstack([np.cumsum(g_b[:, ::-1], axis=1)[:, ::-1], zero])  # b_j = Σ_{i<j} w_i
-        g_a = w * (g_w - np.sum(w * g_w, axis=1, keepdims=True))
-        g_v = g_u if self.logit_space else g_u * u * (1 - u)
-        return loss, np.hstack([g_a, g_v])
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        grad = np.empty_like(theta)
+        loss = summed_loss_grad(theta, folds.x, folds.y, folds.start, self.logit_space, self.loss == "ce", grad)
+        return loss, grad
 
     # -- fitting ---------------------------------------------------------------------------
     def sorted_folds(self, ps, ys) -> _Folds:
@@ -215,21 +153,19 @@ class PiecewiseLinear:
         return self.fit_folds(self.sorted_folds(ps, ys))
 
     def _lbfgs(self, theta, folds: _Folds):
-        """L-BFGS on the sum of the models' losses (it separates over the models, so one run fits them all)."""
-        from scipy.optimize import minimize  # lazy: metrics and methods that fit no PL map skip its import
+        """Each model by its own L-BFGS (:func:`calbench.maps1d.piecewise_kernel.lbfgs`), stopping on a relative
+        decrease ≤ :data:`FTOL` or max |∇| ≤ :data:`GTOL`; one that reaches ``max_iter`` first warns."""
+        from calbench.maps1d.piecewise_kernel import AT_MAX_ITER, lbfgs_rows
 
-        shape = theta.shape
-
-        def summed(flat):
-            loss, grad = self._loss_grad(flat.reshape(shape), folds)
-            return loss, grad.ravel()
-
-        result = minimize(summed, theta.ravel(), jac=True, method="L-BFGS-B",
-                          options={"maxiter": self.max_iter, "ftol": FTOL})
-        if result.nit >= self.max_iter:
+        theta = np.array(theta, dtype=np.float64)
+        states, _ = lbfgs_rows(theta, folds.x, folds.y, folds.start, self.logit_space, self.loss == "ce",
+                               self.max_iter, FTOL, GTOL)
+        capped = int(np.sum(states == AT_MAX_ITER))
+        if capped:
             warnings.warn(f"PiecewiseLinear({self.n_pieces} pieces): L-BFGS stopped at max_iter={self.max_iter} "
-                          f"before its convergence test; raise max_iter", NotConvergedWarning, stacklevel=3)
-        return result.x.reshape(shape)
+                          f"before its convergence test in {capped} of {states.size} fits; raise max_iter",
+                          NotConvergedWarning, stacklevel=3)
+        return theta
 
     def fit(self, p, y) -> "PiecewiseLinear":
         self.theta_ = self.fit_many([p], [y])[0]
@@ -271,7 +207,7 @@ class PiecewiseLinear:
 
     def knots(self) -> tuple[np.ndarray, np.ndarray]:
         """Knot positions in probability space and the map's values there (for plots)."""
-        t, _, _, u = (a[0] for a in self._knots(self.theta_[None]))
+        t, _, _, u = self._knots(self.theta_)
         b = expit(t) if self.logit_space else t
         return b, (expit(u) if self.logit_space else u)
 

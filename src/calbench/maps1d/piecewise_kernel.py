@@ -1,0 +1,308 @@
+"""Compiled (numba) loss, gradient and L-BFGS of the PL / PL3 maps of :mod:`calbench.maps1d.piecewise`.
+
+A parameter row θ = [a_1..a_B, v_0..v_B] of a map with B pieces (fit-on-test App. C.1, Fig. 6): widths
+w = softmax(a), knots b = [0, cumsum(w)_{1..B−1}, 1] (PL3: t = logit(clip(b, ε, 1 − ε)), PL: t = b) and knot
+values u = v (PL3) or σ(v) (PL). The map interpolates (t_j, u_j) linearly; PL3 applies σ to the result.
+
+One evaluation of a map's loss is a few passes over its data sorted by input: the pieces are runs of that
+order (a binary search per knot), and the per-piece sums of ℓ' and ℓ'·r (r: the point's position in its
+piece) give the gradient by the chain rule through knots and widths. No allocation per evaluation (scratch
+arrays from :func:`scratch`); the loops are written so that the compiler can vectorise them.
+Points are weighted 1/n (the mean loss). CE is on predictions clipped to [ε, 1 − ε] (App. C.1), with the
+clipped loss's gradient (0 where q̂ is clipped, as in the authors' Keras code).
+
+:func:`lbfgs_rows` fits several maps (rows of θ, each on its own data set), each by its own L-BFGS
+(Nocedal & Wright 2006, Alg. 7.4–7.5) with a weak-Wolfe bisection line search, which also makes progress on
+this loss's kinks (it is not smooth where a knot crosses a data point; Lewis & Overton 2013).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from calbench.scores import PROB_EPS
+
+#: Line search: sufficient decrease (Armijo) and weak curvature constants, and the trial bound.
+ARMIJO, CURVATURE, MAX_TRIALS = 1e-4, 0.9, 40
+#: Pairs (s, y) kept by L-BFGS.
+MEMORY = 10
+#: Iteration states returned by :func:`lbfgs_rows`.
+CONVERGED, STALLED, AT_MAX_ITER = 0, 1, 2
+
+
+#: Rows of the per-knot scratch of :func:`loss_grad` (B + 1 columns; per-piece rows use the first B).
+_T, _DT_DB, _W, _U, _DELTA, _RISE, _SUM_G, _SUM_GR, _G_U, _G_T, _G_W = range(11)
+
+
+@njit(cache=True, nogil=True)
+def _fill_knots(row, logit_space, knots):
+    """Rows _T, _DT_DB, _W, _U of ``knots``: knot positions t (input space), dt/db, widths w, knot values u."""
+    n_pieces = (row.size - 1) // 2
+    t, dt_db, w, u = knots[_T], knots[_DT_DB], knots[_W], knots[_U]
+    top = row[:n_pieces].max()
+    for j in range(n_pieces):
+        w[j] = math.exp(row[j] - top)
+    w[:n_pieces] /= w[:n_pieces].sum()
+    b = 0.0
+    for j in range(n_pieces + 1):
+        if j == n_pieces:
+            b = 1.0
+        elif j > 0:
+            b += w[j - 1]
+        dt_db[j], u[j] = 1.0, row[n_pieces + j]
+        if logit_space:
+            bc = min(max(b, PROB_EPS), 1.0 - PROB_EPS)
+            t[j] = math.log(bc / (1.0 - bc))
+            dt_db[j] = 1.0 / (bc * (1.0 - bc)) if bc == b else 0.0
+        else:
+            t[j] = b
+            u[j] = 1.0 / (1.0 + math.exp(-row[n_pieces + j]))
+
+
+@njit(cache=True, nogil=True)
+def knot_params(row, logit_space):
+    """Knot positions t (input space), dt/db, widths w and knot values u of one parameter row."""
+    n_pieces = (row.size - 1) // 2
+    knots = np.empty((4, n_pieces + 1))
+    _fill_knots(row, logit_space, knots)
+    return knots[_T].copy(), knots[_DT_DB].copy(), knots[_W, :n_pieces].copy(), knots[_U].copy()
+
+
+@njit(cache=True, nogil=True)
+def scratch(size, n_pieces):
+    """Work arrays of :func:`loss_grad` for data sets of up to ``size`` points: (points, knots, ends)."""
+    return np.empty((2, size)), np.empty((11, n_pieces + 1)), np.empty(n_pieces, np.int64)
+
+
+#: exp(z) = 2^k·e^r with k = round(z / ln 2) and |r| ≤ ln 2 / 2: ln 2 in two parts (r exact to ~1e-19), the
+#: constant 1.5·2^52 whose addition rounds z / ln 2 to an integer kept in its low bits, Taylor terms of e^r to
+#: r^12 (remainder 0.35^13 / 13! < 2e-16 relative).
+_LOG2E, _LN2_HI, _LN2_LO = 1.4426950408889634, 6.93147180369123816490e-01, 1.90821492927058770002e-10
+_ROUND = 6755399441055744.0
+_ROUND_BITS = np.array([_ROUND]).view(np.int64)[0]
+_TAYLOR = np.array([1.0 / math.factorial(i) for i in range(12, -1, -1)])
+
+
+@njit(cache=True, nogil=True, fastmath={"contract"})
+def _logistic(f, scale):
+    """f ← σ(f) = 1 / (1 + exp(−f)) in place (``scale``: scratch of f's size), in loops without calls or branches
+    that the compiler turns into vector instructions (libm's exp is one call per point: 2.5 × slower), with fused
+    multiply-adds."""
+    for i in range(f.size):
+        z = min(max(-f[i], -708.0), 708.0)
+        rounded = z * _LOG2E + _ROUND
+        k = rounded - _ROUND
+        r = (z - k * _LN2_HI) - k * _LN2_LO
+        e = _TAYLOR[0]
+        for c in _TAYLOR[1:]:
+            e = e * r + c
+        f[i] = e
+        scale[i] = rounded
+    bits = scale.view(np.int64)
+    for i in range(f.size):  # 2^k from the bits of its exponent field
+        bits[i] = (bits[i] - _ROUND_BITS + 1023) << 52
+    for i in range(f.size):
+        f[i] = 1.0 / (1.0 + f[i] * scale[i])
+
+
+#: Below this, −ln(1 − q) is its series q + q²/2 + q³/3 + q⁴/4 (remainder < q⁵/4: 3e-17 relative).
+_SERIES_BELOW = 1e-4
+
+
+@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
+def _piece_sums(q, x, y, start_k, per_unit, logit_space, ce):
+    """One piece's Σ ℓ' and Σ ℓ'·r (r = clip((x − t_k)·per_unit, 0, 1)) and Σ ℓ, where CE's Σ ℓ leaves out the
+    points that need a logarithm (y = 1, or y = 0 with q̂ ≥ :data:`_SERIES_BELOW`: :func:`_log_terms` adds them).
+    Without calls or branches, and with the sums reassociated, the compiler turns this loop into vector
+    instructions: most points of a one-vs-rest task have y = 0 and a tiny q̂ (the series applies)."""
+    total, sum_g, sum_gr = 0.0, 0.0, 0.0
+    for i in range(q.size):
+        r = min(max((x[i] - start_k) * per_unit, 0.0), 1.0)
+        if ce:
+            qc = min(max(q[i], PROB_EPS), 1.0 - PROB_EPS)
+            series = qc * (1.0 + qc * (0.5 + qc * (1.0 / 3.0 + qc * 0.25)))
+            total += series if (y[i] == 0.0) & (qc < _SERIES_BELOW) else 0.0
+            g = q[i] - y[i] if logit_space else (qc - y[i]) / (qc * (1.0 - qc))
+            g = g if qc == q[i] else 0.0  # the clipped loss is flat there
+        else:
+            g = q[i] - y[i]
+            total += g * g
+            g *= 2.0 * q[i] * (1.0 - q[i]) if logit_space else 2.0
+        sum_g += g
+        sum_gr += g * r
+    return total, sum_g, sum_gr
+
+
+@njit(cache=True, nogil=True)
+def _log_terms(q, y):
+    """Σ −ln q̂ (y = 1) and −ln(1 − q̂) (y = 0, q̂ ≥ :data:`_SERIES_BELOW`), q̂ clipped to [ε, 1 − ε]: the CE
+    terms that :func:`_piece_sums` leaves out."""
+    total = 0.0
+    for i in range(q.size):
+        qc = min(max(q[i], PROB_EPS), 1.0 - PROB_EPS)
+        if y[i] != 0.0:
+            total -= math.log(qc)
+        elif qc >= _SERIES_BELOW:
+            total -= math.log1p(-qc)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def loss_grad(row, x, y, logit_space, ce, grad, work):
+    """Mean loss of the map ``row`` on (x, y) (x sorted, in input space; y 0 or 1); its gradient into ``grad``.
+    ``work``: :func:`scratch` for at least x.size points (no allocation per evaluation)."""
+    points, knots, ends = work
+    n_pieces, n = (row.size - 1) // 2, x.size
+    _fill_knots(row, logit_space, knots)
+    t, dt_db, w, u = knots[_T], knots[_DT_DB], knots[_W], knots[_U]
+    delta, rise, sum_g, sum_gr = knots[_DELTA], knots[_RISE], knots[_SUM_G], knots[_SUM_GR]
+    first = 0
+    for k in range(n_pieces):
+        delta[k] = max(t[k + 1] - t[k], 1e-12)
+        rise[k] = u[k + 1] - u[k]
+        # piece k: the points t_k < x ≤ t_{k+1} (the first also x ≤ t_0, the last x > t_B): x[ends[k − 1]:ends[k]]
+        ends[k] = first = n if k == n_pieces - 1 else max(first, np.searchsorted(x, t[k + 1], side="right"))
+    q, spare = points[0, :n], points[1, :n]
+    first = 0
+    for k in range(n_pieces):  # f = u_k + (u_{k+1} − u_k)·r, r = clip((x − t_k)/Δ_k, 0, 1)
+        start_k, per_unit = t[k], 1.0 / delta[k]
+        for i in range(first, ends[k]):
+            q[i] = u[k] + rise[k] * min(max((x[i] - start_k) * per_unit, 0.0), 1.0)
+        first = ends[k]
+    if logit_space:
+        _logistic(q, spare)
+    total = _log_terms(q, y) if ce else 0.0
+    first = 0
+    for k in range(n_pieces):
+        end = ends[k]
+        part, sum_g[k], sum_gr[k] = _piece_sums(q[first:end], x[first:end], y[first:end], t[k], 1.0 / delta[k],
+                                                logit_space, ce)
+        total += part
+        first = end
+    weight = 1.0 / n
+    g_u, g_t, g_w = knots[_G_U], knots[_G_T], knots[_G_W]
+    g_u[:] = 0.0
+    g_t[:] = 0.0
+    for k in range(n_pieces):  # f = u_k + (u_{k+1} − u_k)·(x − t_k)/(t_{k+1} − t_k) on piece k
+        slope = rise[k] / delta[k]
+        g_u[k] += weight * (sum_g[k] - sum_gr[k])
+        g_u[k + 1] += weight * sum_gr[k]
+        if t[k + 1] - t[k] >= delta[k]:
+            g_t[k] += weight * slope * (sum_gr[k] - sum_g[k])
+            g_t[k + 1] -= weight * slope * sum_gr[k]
+        else:  # Δ_k held at its floor: r depends on t_k through x − t_k only
+            g_t[k] -= weight * slope * sum_g[k]
+    tail, mean_g_w = 0.0, 0.0  # b_j = Σ_{i<j} w_i for the interior knots j = 1..B−1
+    for j in range(n_pieces - 1, -1, -1):
+        g_w[j] = tail
+        mean_g_w += w[j] * tail
+        if j >= 1:
+            tail += g_t[j] * dt_db[j]
+    for j in range(n_pieces):  # w = softmax(a)
+        grad[j] = w[j] * (g_w[j] - mean_g_w)
+    for j in range(n_pieces + 1):
+        grad[n_pieces + j] = g_u[j] if logit_space else g_u[j] * u[j] * (1.0 - u[j])
+    return total * weight
+
+
+@njit(cache=True, nogil=True)
+def summed_loss_grad(theta, x, y, start, logit_space, ce, grad):
+    """Σ_f mean loss of map f (row f of ``theta``) on data set f (``x[start[f]:start[f + 1]]``); gradient rows."""
+    work = scratch(np.max(start[1:] - start[:-1]), (theta.shape[1] - 1) // 2)
+    total = 0.0
+    for f in range(theta.shape[0]):
+        a, b = start[f], start[f + 1]
+        total += loss_grad(theta[f], x[a:b], y[a:b], logit_space, ce, grad[f], work)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def _direction(grad, s_mem, y_mem, rho, count, newest, d, alpha):
+    """d ← −H·grad by the L-BFGS two-loop recursion over the ``count`` stored pairs (newest at ``newest``)."""
+    memory, size = rho.size, grad.size
+    for m in range(size):
+        d[m] = -grad[m]
+    for i in range(count):
+        j = (newest - i) % memory
+        alpha[i] = rho[j] * np.dot(s_mem[j], d)
+        for m in range(size):
+            d[m] -= alpha[i] * y_mem[j, m]
+    if count > 0:
+        d *= 1.0 / (rho[newest] * np.dot(y_mem[newest], y_mem[newest]))
+    for i in range(count - 1, -1, -1):
+        j = (newest - i) % memory
+        beta = rho[j] * np.dot(y_mem[j], d)
+        for m in range(size):
+            d[m] += (alpha[i] - beta) * s_mem[j, m]
+
+
+@njit(cache=True, nogil=True)
+def lbfgs(row, x, y, logit_space, ce, max_iter, ftol, gtol):
+    """Minimise the mean loss of one map from ``row`` (updated in place). Stops when an iteration lowers the
+    loss by ≤ ``ftol`` relative (max(|f|, 1), as scipy's L-BFGS-B), when max |∇| ≤ ``gtol`` (CONVERGED), when no
+    step along the direction lowers it (STALLED), or at ``max_iter`` (AT_MAX_ITER). Returns (state, iterations)."""
+    size = row.size
+    work = scratch(x.size, (size - 1) // 2)
+    grad, trial, trial_grad, d = np.empty(size), np.empty(size), np.empty(size), np.empty(size)
+    s_mem, y_mem, rho, alpha = np.zeros((MEMORY, size)), np.zeros((MEMORY, size)), np.zeros(MEMORY), np.empty(MEMORY)
+    loss = loss_grad(row, x, y, logit_space, ce, grad, work)
+    count, newest = 0, MEMORY - 1
+    for iteration in range(max_iter):
+        if max(-grad.min(), grad.max()) <= gtol:
+            return CONVERGED, iteration
+        _direction(grad, s_mem, y_mem, rho, count, newest, d, alpha)
+        slope = np.dot(grad, d)
+        if slope >= 0.0:  # not a descent direction (rounding): restart from steepest descent
+            count = 0
+            for j in range(size):
+                d[j] = -grad[j]
+            slope = np.dot(grad, d)
+        step = 1.0 if count > 0 else 1.0 / math.sqrt(-slope)
+        low, high, value, accepted = 0.0, np.inf, np.inf, False
+        for _ in range(MAX_TRIALS):  # weak Wolfe by bisection
+            for j in range(size):
+                trial[j] = row[j] + step * d[j]
+            value = loss_grad(trial, x, y, logit_space, ce, trial_grad, work)
+            if not value <= loss + ARMIJO * step * slope:
+                high = step
+            elif np.dot(trial_grad, d) < CURVATURE * slope:
+                low = step
+                if high == np.inf:
+                    step *= 2.0
+                    continue
+            else:
+                accepted = True
+                break
+            step = 0.5 * (low + high)
+        if not accepted:  # no Wolfe point within the trials: take the last step that lowered the loss enough
+            if low == 0.0:
+                return STALLED, iteration
+            for j in range(size):
+                trial[j] = row[j] + low * d[j]
+            value = loss_grad(trial, x, y, logit_space, ce, trial_grad, work)
+        newer = (newest + 1) % MEMORY
+        for j in range(size):
+            s_mem[newer, j], y_mem[newer, j] = trial[j] - row[j], trial_grad[j] - grad[j]
+        curvature = np.dot(s_mem[newer], y_mem[newer])
+        if curvature > 1e-10 * np.dot(y_mem[newer], y_mem[newer]):  # else the pair is dropped (overwritten)
+            newest, rho[newer] = newer, 1.0 / curvature
+            count = min(count + 1, MEMORY)
+        decrease = (loss - value) / max(abs(loss), abs(value), 1.0)
+        row[:], grad[:], loss = trial, trial_grad, value
+        if decrease <= ftol:
+            return CONVERGED, iteration + 1
+    return AT_MAX_ITER, max_iter
+
+
+@njit(cache=True, nogil=True)
+def lbfgs_rows(theta, x, y, start, logit_space, ce, max_iter, ftol, gtol):
+    """Fit map f (row f of ``theta``, updated in place) on data set f by :func:`lbfgs`; (states, iterations)."""
+    rows = theta.shape[0]
+    states, iterations = np.zeros(rows, np.int64), np.zeros(rows, np.int64)
+    for f in range(rows):
+        a, b = start[f], start[f + 1]
+        states[f], iterations[f] = lbfgs(theta[f], x[a:b], y[a:b], logit_space, ce, max_iter, ftol, gtol)
+    return states, iterations
