@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[models,test,reference]'
+	$(PY) -m calbench compile  # numba kernels into their cache, once, instead of in the first jobs that use them
 	touch $(STAMP)
 
 run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables

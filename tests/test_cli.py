@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -177,3 +178,14 @@ def test_readme_use_the_winner_runs_as_written(tmp_path, monkeypatch, capsys):
     np.testing.assert_allclose(np.load("probs.npy"), calbench.load("ts.safetensors").predict_proba(np.load("test.npy")),
                                rtol=0, atol=1e-12)
     assert abs(calbench.load("ts.safetensors").temperature_ - 3.0) < 0.3
+
+
+def test_compile_fits_every_compiled_method_and_leaves_their_kernels_cached(capsys):
+    """`calbench compile` (run by make after installing) fits each numba-backed method once."""
+    from calbench.commands import COMPILED_METHODS
+
+    assert main(["compile"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0] for line in lines] == list(COMPILED_METHODS)
+    cached = {path.name.split(".")[0] for path in Path(calbench.__file__).parent.rglob("__pycache__/*.nbi")}
+    assert {"piecewise_kernel"} <= cached
