@@ -10,19 +10,20 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix product per
-block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
-needs only −a·ln b); the neighbour sums are a sparse gather-and-add (small k, and several k at once as
-bands of neighbours by rank) or a product of the 0/1 neighbour mask with the pool's targets (one large
-k). Queries are processed in blocks so memory stays bounded for any test size.
-During the grid search one distance computation and one partial ordering per fold serve every (q, t),
-and the (q, t) outputs are made one at a time from the neighbour means of each k.
+Speed (docs/methods_nonparametric.md, docs/runtime.md): the query-to-pool distances are one matrix product
+per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
+needs only −a·ln b). Where numba is installed (:mod:`calbench.methods.neighbour_sums`), the KL product is
+float32 with the rows near each rank boundary re-scored in float64 (the same neighbours as float64), and
+the neighbour sums of several k at once are a compiled cache-blocked pass; otherwise they are a sparse
+gather-and-add by bands of neighbours by rank, or a 0/1 neighbour-mask product (one large k). Queries
+are processed in blocks so memory stays bounded for any test size. During the grid search one distance
+computation and one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes
+from per-row sums (:func:`thresholded_losses`), no output matrix formed.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 from calbench.methods import neighbour_sums
 from calbench.methods.base import Calibrator
@@ -60,30 +61,36 @@ def _check_settings(q: float, t: float, distance: str) -> None:
 class NeighbourPool:
     """Calibration predictions and per-point targets; sums targets over each query's k nearest.
 
-    ``targets`` is ``[n, T]``: p̂ᵢ − yᵢ for LECE, yᵢ for LECD. They are kept as column chunks for the
-    compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`) where numba is installed,
-    else as they are for the sparse band product.
+    ``targets(probs)`` gives the ``[n, T]`` targets (p̂ᵢ − yᵢ for LECE, yᵢ for LECD) and may overwrite
+    ``probs``, which the pool no longer needs then. They are kept as column chunks for the compiled
+    cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`) where numba is installed, else as they
+    are for the sparse band product.
     """
 
-    def __init__(self, probs: np.ndarray, targets: np.ndarray, distance: str, eps: float, logits=None):
-        self.n, self.width = targets.shape
-        self.total = targets.sum(axis=0)
+    def __init__(self, probs: np.ndarray, targets, distance: str, eps: float, logits=None):
         self.eps = eps
-        if neighbour_sums.AVAILABLE:
-            self.chunks, self.targets = neighbour_sums.chunk_columns(targets), None
-        else:
-            self.chunks, self.targets = None, np.ascontiguousarray(targets)
         self.rows = self.rows32 = self.offset = None
         if distance == "kl" and neighbour_sums.AVAILABLE and logits is not None:
             # the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
-            log_rows = np.clip(probs, eps, 1.0)
-            self.rows32 = np.negative(np.log(log_rows, out=log_rows), out=log_rows).astype(np.float32)
-            self.logits, self.log_norm = logits, logsumexp(logits, axis=1)
+            self.rows32 = np.empty(probs.shape, dtype=np.float32)
+            for start in range(0, probs.shape[0], 4096):  # −ln max(p̂, eps) without a float64 copy of the pool
+                block = np.clip(probs[start:start + 4096], eps, 1.0)
+                self.rows32[start:start + 4096] = np.negative(np.log(block, out=block), out=block)
+            rows = np.arange(probs.shape[0])
+            top = np.argmax(probs, axis=1)  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
+            self.logits, self.log_norm = logits, logits[rows, top] - np.log(probs[rows, top])
         elif distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
             self.rows = -np.log(np.clip(probs, eps, 1.0))
         else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
             self.rows = -2.0 * probs
             self.offset = np.einsum("ij,ij->i", probs, probs)
+        targets = targets(probs)
+        self.n, self.width = targets.shape
+        self.total = targets.sum(axis=0)
+        if neighbour_sums.AVAILABLE:
+            self.chunks, self.targets = neighbour_sums.chunk_columns(targets), None
+        else:
+            self.chunks, self.targets = None, np.ascontiguousarray(targets)
 
     def order_scores(self, queries: np.ndarray) -> np.ndarray:
         """``[b, n]`` scores whose row-wise order is the order of d(query, pool point)."""
@@ -251,10 +258,9 @@ class LECE(Calibrator):
         self.eps = eps
 
     def _targets(self, probs: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Per calibration point: the calibration error p̂ᵢ − yᵢ."""
-        targets = probs.copy()
-        targets[np.arange(y.size), y] -= 1.0
-        return targets
+        """Per calibration point: the calibration error p̂ᵢ − yᵢ (written over ``probs``)."""
+        probs[np.arange(y.size), y] -= 1.0
+        return probs
 
     def _estimate(self, p: np.ndarray, mean_target: np.ndarray) -> np.ndarray:
         """ĉ = p̂ − CE with CE the neighbours' mean p̄ − ȳ."""
@@ -262,7 +268,7 @@ class LECE(Calibrator):
 
     def _pool(self, scores: Scores, y: np.ndarray) -> NeighbourPool:
         probs = scores.probs
-        return NeighbourPool(probs, self._targets(probs, y), self.distance, self.eps, logits=scores.logits)
+        return NeighbourPool(probs, lambda p: self._targets(p, y), self.distance, self.eps, logits=scores.logits)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _check_settings(self.q, self.t, self.distance)
