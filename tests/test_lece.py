@@ -230,7 +230,18 @@ def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties():
     ends = [5, 17, 40, 119]
     logits = np.log(pool)
     nearest = neighbour_sums_module.nearest_kl_by_band(queries, log_rows.astype(np.float32), logits,
-                                                       np.zeros(len(pool)), ends, 1e-30)
+                                                       np.zeros(len(pool)), ends, 1e-30, np.abs(logits).max())
     reference = np.argsort(queries @ log_rows.T, axis=1, kind="stable")
     for start, end in zip([0, *ends[:-1]], ends):
         assert (np.sort(nearest[:, start:end], axis=1) == np.sort(reference[:, start:end], axis=1)).all()
+
+
+def test_confident_predictions_with_queries_in_the_pool_match_algorithm1(summation):
+    """Scores near 0 (queries equal to pool points, p̂_top ≈ 1 − 1e-15): the float32 bound's absolute part
+    and the float64 re-check from the logits still give Algorithm 1's neighbours."""
+    z, y = _data(200, 6, 21)
+    z = 40 * z / np.abs(z).max(axis=1, keepdims=True)
+    expected = _algorithm1(np.exp(z - np.log(np.exp(z).sum(1, keepdims=True))), y,
+                           np.exp(z[:30] - np.log(np.exp(z[:30]).sum(1, keepdims=True))), 0.1, 0.0)
+    out = make("lece", q=0.1, t=0.0, grid=None).fit(z, y).predict_proba(z[:30])
+    np.testing.assert_allclose(out, expected, atol=1e-10)

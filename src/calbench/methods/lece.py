@@ -79,6 +79,8 @@ class NeighbourPool:
             rows = np.arange(probs.shape[0])
             top = np.argmax(probs, axis=1)  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
             self.logits, self.log_norm = logits, logits[rows, top] - np.log(probs[rows, top])
+            self.logit_scale = (np.max(np.abs(logits), where=np.isfinite(logits), initial=0.0)
+                                + np.abs(self.log_norm).max(initial=0.0))
         elif distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
             self.rows = -np.log(np.clip(probs, eps, 1.0))
         else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
@@ -103,7 +105,8 @@ class NeighbourPool:
         """``[b, ends[-1]]`` pool rows nearest to each query, positions ``ends[j−1]:ends[j]`` holding the
         neighbours of ranks ``ends[j−1] … ends[j] − 1``."""
         if self.rows32 is not None:
-            return neighbour_sums.nearest_kl_by_band(queries, self.rows32, self.logits, self.log_norm, ends, self.eps)
+            return neighbour_sums.nearest_kl_by_band(queries, self.rows32, self.logits, self.log_norm, ends, self.eps,
+                                                     self.logit_scale)
         return nearest_by_band(self.order_scores(queries), ends)
 
     def neighbour_sums(self, queries: np.ndarray, ks) -> list[np.ndarray]:

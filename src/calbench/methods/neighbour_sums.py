@@ -112,11 +112,11 @@ def float32_error_bound(columns: int, eps: float) -> tuple[float, float]:
 
 
 def nearest_kl_by_band(queries: np.ndarray, log_rows32: np.ndarray, logits: np.ndarray, log_norm: np.ndarray, ends,
-                       eps: float) -> np.ndarray:
+                       eps: float, logit_scale: float) -> np.ndarray:
     """``[b, ends[-1]]`` pool rows nearest to each query in d_KL, positions ``ends[j−1]:ends[j]`` holding the
     neighbours of ranks ``ends[j−1] … ends[j] − 1`` (ties broken by pool row), in the order of the float64
     scores Σⱼ aⱼ·(−ln max(p̂ⱼ, eps)) with −ln p̂ⱼ = ``log_norm`` − ``logits``ⱼ (``log_rows32``: those
-    −ln max(p̂, eps) in float32, ``[n, C]``).
+    −ln max(p̂, eps) in float32, ``[n, C]``; ``logit_scale``: the largest finite |logit| + |log_norm|).
 
     The scores are a float32 matrix product (half the time of float64); a pool row is placed by them
     only where :func:`float32_error_bound` proves its side of every rank boundary, and the few rows within
@@ -126,6 +126,8 @@ def nearest_kl_by_band(queries: np.ndarray, log_rows32: np.ndarray, logits: np.n
     scores = queries.astype(np.float32) @ log_rows32.T
     boundaries = np.partition(scores, ends - 1, axis=1)[:, ends - 1].astype(np.float64)
     relative, absolute = float32_error_bound(queries.shape[1], eps)
+    # the float64 score from logits differs from Σ a·(−ln p̂) by the rounding of log_norm − logits
+    absolute += 4 * np.finfo(np.float64).eps * logit_scale * np.abs(queries).sum(axis=1).max(initial=0.0)
     out = np.empty((queries.shape[0], ends[-1]), dtype=np.int64)
     _select(scores, boundaries, np.ascontiguousarray(queries, dtype=np.float64), logits, log_norm, -np.log(eps),
             ends, relative, absolute, out)
