@@ -101,6 +101,7 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
     reference = make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq)
     for entries in (400 * 7, 100):  # blocks of 7 queries; single queries with neighbours gathered 16 at a time
         monkeypatch.setattr(lece_module, "BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(lece_module, "BUILD_ROWS", 7)  # the pool built 7 rows at a time
         np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
                                    atol=1e-12)
     monkeypatch.setattr(neighbour_sums_module, "AVAILABLE", False)  # the sparse paths: gather or mask product

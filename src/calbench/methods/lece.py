@@ -40,6 +40,8 @@ PAPER_GRID = {
     "t": [0.0, 0.00125, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.05, 0.10, 1.0],
 }
 DISTANCES = ("kl", "euclidean")
+#: Pool rows per block while the pool is built (bounds its temporary float64 arrays).
+BUILD_ROWS = 1024
 #: Distance-matrix entries per block of queries (2**22 float64 = 32 MiB, plus as much for indices).
 BLOCK_ENTRIES = 2**22
 
@@ -61,38 +63,49 @@ def _check_settings(q: float, t: float, distance: str) -> None:
 class NeighbourPool:
     """Calibration predictions and per-point targets; sums targets over each query's k nearest.
 
-    ``targets(probs)`` gives the ``[n, T]`` targets (p̂ᵢ − yᵢ for LECE, yᵢ for LECD) and may overwrite
-    ``probs``, which the pool no longer needs then. They are kept as column chunks for the compiled
-    cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`) where numba is installed, else as they
-    are for the sparse band product.
+    ``targets(probs, rows)`` gives the targets of the pool rows ``rows`` (p̂ᵢ − yᵢ for LECE, yᵢ for LECD)
+    from their probabilities ``probs`` (which it may overwrite). The pool is built by blocks of
+    :data:`BUILD_ROWS` rows, so no float64 copy of the whole pool's probabilities is made; the targets are
+    kept as column chunks for the compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`)
+    where numba is installed, else as they are for the sparse band product.
     """
 
-    def __init__(self, probs: np.ndarray, targets, distance: str, eps: float, logits=None):
+    def __init__(self, scores: Scores, targets, distance: str, eps: float):
+        logits = scores.logits
+        self.n, self.width = n, classes = logits.shape
         self.eps = eps
-        self.rows = self.rows32 = self.offset = None
-        if distance == "kl" and neighbour_sums.AVAILABLE and logits is not None:
-            # the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
-            self.rows32 = np.empty(probs.shape, dtype=np.float32)
-            for start in range(0, probs.shape[0], 4096):  # −ln max(p̂, eps) without a float64 copy of the pool
-                block = np.clip(probs[start:start + 4096], eps, 1.0)
-                self.rows32[start:start + 4096] = np.negative(np.log(block, out=block), out=block)
-            rows = np.arange(probs.shape[0])
-            top = np.argmax(probs, axis=1)  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
-            self.logits, self.log_norm = logits, logits[rows, top] - np.log(probs[rows, top])
-            self.logit_scale = (np.max(np.abs(logits), where=np.isfinite(logits), initial=0.0)
-                                + np.abs(self.log_norm).max(initial=0.0))
-        elif distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
-            self.rows = -np.log(np.clip(probs, eps, 1.0))
-        else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
-            self.rows = -2.0 * probs
-            self.offset = np.einsum("ij,ij->i", probs, probs)
-        targets = targets(probs)
-        self.n, self.width = targets.shape
-        self.total = targets.sum(axis=0)
-        if neighbour_sums.AVAILABLE:
-            self.chunks, self.targets = neighbour_sums.chunk_columns(targets), None
-        else:
-            self.chunks, self.targets = None, np.ascontiguousarray(targets)
+        self.total = np.zeros(classes)
+        self.logit_scale = 0.0
+        fast_kl = distance == "kl" and neighbour_sums.AVAILABLE
+        # KL: the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
+        self.rows32 = np.empty((n, classes), dtype=np.float32) if fast_kl else None
+        self.rows = None if fast_kl else np.empty((n, classes))
+        self.offset = np.empty(n) if distance == "euclidean" else None
+        self.logits, self.log_norm = (logits, np.empty(n)) if fast_kl else (None, None)
+        self.chunks = neighbour_sums.empty_chunks(n, classes) if neighbour_sums.AVAILABLE else None
+        self.targets = None if neighbour_sums.AVAILABLE else np.empty((n, classes))
+        for start in range(0, n, BUILD_ROWS):
+            rows = slice(start, start + BUILD_ROWS)
+            probs = scores.subset(rows).probs
+            if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
+                log_rows = np.clip(probs, eps, 1.0)
+                (self.rows32 if fast_kl else self.rows)[rows] = np.negative(np.log(log_rows, out=log_rows))
+            else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
+                self.rows[rows] = -2.0 * probs
+                self.offset[rows] = np.einsum("ij,ij->i", probs, probs)
+            if fast_kl:  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
+                top, index, block_logits = np.argmax(probs, axis=1), np.arange(probs.shape[0]), logits[rows]
+                self.log_norm[rows] = block_logits[index, top] - np.log(probs[index, top])
+                self.logit_scale = max(self.logit_scale, np.max(np.abs(block_logits), initial=0.0,
+                                                                where=np.isfinite(block_logits)))
+            block = targets(probs, rows)
+            self.total += block.sum(axis=0)
+            if self.chunks is not None:
+                neighbour_sums.put_rows(self.chunks, start, block)
+            else:
+                self.targets[rows] = block
+        if fast_kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
+            self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
     def order_scores(self, queries: np.ndarray) -> np.ndarray:
         """``[b, n]`` scores whose row-wise order is the order of d(query, pool point)."""
@@ -270,8 +283,7 @@ class LECE(Calibrator):
         return p - mean_target
 
     def _pool(self, scores: Scores, y: np.ndarray) -> NeighbourPool:
-        probs = scores.probs
-        return NeighbourPool(probs, lambda p: self._targets(p, y), self.distance, self.eps, logits=scores.logits)
+        return NeighbourPool(scores, lambda probs, rows: self._targets(probs, y[rows]), self.distance, self.eps)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _check_settings(self.q, self.t, self.distance)

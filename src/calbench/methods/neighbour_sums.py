@@ -32,16 +32,23 @@ TILE_ROWS = 512
 QUERY_BLOCK = 64
 
 
+def empty_chunks(n: int, columns: int) -> np.ndarray:
+    """Zeros ``[chunks, n, CHUNK_COLUMNS]`` holding an ``[n, columns]`` array by column chunks."""
+    return np.zeros((-(-columns // CHUNK_COLUMNS), n, CHUNK_COLUMNS))
+
+
+def put_rows(chunks: np.ndarray, start: int, block: np.ndarray) -> None:
+    """Write the rows ``block`` ``[b, columns]`` at rows ``start …`` of ``chunks`` (:func:`empty_chunks`)."""
+    for c in range(chunks.shape[0]):
+        part = block[:, c * CHUNK_COLUMNS:(c + 1) * CHUNK_COLUMNS]
+        chunks[c, start:start + block.shape[0], :part.shape[1]] = part
+
+
 def chunk_columns(targets: np.ndarray) -> np.ndarray:
     """``[chunks, n, CHUNK_COLUMNS]`` float64 copy of ``targets`` ``[n, T]``, the last chunk zero-padded."""
-    n, columns = targets.shape
-    width = CHUNK_COLUMNS
-    chunks = -(-columns // width)
-    out = np.zeros((chunks, n, width))
-    for c in range(chunks):
-        part = targets[:, c * width:(c + 1) * width]
-        out[c, :, :part.shape[1]] = part
-    return out
+    chunks = empty_chunks(*targets.shape)
+    put_rows(chunks, 0, targets)
+    return chunks
 
 
 def cumulative_band_sums(chunks: np.ndarray, columns: int, nearest: np.ndarray, ends) -> np.ndarray:
