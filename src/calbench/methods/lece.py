@@ -292,14 +292,13 @@ class LECE(Calibrator):
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         """Each block of outputs made from its block of estimates (no full-size estimate is held)."""
-        probs = scores.probs
-        out = np.empty_like(probs)
+        out = np.empty(scores.logits.shape)
 
-        def finish(rows, k, estimate):
-            out[rows] = threshold_and_renormalise(probs[rows], estimate, self.t)
+        def finish(rows, p, k, estimate):
+            out[rows] = threshold_and_renormalise(p, estimate, self.t)
 
         _check_settings(self.q, self.t, self.distance)
-        self._block_estimates(self.pool_, probs, [self.k_], finish)
+        self._block_estimates(self.pool_, scores, [self.k_], finish)
         return out
 
     def _settings(self, points: list[dict], pool: NeighbourPool) -> list[tuple[int, float]]:
@@ -309,20 +308,20 @@ class LECE(Calibrator):
             _check_settings(q, t, self.distance)
         return [(neighbour_count(q, pool.n), t) for q, t in settings]
 
-    def _block_estimates(self, pool: NeighbourPool, probs: np.ndarray, ks, handle) -> None:
-        """``handle(rows, k, ĉ)`` for every block of query rows and every k in ``ks``, with ĉ the block's
-        estimate from its k nearest. One distance pass and one partial sort per block serve every k;
-        blocks run in threads (numpy's partition, BLAS and the sums release the GIL) and must touch
-        disjoint rows."""
+    def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle) -> None:
+        """``handle(rows, p̂, k, ĉ)`` for every block of query rows (``p̂`` their probabilities) and every k in
+        ``ks``, with ĉ the block's estimate from its k nearest. One distance pass and one partial sort per
+        block serve every k; blocks run in threads (numpy's partition, BLAS and the sums release the GIL)
+        and must touch disjoint rows."""
         step = block_rows(pool.n)
 
         def block(start: int) -> None:
             rows = slice(start, start + step)
-            p = probs[rows]
+            p = scores.subset(rows).probs
             for k, total in zip(ks, pool.neighbour_sums(p, ks)):
-                handle(rows, k, self._estimate(p, total / min(k, pool.n)))
+                handle(rows, p, k, self._estimate(p, total / min(k, pool.n)))
 
-        thread_map(block, range(0, probs.shape[0], step))
+        thread_map(block, range(0, scores.n, step))
 
     def _predict_points(self, points: list[dict], pool: NeighbourPool, scores: Scores):
         """Outputs for each hyperparameter point in turn: the estimates of every distinct k are made
@@ -331,10 +330,10 @@ class LECE(Calibrator):
         probs = scores.probs
         estimates = {k: np.empty_like(probs) for k, _ in settings}
 
-        def keep(rows, k, estimate):
+        def keep(rows, p, k, estimate):
             estimates[k][rows] = estimate
 
-        self._block_estimates(pool, probs, sorted(estimates), keep)
+        self._block_estimates(pool, scores, sorted(estimates), keep)
         for k, t in settings:
             yield threshold_and_renormalise(probs, estimates[k], t)
 
@@ -345,16 +344,16 @@ class LECE(Calibrator):
 
     def grid_losses(self, points, train_scores: Scores, y_train, val_scores: Scores, y_val, scoring: str):
         """Grid-search hook: the validation loss (``"nll"`` or ``"brier"``) of every (q, t), from per-row
-        quantities of each block (:func:`thresholded_rows`); no output matrix is formed or held."""
+        quantities of each block (:func:`thresholded_losses`); no output matrix is formed or held."""
         settings = self._settings(points, pool := self._pool(train_scores, np.asarray(y_train)))
-        probs, y_val = val_scores.probs, np.asarray(y_val)
+        y_val = np.asarray(y_val)
         thresholds = {k: sorted({t for kk, t in settings if kk == k}) for k, _ in settings}
         row_losses = {k: np.empty((len(ts), y_val.size)) for k, ts in thresholds.items()}
 
-        def score(rows, k, estimate):
-            row_losses[k][:, rows] = thresholded_losses(probs[rows], estimate, y_val[rows], thresholds[k], scoring)
+        def score(rows, p, k, estimate):
+            row_losses[k][:, rows] = thresholded_losses(p, estimate, y_val[rows], thresholds[k], scoring)
 
-        self._block_estimates(pool, probs, sorted(thresholds), score)
+        self._block_estimates(pool, val_scores, sorted(thresholds), score)
         return np.array([row_losses[k][thresholds[k].index(t)].mean() for k, t in settings])
 
     def fitted_summary(self) -> dict:
