@@ -287,17 +287,20 @@ class LECE(Calibrator):
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _check_settings(self.q, self.t, self.distance)
-        self.pool_ = self._pool(scores, y)
+        self.pool_ = self._pool(scores, y) if self.t < 1.0 else None  # t = 1: the identity, no neighbours
         self.k_ = neighbour_count(self.q, y.size)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        """Each block of outputs made from its block of estimates (no full-size estimate is held)."""
+        """Each block of outputs made from its block of estimates (no full-size estimate is held). With
+        t = 1 every class keeps p̂ᵢ ≤ 1 (Algorithm 1 line 7), so no neighbours are needed."""
+        _check_settings(self.q, self.t, self.distance)
+        if self.t >= 1.0:
+            return renormalise(scores.probs)
         out = np.empty(scores.logits.shape)
 
         def finish(rows, p, k, estimate):
             out[rows] = threshold_and_renormalise(p, estimate, self.t)
 
-        _check_settings(self.q, self.t, self.distance)
         self._block_estimates(self.pool_, scores, [self.k_], finish)
         return out
 
