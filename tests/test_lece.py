@@ -6,7 +6,22 @@ import pytest
 from calbench.data.synthetic import lece3
 from calbench.methods import lece as lece_module
 from calbench.methods import make
+from calbench.methods import neighbour_sums as neighbour_sums_module
 from calbench.methods.tuning import GridSearch
+
+
+@pytest.fixture(params=["kernel", "sparse"])
+def summation(request, monkeypatch):
+    """Run a test with the compiled cache-blocked kernel (where numba is installed) and with the sparse
+    band product; the kernel with tiles of 3 pool rows and blocks of 2 queries, so that lists cross tiles."""
+    if request.param == "kernel":
+        if not neighbour_sums_module.AVAILABLE:
+            pytest.skip("numba is not installed")
+        monkeypatch.setattr(neighbour_sums_module, "TILE_ROWS", 3)
+        monkeypatch.setattr(neighbour_sums_module, "QUERY_BLOCK", 2)
+    else:
+        monkeypatch.setattr(neighbour_sums_module, "AVAILABLE", False)
+    return request.param
 
 
 def _data(n, classes, seed):
@@ -38,7 +53,7 @@ def _algorithm1(p_cal, y_cal, p_query, q, t, distance="kl", lecd=False, eps=1e-3
 @pytest.mark.parametrize("name", ["lece", "lecd"])
 @pytest.mark.parametrize("distance", ["kl", "euclidean"])
 @pytest.mark.parametrize("q,t", [(0.05, 0.0), (0.2, 0.02), (0.5, 0.1), (1.0, 0.0)])
-def test_matches_algorithm1_written_out(name, distance, q, t):
+def test_matches_algorithm1_written_out(name, distance, q, t, summation):
     z, y = _data(300, 4, 0)
     zq, _ = _data(50, 4, 1)
     cal = make(name, q=q, t=t, distance=distance, grid=None).fit(z, y)
@@ -86,8 +101,10 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
     reference = make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq)
     for entries in (400 * 7, 100):  # blocks of 7 queries; single queries with neighbours gathered 16 at a time
         monkeypatch.setattr(lece_module, "BLOCK_ENTRIES", entries)
+        monkeypatch.setattr(lece_module, "BUILD_ROWS", 7)  # the pool built 7 rows at a time
         np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
                                    atol=1e-12)
+    monkeypatch.setattr(neighbour_sums_module, "AVAILABLE", False)  # the sparse paths: gather or mask product
     for cheaper in (True, False):
         monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
         np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
@@ -95,7 +112,7 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
 
 
 @pytest.mark.parametrize("q", [0.03, 0.31])  # k = 6, 62: not multiples of the 4 copies
-def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch):
+def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch, summation):
     """Each calibration point appears 4 times (same label): distances tie at the k-th neighbour."""
     z, y = _data(50, 3, 15)
     z, y = np.tile(z, (4, 1)), np.tile(y, 4)
@@ -107,7 +124,7 @@ def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch):
         np.testing.assert_allclose(out, expected, atol=1e-12)
 
 
-def test_predict_grid_equals_one_fit_per_point():
+def test_predict_grid_equals_one_fit_per_point(summation):
     z, y = _data(300, 4, 12)
     zq, _ = _data(60, 4, 13)
     points = [{"q": q, "t": t} for q in (0.01, 0.1, 0.2, 1.0) for t in (0.0, 0.05, 1.0)]
@@ -146,3 +163,86 @@ def test_band_sums_equal_sums_over_each_band_of_neighbours():
     for i in range(7):
         for j, (a, b) in enumerate(zip([0, *ends[:-1]], ends)):
             np.testing.assert_allclose(out[i, j], targets[nearest[i, a:b]].sum(axis=0), atol=1e-12)
+
+
+@pytest.mark.parametrize("columns", [5, 64, 70])  # one padded chunk, one full chunk, a full and a padded one
+@pytest.mark.parametrize("tile_rows,query_block", [(512, 64), (3, 2), (1, 1)])
+def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block, monkeypatch):
+    """The cache-blocked kernel (issue 12) against sums over each query's first ends[j] neighbours."""
+    if not neighbour_sums_module.AVAILABLE:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(neighbour_sums_module, "TILE_ROWS", tile_rows)
+    monkeypatch.setattr(neighbour_sums_module, "QUERY_BLOCK", query_block)
+    rng = np.random.default_rng(4)
+    targets = rng.normal(size=(40, columns))
+    nearest = np.stack([rng.permutation(40)[:12] for _ in range(7)])
+    ends = [2, 5, 6, 12]
+    out = neighbour_sums_module.cumulative_band_sums(neighbour_sums_module.chunk_columns(targets), columns,
+                                                     nearest, ends)
+    assert out.shape == (7, 4, columns)
+    for i in range(7):
+        for j, end in enumerate(ends):
+            np.testing.assert_allclose(out[i, j], targets[nearest[i, :end]].sum(axis=0), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["lece", "lecd"])
+@pytest.mark.parametrize("scoring", ["nll", "brier"])
+def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summation):
+    """The per-row CV scores (issue 12) against fold_loss of each (q, t) output of predict_grid."""
+    from calbench.methods.tuning import fold_loss
+    from calbench.scores import Scores
+
+    z, y = _data(300, 5, 17)
+    zq, yq = _data(80, 5, 18)
+    points = [{"q": q, "t": t} for q in (0.01, 0.05, 0.2, 1.0) for t in (0.0, 0.0025, 0.05, 0.1, 0.3, 1.0)]
+    estimator = make(name, grid=None)
+    losses = estimator.grid_losses(points, Scores(z), y, Scores(zq), yq, scoring)
+    expected = np.zeros(len(points))
+    for i, out in estimator.predict_grid(points, Scores(z), y, Scores(zq)):
+        expected[i] = fold_loss(out, yq, scoring)
+    np.testing.assert_allclose(losses, expected, rtol=0, atol=1e-10)
+    assert len(set(np.round(expected, 6))) > 10  # the thresholds and neighbourhoods change the outputs
+
+
+def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypatch):
+    z, y = _data(300, 4, 19)
+
+    def search():
+        return make("lece", grid={"q": [0.05, 0.2], "t": [0.0, 0.05]}, cv={"folds": 3}).fit(z, y)
+
+    with_hook = search()
+    monkeypatch.delattr(lece_module.LECE, "grid_losses")
+    without = search()
+    np.testing.assert_allclose(with_hook.cv_losses_, without.cv_losses_, rtol=0, atol=1e-10)
+    assert with_hook.best_params_ == without.best_params_
+
+
+def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties():
+    """Pool rows in pairs whose KL scores differ by ~1e-9 (below float32's resolution): every rank band
+    holds the rows of the float64 order (issue 12: float32 product, float64 re-check at the boundaries)."""
+    if not neighbour_sums_module.AVAILABLE:
+        pytest.skip("numba is not installed")
+    rng = np.random.default_rng(20)
+    p = rng.dirichlet(np.full(8, 0.5), size=60)
+    twin = p * (1 + 1e-9 * rng.normal(size=p.shape))
+    pool = np.vstack([p, twin / twin.sum(axis=1, keepdims=True)])
+    queries = rng.dirichlet(np.full(8, 0.5), size=12)
+    log_rows = -np.log(np.clip(pool, 1e-30, 1))
+    ends = [5, 17, 40, 119]
+    logits = np.log(pool)
+    nearest = neighbour_sums_module.nearest_kl_by_band(queries, log_rows.astype(np.float32), logits,
+                                                       np.zeros(len(pool)), ends, 1e-30, np.abs(logits).max())
+    reference = np.argsort(queries @ log_rows.T, axis=1, kind="stable")
+    for start, end in zip([0, *ends[:-1]], ends):
+        assert (np.sort(nearest[:, start:end], axis=1) == np.sort(reference[:, start:end], axis=1)).all()
+
+
+def test_confident_predictions_with_queries_in_the_pool_match_algorithm1(summation):
+    """Scores near 0 (queries equal to pool points, p̂_top ≈ 1 − 1e-15): the float32 bound's absolute part
+    and the float64 re-check from the logits still give Algorithm 1's neighbours."""
+    z, y = _data(200, 6, 21)
+    z = 40 * z / np.abs(z).max(axis=1, keepdims=True)
+    expected = _algorithm1(np.exp(z - np.log(np.exp(z).sum(1, keepdims=True))), y,
+                           np.exp(z[:30] - np.log(np.exp(z[:30]).sum(1, keepdims=True))), 0.1, 0.0)
+    out = make("lece", q=0.1, t=0.0, grid=None).fit(z, y).predict_proba(z[:30])
+    np.testing.assert_allclose(out, expected, atol=1e-10)

@@ -10,23 +10,27 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, benchmarks): the query-to-pool distances are one matrix product per
-block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
-needs only −a·ln b); the neighbour sums are a sparse gather-and-add (small k, and several k at once as
-bands of neighbours by rank) or a product of the 0/1 neighbour mask with the pool's targets (one large
-k). Queries are processed in blocks so memory stays bounded for any test size.
-During the grid search one distance computation and one partial ordering per fold serve every (q, t),
-and the (q, t) outputs are made one at a time from the neighbour means of each k.
+Speed (docs/methods_nonparametric.md, docs/runtime.md): the query-to-pool distances are one matrix product
+per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
+needs only −a·ln b). Where numba is installed (:mod:`calbench.methods.neighbour_sums`), the KL product is
+float32 with the rows near each rank boundary re-scored in float64 (the same neighbours as float64), and
+the neighbour sums of several k at once are a compiled cache-blocked pass; otherwise they are a sparse
+gather-and-add by bands of neighbours by rank, or a 0/1 neighbour-mask product (one large k). Queries
+are processed in blocks so memory stays bounded for any test size. During the grid search one distance
+computation and one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes
+from per-row sums (:func:`thresholded_losses`), no output matrix formed.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from calbench.methods import neighbour_sums
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
+from calbench.metrics.proper import NLL_EPS
 from calbench.parallel import thread_map
 from calbench.scores import Scores
 
@@ -36,6 +40,8 @@ PAPER_GRID = {
     "t": [0.0, 0.00125, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.05, 0.10, 1.0],
 }
 DISTANCES = ("kl", "euclidean")
+#: Pool rows per block while the pool is built (bounds its temporary float64 arrays).
+BUILD_ROWS = 1024
 #: Distance-matrix entries per block of queries (2**22 float64 = 32 MiB, plus as much for indices).
 BLOCK_ENTRIES = 2**22
 
@@ -57,48 +63,96 @@ def _check_settings(q: float, t: float, distance: str) -> None:
 class NeighbourPool:
     """Calibration predictions and per-point targets; sums targets over each query's k nearest.
 
-    ``targets`` is ``[n, T]``: p̂ᵢ − yᵢ for LECE, yᵢ for LECD.
+    ``targets(probs, rows)`` gives the targets of the pool rows ``rows`` (p̂ᵢ − yᵢ for LECE, yᵢ for LECD)
+    from their probabilities ``probs`` (which it may overwrite). The pool is built by blocks of
+    :data:`BUILD_ROWS` rows, so no float64 copy of the whole pool's probabilities is made; the targets are
+    kept as column chunks for the compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`)
+    where numba is installed, else as they are for the sparse band product.
     """
 
-    def __init__(self, probs: np.ndarray, targets: np.ndarray, distance: str, eps: float):
-        self.targets = np.ascontiguousarray(targets)
-        if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
-            self.points = np.ascontiguousarray(-np.log(np.clip(probs, eps, 1.0)).T)
-            self.offset = None
-        else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
-            self.points = np.ascontiguousarray(-2.0 * probs.T)
-            self.offset = np.einsum("ij,ij->i", probs, probs)
-
-    @property
-    def n(self) -> int:
-        return self.targets.shape[0]
+    def __init__(self, scores: Scores, targets, distance: str, eps: float):
+        logits = scores.logits
+        self.n, self.width = n, classes = logits.shape
+        self.eps = eps
+        self.total = np.zeros(classes)
+        self.logit_scale = 0.0
+        fast_kl = distance == "kl" and neighbour_sums.AVAILABLE
+        # KL: the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
+        self.rows32 = np.empty((n, classes), dtype=np.float32) if fast_kl else None
+        self.rows = None if fast_kl else np.empty((n, classes))
+        self.offset = np.empty(n) if distance == "euclidean" else None
+        self.logits, self.log_norm = (logits, np.empty(n)) if fast_kl else (None, None)
+        self.chunks = neighbour_sums.empty_chunks(n, classes) if neighbour_sums.AVAILABLE else None
+        self.targets = None if neighbour_sums.AVAILABLE else np.empty((n, classes))
+        for start in range(0, n, BUILD_ROWS):
+            rows = slice(start, start + BUILD_ROWS)
+            probs = scores.subset(rows).probs
+            if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
+                log_rows = np.clip(probs, eps, 1.0)
+                (self.rows32 if fast_kl else self.rows)[rows] = np.negative(np.log(log_rows, out=log_rows))
+            else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
+                self.rows[rows] = -2.0 * probs
+                self.offset[rows] = np.einsum("ij,ij->i", probs, probs)
+            if fast_kl:  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
+                top, index, block_logits = np.argmax(probs, axis=1), np.arange(probs.shape[0]), logits[rows]
+                self.log_norm[rows] = block_logits[index, top] - np.log(probs[index, top])
+                self.logit_scale = max(self.logit_scale, np.max(np.abs(block_logits), initial=0.0,
+                                                                where=np.isfinite(block_logits)))
+            block = targets(probs, rows)
+            self.total += block.sum(axis=0)
+            if self.chunks is not None:
+                neighbour_sums.put_rows(self.chunks, start, block)
+            else:
+                self.targets[rows] = block
+        if fast_kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
+            self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
     def order_scores(self, queries: np.ndarray) -> np.ndarray:
         """``[b, n]`` scores whose row-wise order is the order of d(query, pool point)."""
-        scores = queries @ self.points
+        scores = queries @ self.rows.T
         if self.offset is not None:
             scores += self.offset
         return scores
 
+    def nearest_by_band(self, queries: np.ndarray, ends) -> np.ndarray:
+        """``[b, ends[-1]]`` pool rows nearest to each query, positions ``ends[j−1]:ends[j]`` holding the
+        neighbours of ranks ``ends[j−1] … ends[j] − 1``."""
+        if self.rows32 is not None:
+            return neighbour_sums.nearest_kl_by_band(queries, self.rows32, self.logits, self.log_norm, ends, self.eps,
+                                                     self.logit_scale)
+        return nearest_by_band(self.order_scores(queries), ends)
+
     def neighbour_sums(self, queries: np.ndarray, ks) -> list[np.ndarray]:
         """For each k in ``ks``, the ``[b, T]`` sums of targets over each query's k nearest points."""
-        n, width = self.targets.shape
-        ks = [min(k, n) for k in ks]
-        partial = sorted(set(k for k in ks if k < n))
-        out = {n: np.broadcast_to(self.targets.sum(axis=0), (queries.shape[0], width))}
-        if len(partial) == 1 and not gather_is_cheaper(partial[0], n, width):
+        ks = [min(k, self.n) for k in ks]
+        partial = sorted(set(k for k in ks if k < self.n))
+        out = {self.n: np.broadcast_to(self.total, (queries.shape[0], self.width))}
+        if not partial:
+            return [out[k] for k in ks]
+        if self.chunks is not None:
+            nearest = self.nearest_by_band(queries, partial)
+            running = neighbour_sums.cumulative_band_sums(self.chunks, self.width, nearest, partial)
+            out.update((k, running[:, j]) for j, k in enumerate(partial))
+            return [out[k] for k in ks]
+        scores = self.order_scores(queries)
+        if len(partial) == 1 and not gather_is_cheaper(partial[0], self.n, self.width):
             (k,) = partial
-            out[k] = nearest_mask(self.order_scores(queries), k).astype(self.targets.dtype) @ self.targets
-        elif partial:  # the k_max nearest, split into consecutive bands by rank, summed band by band
-            k_max = partial[-1]
-            scores = self.order_scores(queries)
-            nearest = np.argpartition(scores, k_max - 1, axis=1)[:, :k_max]
-            if len(partial) > 1:
-                near_scores = np.take_along_axis(scores, nearest, axis=1)
-                nearest = np.take_along_axis(nearest, np.argsort(near_scores, axis=1), axis=1)
-            running = np.cumsum(band_sums(self.targets, nearest, partial), axis=1)
+            out[k] = nearest_mask(scores, k).astype(self.targets.dtype) @ self.targets
+        else:  # the k_max nearest, split into consecutive bands by rank, summed band by band
+            running = np.cumsum(band_sums(self.targets, nearest_by_band(scores, partial), partial), axis=1)
             out.update((k, running[:, j]) for j, k in enumerate(partial))
         return [out[k] for k in ks]
+
+
+def nearest_by_band(scores: np.ndarray, ends) -> np.ndarray:
+    """``[b, ends[-1]]`` indices of each row's ``ends[-1]`` smallest scores, ordered so that positions
+    ``ends[j−1]:ends[j]`` hold the neighbours of ranks ``ends[j−1] … ends[j] − 1`` (ties broken arbitrarily)."""
+    k_max = ends[-1]
+    nearest = np.argpartition(scores, k_max - 1, axis=1)[:, :k_max]
+    if len(ends) > 1:
+        near_scores = np.take_along_axis(scores, nearest, axis=1)
+        nearest = np.take_along_axis(nearest, np.argsort(near_scores, axis=1), axis=1)
+    return nearest
 
 
 def band_sums(targets: np.ndarray, nearest: np.ndarray, ends) -> np.ndarray:
@@ -147,6 +201,50 @@ def threshold_and_renormalise(p: np.ndarray, estimate: np.ndarray, t: float) -> 
     return renormalise(np.where(keep, p, estimate))
 
 
+def thresholded_losses(p: np.ndarray, estimate: np.ndarray, y: np.ndarray, thresholds, scoring: str) -> np.ndarray:
+    """``[len(thresholds), b]``: per row, the log-loss or Brier score of Algorithm 1's output (lines 7–8,
+    :func:`threshold_and_renormalise`) at each threshold t, without forming the outputs.
+
+    Class j takes ĉⱼ instead of p̂ⱼ exactly where u = min(p̂ⱼ, ĉⱼ) > t (then ĉⱼ > 0, so the clipping of
+    :func:`~calbench.methods.ovr.renormalise` never applies to non-negative p̂): the row sum is
+    Σ p̂ + Σ_{u > t} (ĉ − p̂), and Σ out² likewise. Thresholds after the smallest use only the entries
+    with u above the second smallest (few for peaked predictions: u ≤ p̂).
+    """
+    rows, classes = np.arange(y.size), p.shape[1]
+    u = np.minimum(p, estimate)
+    change = estimate - p
+    change_sq = estimate**2 - p**2 if scoring == "brier" else None
+    p_y, c_y, u_y = p[rows, y], estimate[rows, y], u[rows, y]
+    base, base_sq = p.sum(axis=1), np.einsum("ij,ij->i", p, p)
+    order = np.argsort(thresholds)
+    if len(thresholds) > 1:  # the entries that any threshold after the smallest replaces
+        row_of, col_of = np.nonzero(u > thresholds[order[1]])
+        sparse_u, sparse_change = u[row_of, col_of], change[row_of, col_of]
+        sparse_change_sq = change_sq[row_of, col_of] if change_sq is not None else None
+    out = np.empty((len(thresholds), y.size))
+    for position, index in enumerate(order):
+        t = thresholds[index]
+        if position == 0:
+            replaced = u > t
+            total = base + np.einsum("ij,ij->i", change, replaced)
+            total_sq = base_sq + np.einsum("ij,ij->i", change_sq, replaced) if change_sq is not None else None
+        else:
+            hit = sparse_u > t
+            total = base + np.bincount(row_of[hit], sparse_change[hit], minlength=y.size)
+            total_sq = (base_sq + np.bincount(row_of[hit], sparse_change_sq[hit], minlength=y.size)
+                        if change_sq is not None else None)
+        valid = total > 0  # renormalise: an all-zero row becomes uniform
+        safe = np.where(valid, total, 1.0)
+        p_true = np.where(valid, np.where(u_y > t, c_y, p_y) / safe, 1.0 / classes)
+        if scoring == "nll":
+            out[index] = -np.log(np.clip(p_true, NLL_EPS, None))
+        elif scoring == "brier":
+            out[index] = np.where(valid, total_sq / safe**2, 1.0 / classes) - 2 * p_true + 1.0
+        else:
+            raise ValueError(f"cv.scoring: expected 'nll' or 'brier', got {scoring!r}")
+    return out
+
+
 @register("lece")
 class LECE(Calibrator):
     """Locally equal calibration errors (LECE paper Algorithm 1).
@@ -176,58 +274,90 @@ class LECE(Calibrator):
         self.eps = eps
 
     def _targets(self, probs: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """Per calibration point: the calibration error p̂ᵢ − yᵢ."""
-        targets = probs.copy()
-        targets[np.arange(y.size), y] -= 1.0
-        return targets
+        """Per calibration point: the calibration error p̂ᵢ − yᵢ (written over ``probs``)."""
+        probs[np.arange(y.size), y] -= 1.0
+        return probs
 
     def _estimate(self, p: np.ndarray, mean_target: np.ndarray) -> np.ndarray:
         """ĉ = p̂ − CE with CE the neighbours' mean p̄ − ȳ."""
         return p - mean_target
 
     def _pool(self, scores: Scores, y: np.ndarray) -> NeighbourPool:
-        probs = scores.probs
-        return NeighbourPool(probs, self._targets(probs, y), self.distance, self.eps)
+        return NeighbourPool(scores, lambda probs, rows: self._targets(probs, y[rows]), self.distance, self.eps)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _check_settings(self.q, self.t, self.distance)
-        self.pool_ = self._pool(scores, y)
+        self.pool_ = self._pool(scores, y) if self.t < 1.0 else None  # t = 1: the identity, no neighbours
         self.k_ = neighbour_count(self.q, y.size)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
-        return next(self._predict_points([{}], self.pool_, scores))
+        """Each block of outputs made from its block of estimates (no full-size estimate is held). With
+        t = 1 every class keeps p̂ᵢ ≤ 1 (Algorithm 1 line 7), so no neighbours are needed."""
+        _check_settings(self.q, self.t, self.distance)
+        if self.t >= 1.0:
+            return renormalise(scores.probs)
+        out = np.empty(scores.logits.shape)
 
-    def _predict_points(self, points: list[dict], pool: NeighbourPool, scores: Scores):
-        """Outputs for each hyperparameter point in turn (``q``/``t`` default to the estimator's own).
+        def finish(rows, p, k, estimate):
+            out[rows] = threshold_and_renormalise(p, estimate, self.t)
 
-        The neighbour means of every distinct k are computed first, block by block of queries; each
-        point's output is then made only when asked for, so one output is held at a time.
-        """
+        self._block_estimates(self.pool_, scores, [self.k_], finish)
+        return out
+
+    def _settings(self, points: list[dict], pool: NeighbourPool) -> list[tuple[int, float]]:
+        """(k, t) of each hyperparameter point (``q``/``t`` default to the estimator's own)."""
         settings = [(p.get("q", self.q), p.get("t", self.t)) for p in points]
         for q, t in settings:
             _check_settings(q, t, self.distance)
-        ks = [neighbour_count(q, pool.n) for q, _ in settings]
-        unique_ks = sorted(set(ks))
-        probs = scores.probs
-        means = {k: (np.broadcast_to(pool.targets.mean(axis=0), probs.shape) if k >= pool.n else np.empty_like(probs))
-                 for k in unique_ks}
-        partial = [k for k in unique_ks if k < pool.n]
+        return [(neighbour_count(q, pool.n), t) for q, t in settings]
+
+    def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle) -> None:
+        """``handle(rows, p̂, k, ĉ)`` for every block of query rows (``p̂`` their probabilities) and every k in
+        ``ks``, with ĉ the block's estimate from its k nearest. One distance pass and one partial sort per
+        block serve every k; blocks run in threads (numpy's partition, BLAS and the sums release the GIL)
+        and must touch disjoint rows."""
         step = block_rows(pool.n)
 
-        def block(start: int) -> None:  # blocks write disjoint rows, so threads may share the arrays
+        def block(start: int) -> None:
             rows = slice(start, start + step)
-            for k, total in zip(partial, pool.neighbour_sums(probs[rows], partial)):
-                means[k][rows] = total / k
+            p = scores.subset(rows).probs
+            for k, total in zip(ks, pool.neighbour_sums(p, ks)):
+                handle(rows, p, k, self._estimate(p, total / min(k, pool.n)))
 
-        if partial:  # numpy's partition, BLAS and sparse products release the GIL: blocks run in parallel
-            thread_map(block, range(0, probs.shape[0], step))
-        for k, (_, t) in zip(ks, settings):
-            yield threshold_and_renormalise(probs, self._estimate(probs, means[k]), t)
+        thread_map(block, range(0, scores.n, step))
+
+    def _predict_points(self, points: list[dict], pool: NeighbourPool, scores: Scores):
+        """Outputs for each hyperparameter point in turn: the estimates of every distinct k are made
+        first; each point's output only when asked for, so one output is held at a time."""
+        settings = self._settings(points, pool)
+        probs = scores.probs
+        estimates = {k: np.empty_like(probs) for k, _ in settings}
+
+        def keep(rows, p, k, estimate):
+            estimates[k][rows] = estimate
+
+        self._block_estimates(pool, scores, sorted(estimates), keep)
+        for k, t in settings:
+            yield threshold_and_renormalise(probs, estimates[k], t)
 
     def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores):
         """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t);
         yields (point index, probabilities), one at a time."""
         return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
+
+    def grid_losses(self, points, train_scores: Scores, y_train, val_scores: Scores, y_val, scoring: str):
+        """Grid-search hook: the validation loss (``"nll"`` or ``"brier"``) of every (q, t), from per-row
+        quantities of each block (:func:`thresholded_losses`); no output matrix is formed or held."""
+        settings = self._settings(points, pool := self._pool(train_scores, np.asarray(y_train)))
+        y_val = np.asarray(y_val)
+        thresholds = {k: sorted({t for kk, t in settings if kk == k}) for k, _ in settings}
+        row_losses = {k: np.empty((len(ts), y_val.size)) for k, ts in thresholds.items()}
+
+        def score(rows, p, k, estimate):
+            row_losses[k][:, rows] = thresholded_losses(p, estimate, y_val[rows], thresholds[k], scoring)
+
+        self._block_estimates(pool, val_scores, sorted(thresholds), score)
+        return np.array([row_losses[k][thresholds[k].index(t)].mean() for k, t in settings])
 
     def fitted_summary(self) -> dict:
         return {"k": self.k_, "q": self.q, "t": self.t, "distance": self.distance}

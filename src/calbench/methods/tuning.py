@@ -7,7 +7,9 @@ Configured, not coded, per method: ``make(name, grid={...}, cv={...})``.
 An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_scores)`` yielding
 (point index, probabilities) for every grid point in any order, to share work across the grid (one
 distance computation per fold for LECE, warm starts for Dirichlet); otherwise each point is fitted
-separately. Each prediction is scored as it comes, so memory holds one of them per fold, and the folds
+separately. An estimator may instead define ``grid_losses(grid_points, train_scores, y_train, val_scores,
+y_val, scoring)`` returning the validation loss of every point (LECE: from per-row sums, no outputs
+formed). Each prediction is scored as it comes, so memory holds one of them per fold, and the folds
 run in threads on the available cores (:mod:`calbench.parallel`), each logging at INFO when done.
 ``predict_grid`` may also yield the fitted model as a third item: with ``ensemble``, each fold keeps its
 best-scoring models within :data:`KEEP_MODELS_BYTES`, and the fold model at the chosen point is the search's
@@ -149,6 +151,13 @@ class GridSearch(Calibrator):
         ones within :data:`KEEP_MODELS_BYTES`)."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
+        if hasattr(self.estimator, "grid_losses"):
+            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring), float)
+            if losses.shape != (len(points),) or np.isnan(losses).any():
+                raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
+                                   f"(expected {len(points)}) or a NaN")
+            progress()
+            return losses
         if hasattr(self.estimator, "predict_grid"):
             predictions = self.estimator.predict_grid(points, train, y_train, val)
         else:
