@@ -188,4 +188,4 @@ def test_compile_fits_every_compiled_method_and_leaves_their_kernels_cached(caps
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0] for line in lines] == list(COMPILED_METHODS)
     cached = {path.name.split(".")[0] for path in Path(calbench.__file__).parent.rglob("__pycache__/*.nbi")}
-    assert {"piecewise_kernel"} <= cached
+    assert {"piecewise_kernel", "neighbour_sums"} <= cached

@@ -261,8 +261,8 @@ def cmd_metrics(args) -> int:
     return 0
 
 
-#: Methods whose fits run numba-compiled kernels (maps1d/piecewise_kernel.py, methods/lece.py), one fit
-#: each on tiny data compiles every kernel signature they use.
+#: Methods that run numba-compiled kernels (maps1d/piecewise_kernel.py when fitting, methods/neighbour_sums.py
+#: when predicting): one fit and prediction each on tiny data compiles every kernel signature they use.
 COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece")
 
 
@@ -278,7 +278,7 @@ def cmd_compile(args) -> int:
     labels = rng.integers(0, 3, 200)
     for name in COMPILED_METHODS:
         start = perf_counter()
-        make(name, grid=None).fit(logits, labels)
+        make(name, grid=None).fit(logits, labels).predict_proba(logits)
         print(f"{name}: kernels compiled or loaded from the cache in {perf_counter() - start:.1f} s")
     return 0
 

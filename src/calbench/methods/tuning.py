@@ -147,8 +147,8 @@ class GridSearch(Calibrator):
 
     def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress) -> tuple[np.ndarray, dict]:
         """Validation loss of every grid point, trained on one fold's training part, and the fitted models
-        that ``predict_grid`` yielded (point index → model; without ``ensemble`` none, else the lowest-loss
-        ones within :data:`KEEP_MODELS_BYTES`)."""
+        that ``predict_grid`` yielded (point index → model; without ``ensemble`` or with ``grid_losses`` none,
+        else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`)."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
         if hasattr(self.estimator, "grid_losses"):
@@ -157,7 +157,7 @@ class GridSearch(Calibrator):
                 raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
                                    f"(expected {len(points)}) or a NaN")
             progress()
-            return losses
+            return losses, {}
         if hasattr(self.estimator, "predict_grid"):
             predictions = self.estimator.predict_grid(points, train, y_train, val)
         else:
