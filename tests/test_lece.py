@@ -10,17 +10,13 @@ from calbench.methods import neighbour_sums as neighbour_sums_module
 from calbench.methods.tuning import GridSearch
 
 
-@pytest.fixture(params=["kernel", "sparse"])
+@pytest.fixture(params=["default tiles", "tiny tiles"])
 def summation(request, monkeypatch):
-    """Run a test with the compiled cache-blocked kernel (where numba is installed) and with the sparse
-    band product; the kernel with tiles of 3 pool rows and blocks of 2 queries, so that lists cross tiles."""
-    if request.param == "kernel":
-        if not neighbour_sums_module.AVAILABLE:
-            pytest.skip("numba is not installed")
+    """Run a test with the compiled cache-blocked kernel's own tile sizes and with tiles of 3 pool rows and
+    blocks of 2 queries, so that neighbour lists cross tiles."""
+    if request.param == "tiny tiles":
         monkeypatch.setattr(neighbour_sums_module, "TILE_ROWS", 3)
         monkeypatch.setattr(neighbour_sums_module, "QUERY_BLOCK", 2)
-    else:
-        monkeypatch.setattr(neighbour_sums_module, "AVAILABLE", False)
     return request.param
 
 
@@ -95,7 +91,7 @@ def test_outputs_are_distributions_and_k_is_floor_of_q_n():
     assert (out >= 0).all() and np.allclose(out.sum(1), 1)
 
 
-def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
+def test_blocks_give_the_same_output(monkeypatch):
     z, y = _data(400, 6, 10)
     zq, _ = _data(250, 6, 11)
     reference = make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq)
@@ -104,24 +100,17 @@ def test_blocks_and_both_summation_paths_give_the_same_output(monkeypatch):
         monkeypatch.setattr(lece_module, "BUILD_ROWS", 7)  # the pool built 7 rows at a time
         np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
                                    atol=1e-12)
-    monkeypatch.setattr(neighbour_sums_module, "AVAILABLE", False)  # the sparse paths: gather or mask product
-    for cheaper in (True, False):
-        monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
-        np.testing.assert_allclose(make("lece", q=0.1, t=0.01, grid=None).fit(z, y).predict_proba(zq), reference,
-                                   atol=1e-12)
 
 
 @pytest.mark.parametrize("q", [0.03, 0.31])  # k = 6, 62: not multiples of the 4 copies
-def test_exactly_k_neighbours_when_distances_tie(q, monkeypatch, summation):
+def test_exactly_k_neighbours_when_distances_tie(q, summation):
     """Each calibration point appears 4 times (same label): distances tie at the k-th neighbour."""
     z, y = _data(50, 3, 15)
     z, y = np.tile(z, (4, 1)), np.tile(y, 4)
     zq, _ = _data(40, 3, 16)
     expected = _algorithm1(np.exp(z), y, np.exp(zq), q, 0.0)
-    for cheaper in (True, False):
-        monkeypatch.setattr(lece_module, "gather_is_cheaper", lambda k, n, w, c=cheaper: c)
-        out = make("lece", q=q, t=0.0, grid=None).fit(z, y).predict_proba(zq)
-        np.testing.assert_allclose(out, expected, atol=1e-12)
+    out = make("lece", q=q, t=0.0, grid=None).fit(z, y).predict_proba(zq)
+    np.testing.assert_allclose(out, expected, atol=1e-12)
 
 
 def test_predict_grid_equals_one_fit_per_point(summation):
@@ -153,24 +142,10 @@ def test_bad_settings_are_named(settings, key):
         make("lece", grid=None, **settings).fit(z, y)
 
 
-def test_band_sums_equal_sums_over_each_band_of_neighbours():
-    """The sparse band product (issue 12) against a plain loop over queries and bands."""
-    rng = np.random.default_rng(3)
-    targets = rng.normal(size=(40, 5))
-    nearest = np.stack([rng.permutation(40)[:12] for _ in range(7)])
-    ends = [2, 5, 12]
-    out = lece_module.band_sums(targets, nearest, ends)
-    for i in range(7):
-        for j, (a, b) in enumerate(zip([0, *ends[:-1]], ends)):
-            np.testing.assert_allclose(out[i, j], targets[nearest[i, a:b]].sum(axis=0), atol=1e-12)
-
-
 @pytest.mark.parametrize("columns", [5, 64, 70])  # one padded chunk, one full chunk, a full and a padded one
 @pytest.mark.parametrize("tile_rows,query_block", [(512, 64), (3, 2), (1, 1)])
 def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block, monkeypatch):
     """The cache-blocked kernel (issue 12) against sums over each query's first ends[j] neighbours."""
-    if not neighbour_sums_module.AVAILABLE:
-        pytest.skip("numba is not installed")
     monkeypatch.setattr(neighbour_sums_module, "TILE_ROWS", tile_rows)
     monkeypatch.setattr(neighbour_sums_module, "QUERY_BLOCK", query_block)
     rng = np.random.default_rng(4)
@@ -220,8 +195,6 @@ def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypa
 def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties():
     """Pool rows in pairs whose KL scores differ by ~1e-9 (below float32's resolution): every rank band
     holds the rows of the float64 order (issue 12: float32 product, float64 re-check at the boundaries)."""
-    if not neighbour_sums_module.AVAILABLE:
-        pytest.skip("numba is not installed")
     rng = np.random.default_rng(20)
     p = rng.dirichlet(np.full(8, 0.5), size=60)
     twin = p * (1 + 1e-9 * rng.normal(size=p.shape))

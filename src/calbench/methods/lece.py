@@ -12,10 +12,9 @@ then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector i
 
 Speed (docs/methods_nonparametric.md, docs/runtime.md): the query-to-pool distances are one matrix product
 per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
-needs only −a·ln b). Where numba is installed (:mod:`calbench.methods.neighbour_sums`), the KL product is
-float32 with the rows near each rank boundary re-scored in float64 (the same neighbours as float64), and
-the neighbour sums of several k at once are a compiled cache-blocked pass; otherwise they are a sparse
-gather-and-add by bands of neighbours by rank, or a 0/1 neighbour-mask product (one large k). Queries
+needs only −a·ln b). The KL product is float32 with the rows near each rank boundary re-scored in float64
+(the same neighbours as float64; :mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several
+k at once are one compiled cache-blocked pass over the pool's targets. Queries
 are processed in blocks so memory stays bounded for any test size. During the grid search one distance
 computation and one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes
 from per-row sums (:func:`thresholded_losses`), no output matrix formed.
@@ -66,8 +65,7 @@ class NeighbourPool:
     ``targets(probs, rows)`` gives the targets of the pool rows ``rows`` (p̂ᵢ − yᵢ for LECE, yᵢ for LECD)
     from their probabilities ``probs`` (which it may overwrite). The pool is built by blocks of
     :data:`BUILD_ROWS` rows, so no float64 copy of the whole pool's probabilities is made; the targets are
-    kept as column chunks for the compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`)
-    where numba is installed, else as they are for the sparse band product.
+    kept as column chunks for the compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`).
     """
 
     def __init__(self, scores: Scores, targets, distance: str, eps: float):
@@ -76,14 +74,13 @@ class NeighbourPool:
         self.eps = eps
         self.total = np.zeros(classes)
         self.logit_scale = 0.0
-        fast_kl = distance == "kl" and neighbour_sums.AVAILABLE
+        fast_kl = distance == "kl"
         # KL: the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
         self.rows32 = np.empty((n, classes), dtype=np.float32) if fast_kl else None
         self.rows = None if fast_kl else np.empty((n, classes))
         self.offset = np.empty(n) if distance == "euclidean" else None
         self.logits, self.log_norm = (logits, np.empty(n)) if fast_kl else (None, None)
-        self.chunks = neighbour_sums.empty_chunks(n, classes) if neighbour_sums.AVAILABLE else None
-        self.targets = None if neighbour_sums.AVAILABLE else np.empty((n, classes))
+        self.chunks = neighbour_sums.empty_chunks(n, classes)
         for start in range(0, n, BUILD_ROWS):
             rows = slice(start, start + BUILD_ROWS)
             probs = scores.subset(rows).probs
@@ -100,10 +97,7 @@ class NeighbourPool:
                                                                 where=np.isfinite(block_logits)))
             block = targets(probs, rows)
             self.total += block.sum(axis=0)
-            if self.chunks is not None:
-                neighbour_sums.put_rows(self.chunks, start, block)
-            else:
-                self.targets[rows] = block
+            neighbour_sums.put_rows(self.chunks, start, block)
         if fast_kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
             self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
@@ -129,18 +123,9 @@ class NeighbourPool:
         out = {self.n: np.broadcast_to(self.total, (queries.shape[0], self.width))}
         if not partial:
             return [out[k] for k in ks]
-        if self.chunks is not None:
-            nearest = self.nearest_by_band(queries, partial)
-            running = neighbour_sums.cumulative_band_sums(self.chunks, self.width, nearest, partial)
-            out.update((k, running[:, j]) for j, k in enumerate(partial))
-            return [out[k] for k in ks]
-        scores = self.order_scores(queries)
-        if len(partial) == 1 and not gather_is_cheaper(partial[0], self.n, self.width):
-            (k,) = partial
-            out[k] = nearest_mask(scores, k).astype(self.targets.dtype) @ self.targets
-        else:  # the k_max nearest, split into consecutive bands by rank, summed band by band
-            running = np.cumsum(band_sums(self.targets, nearest_by_band(scores, partial), partial), axis=1)
-            out.update((k, running[:, j]) for j, k in enumerate(partial))
+        nearest = self.nearest_by_band(queries, partial)
+        running = neighbour_sums.cumulative_band_sums(self.chunks, self.width, nearest, partial)
+        out.update((k, running[:, j]) for j, k in enumerate(partial))
         return [out[k] for k in ks]
 
 
@@ -153,41 +138,6 @@ def nearest_by_band(scores: np.ndarray, ends) -> np.ndarray:
         near_scores = np.take_along_axis(scores, nearest, axis=1)
         nearest = np.take_along_axis(nearest, np.argsort(near_scores, axis=1), axis=1)
     return nearest
-
-
-def band_sums(targets: np.ndarray, nearest: np.ndarray, ends) -> np.ndarray:
-    """``[b, len(ends), T]``: sums of ``targets`` over each row's neighbours ``nearest[:, e_{j−1}:e_j]``.
-
-    One sparse 0/1 matrix with a row per (query, band), whose column indices are ``nearest``'s rows
-    as they stand, times ``targets``: a compiled gather-and-add that materialises no [b, k, T] copy.
-    """
-    from scipy.sparse import csr_matrix
-
-    b, k_max = nearest.shape
-    starts = np.asarray([0, *ends[:-1]])
-    indptr = np.append((np.arange(b)[:, None] * k_max + starts).ravel(), b * k_max)
-    bands = csr_matrix((np.ones(b * k_max), nearest.ravel(), indptr), shape=(b * len(ends), targets.shape[0]))
-    return (bands @ targets).reshape(b, len(ends), targets.shape[1])
-
-
-def nearest_mask(scores: np.ndarray, k: int) -> np.ndarray:
-    """Boolean ``[b, n]`` mask of the k smallest scores per row (ties at the k-th broken arbitrarily).
-
-    A value partition and a comparison are cheaper than ``argpartition`` plus scattering its indices;
-    rows where distances tie at the k-th value (more than k marked) fall back to ``argpartition``.
-    """
-    mask = scores <= np.partition(scores, k - 1, axis=1)[:, k - 1 : k]
-    tied = np.count_nonzero(mask, axis=1) != k
-    if tied.any():
-        exact = np.zeros((np.count_nonzero(tied), scores.shape[1]), dtype=bool)
-        np.put_along_axis(exact, np.argpartition(scores[tied], k - 1, axis=1)[:, :k], True, axis=1)
-        mask[tied] = exact
-    return mask
-
-
-def gather_is_cheaper(k: int, n: int, width: int) -> bool:
-    """Summing k gathered rows of width T beats a 0/1-mask product over all n rows (rough cost model)."""
-    return k * width <= n * (1 + width / 16)
 
 
 def block_rows(n_pool: int) -> int:

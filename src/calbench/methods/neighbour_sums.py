@@ -9,20 +9,14 @@ one chunk at a time, so the tile and the block's per-band accumulators stay in c
 query of the block adds its neighbours from it. Same sums as the gather, in another order (rounding,
 ~1e-15 relative).
 
-The kernel is compiled with ``numba`` (``nogil``: fold threads run it in parallel); :data:`AVAILABLE`
-is False where numba is not installed, and LECE then uses its sparse band product instead.
+The kernels are compiled with ``numba`` (``nogil``: fold threads run them in parallel).
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
-try:
-    import numba
-except ImportError:  # the sparse band product of calbench.methods.lece serves instead
-    numba = None
-
-AVAILABLE = numba is not None
 #: Columns per chunk, a constant of the compiled kernel (its inner loop unrolled): 64 float64 = 512 bytes
 #: per pool row of a chunk; fewer columns are zero-padded.
 CHUNK_COLUMNS = 64
@@ -67,44 +61,40 @@ def cumulative_band_sums(chunks: np.ndarray, columns: int, nearest: np.ndarray, 
     return out[:, :, :columns]
 
 
-if AVAILABLE:
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def _kernel(chunks, keys, bands, shift, tile_rows, query_block, out):  # pragma: no cover (compiled)
-        n_chunks, n, _ = chunks.shape
-        width = CHUNK_COLUMNS  # a compile-time constant
-        queries, listed = keys.shape
-        position = np.empty(query_block, np.int64)
-        mask = (1 << shift) - 1
-        for first in range(0, queries, query_block):
-            block = min(queries, first + query_block) - first
-            for c in range(n_chunks):
-                chunk = chunks[c]
-                acc = np.zeros((block, bands, width))
-                position[:] = 0
-                for tile_end in range(tile_rows, n + tile_rows, tile_rows):
-                    for i in range(block):
-                        p = position[i]
-                        listing = keys[first + i]
-                        while p < listed:
-                            key = listing[p]
-                            row = key >> shift
-                            if row >= tile_end:
-                                break
-                            a = acc[i, key & mask]
-                            values = chunk[row]
-                            for j in range(width):
-                                a[j] += values[j]
-                            p += 1
-                        position[i] = p
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _kernel(chunks, keys, bands, shift, tile_rows, query_block, out):  # pragma: no cover (compiled)
+    n_chunks, n, _ = chunks.shape
+    width = CHUNK_COLUMNS  # a compile-time constant
+    queries, listed = keys.shape
+    position = np.empty(query_block, np.int64)
+    mask = (1 << shift) - 1
+    for first in range(0, queries, query_block):
+        block = min(queries, first + query_block) - first
+        for c in range(n_chunks):
+            chunk = chunks[c]
+            acc = np.zeros((block, bands, width))
+            position[:] = 0
+            for tile_end in range(tile_rows, n + tile_rows, tile_rows):
                 for i in range(block):
-                    for j in range(width):
-                        running = 0.0
-                        for e in range(bands):
-                            running += acc[i, e, j]
-                            out[first + i, e, c * width + j] = running
-else:
-    _kernel = None
+                    p = position[i]
+                    listing = keys[first + i]
+                    while p < listed:
+                        key = listing[p]
+                        row = key >> shift
+                        if row >= tile_end:
+                            break
+                        a = acc[i, key & mask]
+                        values = chunk[row]
+                        for j in range(width):
+                            a[j] += values[j]
+                        p += 1
+                    position[i] = p
+            for i in range(block):
+                for j in range(width):
+                    running = 0.0
+                    for e in range(bands):
+                        running += acc[i, e, j]
+                        out[first + i, e, c * width + j] = running
 
 
 def float32_error_bound(columns: int, eps: float) -> tuple[float, float]:
@@ -144,74 +134,70 @@ def nearest_kl_by_band(queries: np.ndarray, log_rows32: np.ndarray, logits: np.n
     return out
 
 
-if AVAILABLE:
-
-    @numba.njit(nogil=True, cache=True, boundscheck=False)
-    def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, absolute, out):  # pragma: no cover
-        queries_n, n = scores.shape
-        bands = ends.size
-        certain_in = np.empty(bands)  # s₃₂ below: the exact score is below the exact ends[e]-th one
-        certain_out = np.empty(bands)  # s₃₂ above: the exact score is above it
-        unsure_rows = np.empty(n, np.int64)
-        unsure_exact = np.empty(n)
-        unsure_first = np.empty(n, np.int64)
-        unsure_last = np.empty(n, np.int64)
-        sure_in = np.empty(bands, np.int64)
-        taken = np.empty(bands, np.int64)
-        fill = np.empty(bands, np.int64)
-        for i in range(queries_n):
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, absolute, out):  # pragma: no cover
+    queries_n, n = scores.shape
+    bands = ends.size
+    certain_in = np.empty(bands)  # s₃₂ below: the exact score is below the exact ends[e]-th one
+    certain_out = np.empty(bands)  # s₃₂ above: the exact score is above it
+    unsure_rows = np.empty(n, np.int64)
+    unsure_exact = np.empty(n)
+    unsure_first = np.empty(n, np.int64)
+    unsure_last = np.empty(n, np.int64)
+    sure_in = np.empty(bands, np.int64)
+    taken = np.empty(bands, np.int64)
+    fill = np.empty(bands, np.int64)
+    for i in range(queries_n):
+        for e in range(bands):
+            v = boundaries[i, e]
+            certain_in[e] = (v * (1 - relative) - 2 * absolute) / (1 + relative)
+            certain_out[e] = (v * (1 + relative) + 2 * absolute) / (1 - relative)
+            sure_in[e] = 0
+            taken[e] = 0
+            fill[e] = 0 if e == 0 else ends[e - 1]
+        unsure = 0
+        for j in range(n):
+            s = scores[i, j]
+            if s > certain_out[bands - 1]:
+                continue
+            first_in = bands
             for e in range(bands):
-                v = boundaries[i, e]
-                certain_in[e] = (v * (1 - relative) - 2 * absolute) / (1 + relative)
-                certain_out[e] = (v * (1 + relative) + 2 * absolute) / (1 - relative)
-                sure_in[e] = 0
-                taken[e] = 0
-                fill[e] = 0 if e == 0 else ends[e - 1]
-            unsure = 0
-            for j in range(n):
-                s = scores[i, j]
-                if s > certain_out[bands - 1]:
-                    continue
-                first_in = bands
-                for e in range(bands):
-                    if s < certain_in[e]:
-                        first_in = e
-                        break
-                first_open = 0
-                while s > certain_out[first_open]:
-                    first_open += 1
-                if first_in < bands:
-                    sure_in[first_in] += 1
-                if first_open < first_in:  # undecided at boundaries first_open … first_in − 1
-                    exact = 0.0
-                    for c in range(queries.shape[1]):
-                        exact += queries[i, c] * min(log_norm[j] - logits[j, c], cap)
-                    unsure_rows[unsure] = j
-                    unsure_exact[unsure] = exact
-                    unsure_first[unsure] = first_open
-                    unsure_last[unsure] = first_in
-                    unsure += 1
-                else:
-                    if fill[first_in] >= ends[first_in]:
-                        raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
-                    out[i, fill[first_in]] = j
-                    fill[first_in] += 1
-            for e in range(1, bands):
-                sure_in[e] += sure_in[e - 1]
-            order = np.argsort(unsure_exact[:unsure], kind="mergesort")  # stable: ties by pool row
-            for u in order:
-                band = unsure_last[u]
-                for e in range(unsure_first[u], unsure_last[u]):
-                    if taken[e] < ends[e] - sure_in[e]:
-                        taken[e] += 1
-                        band = min(band, e)
-                if band < bands:
-                    if fill[band] >= ends[band]:
-                        raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
-                    out[i, fill[band]] = unsure_rows[u]
-                    fill[band] += 1
-            for e in range(bands):
-                if fill[e] != ends[e]:
-                    raise RuntimeError("nearest_kl_by_band: a rank band is not full (error bound violated)")
-else:
-    _select = None
+                if s < certain_in[e]:
+                    first_in = e
+                    break
+            first_open = 0
+            while s > certain_out[first_open]:
+                first_open += 1
+            if first_in < bands:
+                sure_in[first_in] += 1
+            if first_open < first_in:  # undecided at boundaries first_open … first_in − 1
+                exact = 0.0
+                for c in range(queries.shape[1]):
+                    exact += queries[i, c] * min(log_norm[j] - logits[j, c], cap)
+                unsure_rows[unsure] = j
+                unsure_exact[unsure] = exact
+                unsure_first[unsure] = first_open
+                unsure_last[unsure] = first_in
+                unsure += 1
+            else:
+                if fill[first_in] >= ends[first_in]:
+                    raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
+                out[i, fill[first_in]] = j
+                fill[first_in] += 1
+        for e in range(1, bands):
+            sure_in[e] += sure_in[e - 1]
+        order = np.argsort(unsure_exact[:unsure], kind="mergesort")  # stable: ties by pool row
+        for u in order:
+            band = unsure_last[u]
+            for e in range(unsure_first[u], unsure_last[u]):
+                if taken[e] < ends[e] - sure_in[e]:
+                    taken[e] += 1
+                    band = min(band, e)
+            if band < bands:
+                if fill[band] >= ends[band]:
+                    raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
+                out[i, fill[band]] = unsure_rows[u]
+                fill[band] += 1
+        for e in range(bands):
+            if fill[e] != ends[e]:
+                raise RuntimeError("nearest_kl_by_band: a rank band is not full (error bound violated)")
