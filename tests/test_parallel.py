@@ -35,3 +35,17 @@ def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatc
         serial = make("dir_odir", grid=grid).fit(z, y)
     np.testing.assert_array_equal(threaded.cv_losses_, serial.cv_losses_)
     np.testing.assert_array_equal(threaded.predict_proba(z), serial.predict_proba(z))
+
+
+def test_one_vs_rest_maps_fitted_in_threads_equal_the_serial_fits(monkeypatch):
+    """OneVsRest fits the classes' maps in threads: the same maps and outputs as one after the other."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(0, 5, 300)
+    z = rng.normal(size=(300, 5)) + 2.5 * np.eye(5)[y]
+    for method in ("pl3_ovr", "platt", "irova"):
+        settings = {"max_pieces": 3} if method == "pl3_ovr" else {}
+        monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+        threaded = make(method, **settings).fit(z, y).predict_proba(z)
+        monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 1)
+        serial = make(method, **settings).fit(z, y).predict_proba(z)
+        np.testing.assert_array_equal(threaded, serial)

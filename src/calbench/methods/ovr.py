@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.methods.base import Calibrator
+from calbench.parallel import thread_map
 from calbench.scores import Scores
 
 
@@ -32,9 +33,11 @@ class OneVsRest(Calibrator):
     needs_every_class = True
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        """The classes' maps in threads (:func:`calbench.parallel.thread_map`): their fits are independent, and
+        the numpy and compiled (numba, ``nogil``) work of one runs while another holds the GIL."""
         probs = scores.probs
-        self.binary_maps_ = [self._fit_binary(probs[:, j], (y == j).astype(np.float64))
-                             for j in range(probs.shape[1])]
+        self.binary_maps_ = thread_map(lambda j: self._fit_binary(probs[:, j], (y == j).astype(np.float64)),
+                                       range(probs.shape[1]))
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
