@@ -74,39 +74,31 @@ class NeighbourPool:
         self.eps = eps
         self.total = np.zeros(classes)
         self.logit_scale = 0.0
-        fast_kl = distance == "kl"
+        kl = distance == "kl"
         # KL: the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
-        self.rows32 = np.empty((n, classes), dtype=np.float32) if fast_kl else None
-        self.rows = None if fast_kl else np.empty((n, classes))
-        self.offset = np.empty(n) if distance == "euclidean" else None
-        self.logits, self.log_norm = (logits, np.empty(n)) if fast_kl else (None, None)
+        self.rows32 = np.empty((n, classes), dtype=np.float32) if kl else None
+        self.rows, self.offset = (None, None) if kl else (np.empty((n, classes)), np.empty(n))
+        self.logits, self.log_norm = (logits, np.empty(n)) if kl else (None, None)
         self.chunks = neighbour_sums.empty_chunks(n, classes)
         for start in range(0, n, BUILD_ROWS):
             rows = slice(start, start + BUILD_ROWS)
             probs = scores.subset(rows).probs
-            if distance == "kl":  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
+            if kl:  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
                 log_rows = np.clip(probs, eps, 1.0)
-                (self.rows32 if fast_kl else self.rows)[rows] = np.negative(np.log(log_rows, out=log_rows))
-            else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
-                self.rows[rows] = -2.0 * probs
-                self.offset[rows] = np.einsum("ij,ij->i", probs, probs)
-            if fast_kl:  # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
+                self.rows32[rows] = np.negative(np.log(log_rows, out=log_rows))
+                # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
                 top, index, block_logits = np.argmax(probs, axis=1), np.arange(probs.shape[0]), logits[rows]
                 self.log_norm[rows] = block_logits[index, top] - np.log(probs[index, top])
                 self.logit_scale = max(self.logit_scale, np.max(np.abs(block_logits), initial=0.0,
                                                                 where=np.isfinite(block_logits)))
+            else:  # ‖a − b‖² = ‖a‖² − 2a·b + ‖b‖², the first term constant per query
+                self.rows[rows] = -2.0 * probs
+                self.offset[rows] = np.einsum("ij,ij->i", probs, probs)
             block = targets(probs, rows)
             self.total += block.sum(axis=0)
             neighbour_sums.put_rows(self.chunks, start, block)
-        if fast_kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
+        if kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
             self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
-
-    def order_scores(self, queries: np.ndarray) -> np.ndarray:
-        """``[b, n]`` scores whose row-wise order is the order of d(query, pool point)."""
-        scores = queries @ self.rows.T
-        if self.offset is not None:
-            scores += self.offset
-        return scores
 
     def nearest_by_band(self, queries: np.ndarray, ends) -> np.ndarray:
         """``[b, ends[-1]]`` pool rows nearest to each query, positions ``ends[j−1]:ends[j]`` holding the
@@ -114,7 +106,7 @@ class NeighbourPool:
         if self.rows32 is not None:
             return neighbour_sums.nearest_kl_by_band(queries, self.rows32, self.logits, self.log_norm, ends, self.eps,
                                                      self.logit_scale)
-        return nearest_by_band(self.order_scores(queries), ends)
+        return nearest_by_band(queries @ self.rows.T + self.offset, ends)  # Euclidean: ‖b‖² − 2a·b per query a
 
     def neighbour_sums(self, queries: np.ndarray, ks) -> list[np.ndarray]:
         """For each k in ``ks``, the ``[b, T]`` sums of targets over each query's k nearest points."""

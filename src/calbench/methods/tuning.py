@@ -151,28 +151,29 @@ class GridSearch(Calibrator):
         else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`)."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
-        if hasattr(self.estimator, "grid_losses"):
-            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring), float)
-            if losses.shape != (len(points),) or np.isnan(losses).any():
-                raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
-                                   f"(expected {len(points)}) or a NaN")
-            progress()
-            return losses, {}
-        if hasattr(self.estimator, "predict_grid"):
-            predictions = self.estimator.predict_grid(points, train, y_train, val)
-        else:
-            predictions = ((i, clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs)
-                            .predict_proba(val)) for i, p in enumerate(points))
-        losses = np.full(len(points), np.nan)
         models = {}
-        for i, probs, *model in predictions:
-            losses[i] = fold_loss(probs, y[va], self.scoring)
-            if model and self.ensemble:
-                models[i] = model[0]
-                while models and sum(_array_bytes(m) for m in models.values()) > KEEP_MODELS_BYTES:
-                    del models[max(models, key=lambda j: (losses[j], j))]  # the worst-scoring one goes
+        if hasattr(self.estimator, "grid_losses"):
+            hook = "grid_losses"
+            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring), float)
+            if losses.shape != (len(points),):
+                raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
+                                   f"(expected {len(points)})")
+        else:
+            hook = "predict_grid"
+            if hasattr(self.estimator, "predict_grid"):
+                predictions = self.estimator.predict_grid(points, train, y_train, val)
+            else:
+                predictions = ((i, clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs)
+                                .predict_proba(val)) for i, p in enumerate(points))
+            losses = np.full(len(points), np.nan)
+            for i, probs, *model in predictions:
+                losses[i] = fold_loss(probs, y[va], self.scoring)
+                if model and self.ensemble:
+                    models[i] = model[0]
+                    while models and sum(_array_bytes(m) for m in models.values()) > KEEP_MODELS_BYTES:
+                        del models[max(models, key=lambda j: (losses[j], j))]  # the worst-scoring one goes
         if np.isnan(losses).any():
-            raise RuntimeError(f"{type(self.estimator).__name__}.predict_grid left grid points "
+            raise RuntimeError(f"{type(self.estimator).__name__}.{hook} left grid points "
                                f"{np.flatnonzero(np.isnan(losses)).tolist()} without a prediction or with a NaN loss")
         progress()
         return losses, models
