@@ -231,7 +231,7 @@ class PiecewiseLinearCV:
         return np.arange(1, max(top, 1) + 1)
 
     def _maps(self, n_pieces, data: _Folds) -> list[PiecewiseLinear]:
-        """Maps with ``n_pieces`` fitted on each data set of ``data``, all in one batched optimisation."""
+        """Maps with ``n_pieces`` fitted on each data set of ``data``, each by its own L-BFGS in one compiled call."""
         maps = []
         for theta in PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed).fit_folds(data):
             fitted = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)

@@ -25,12 +25,16 @@ def classwise_rows(probs, true_probs, squared: bool = False) -> np.ndarray:
     return np.mean(diff**2 if squared else np.abs(diff), axis=1)
 
 
-def true_confidence_ce(probs, true_probs, squared: bool = False) -> float:
-    mean = np.mean(confidence_rows(probs, true_probs, squared))
+def _row_mean(rows: np.ndarray, squared: bool) -> float:
+    """The mean of the per-row terms; with ``squared`` (rows of squares) its root."""
+    mean = np.mean(rows)
     return float(np.sqrt(mean) if squared else mean)
+
+
+def true_confidence_ce(probs, true_probs, squared: bool = False) -> float:
+    return _row_mean(confidence_rows(probs, true_probs, squared), squared)
 
 
 def true_classwise_ce(probs, true_probs, squared: bool = False) -> float:
     """``squared``: sqrt of the mean squared difference (``l2``; the fit-on-test paper's squared CMEE, rooted)."""
-    mean = np.mean(classwise_rows(probs, true_probs, squared))
-    return float(np.sqrt(mean) if squared else mean)
+    return _row_mean(classwise_rows(probs, true_probs, squared), squared)
