@@ -201,6 +201,9 @@ def test_source_files_name_the_modules_of_every_stage():
     assert any(f.endswith("methods/temperature.py") for f in files)
     assert any(f.endswith("methods/uncal.py") for f in files)
     assert any(f.endswith("methods/base.py") for f in files)
+    assert any(f.endswith("calbench/vector_exp.py") for f in files)  # ts's compiled passes use its exp
+    assert {"maps1d/piecewise_kernel.py", "calbench/vector_exp.py"} <= {  # PL's lazily imported kernel
+        "/".join(f.split("/")[-2:]) for f in source_files("pl3_conf")}
 
 
 def test_grid_search_picks_the_best_point_and_can_average_fold_models():
