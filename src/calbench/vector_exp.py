@@ -4,6 +4,9 @@
 exp(t) = 2^k·e^r with k = round(t / ln 2) and |r| ≤ ln 2 / 2: ln 2 in two parts (r exact to ~1e-19), the
 constant 1.5·2^52 whose addition rounds t / ln 2 to an integer kept in its low bits, Taylor terms of e^r to
 r^12 (remainder 0.35^13 / 13! < 2e-16 relative), and 2^k written into the exponent field of a float.
+
+numba's on-disk cache of a kernel checks only the kernel's own file: after editing this module, delete the
+callers' cached kernels (``src/calbench/**/__pycache__/*.nbi``, ``*.nbc``), or they keep the old exp.
 """
 
 from __future__ import annotations
