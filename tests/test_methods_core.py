@@ -9,6 +9,7 @@ from calbench import Scores
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import Chain, GridSearch, available, make, source_files
 from calbench.methods.tuning import expand_grid, fold_loss
+from conftest import shared_data
 
 
 def exactly_calibrated_rows(temperature, classes=10, rows=300, copies=20, seed=0):
@@ -55,26 +56,97 @@ def test_ts_subsample_start_reaches_the_same_temperature():
 
 def test_ts_series_of_row_moments_equals_evaluating_the_data(monkeypatch):
     """Issue 12: the gradient and curvature at β + δ from the power series of the row moments at β equal
-    the direct evaluation at β + δ (small δ), the fit that proposes its second point from the series ends
-    at the plain Newton fit's temperature (1e-10 relative), and the in-place prediction equals softmax."""
-    from scipy.special import softmax
-
+    the direct evaluation at β + δ (small δ), and the fit that proposes its second point from the series ends
+    at the plain Newton fit's temperature (1e-10 relative)."""
     from calbench.methods import temperature
 
     data = planted_temperature(3000, np.random.default_rng(7), num_classes=50, temperature=1.6)
     z, y = data["logits"], data["labels"]
-    shifted = z - z.max(axis=1, keepdims=True)
-    z_true, work = shifted[np.arange(y.size), y], np.empty_like(shifted)
-    moments = temperature._row_moments(0.6, shifted, work, temperature.MOMENT_ORDER)
+    top = z.max(axis=1)
+    z_true = z[np.arange(y.size), y] - top
+    moments = temperature._row_moments(0.6, z, top, temperature.MOMENT_ORDER)
     for delta in (0.0, 1e-4, -3e-3):
-        exact = temperature._gradient_curvature(temperature._row_moments(0.6 + delta, shifted, work, 2), z_true)
+        exact = temperature._gradient_curvature(temperature._row_moments(0.6 + delta, z, top, 2), z_true)
         np.testing.assert_allclose(temperature._gradient_curvature(moments, z_true, delta), exact, rtol=1e-11)
     fast = temperature.fit_inverse_temperature(z, y, subsample_entries=20_000)
     monkeypatch.setattr(temperature, "SERIES_RADIUS", 0.0)  # no series: Newton steps on the data only
     plain = temperature.fit_inverse_temperature(z, y, subsample_entries=20_000)
     assert fast == pytest.approx(plain, rel=1e-10)
+
+
+def straightforward_inverse_temperature(z, y):
+    """The root of the log-loss's derivative in β, mean_i(Σ_j σ(β z_i)_j z_ij − z_iy), by Brent's method with
+    scipy's softmax: the minimiser of the convex NLL of σ(β z), written out without the fast path's devices."""
+    from scipy.optimize import brentq
+    from scipy.special import softmax
+
+    def derivative(beta):
+        return np.mean(np.sum(softmax(beta * z, axis=1) * z, axis=1) - z[np.arange(y.size), y])
+
+    return brentq(derivative, 1e-6, 1e6, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=1000)
+
+
+def awkward_logits(case):
+    """Small tasks (400 × 7, labels drawn from σ(s)) whose logits are large, tied or very negative."""
+    rng = np.random.default_rng(11)
+    data = planted_temperature(400, rng, num_classes=7, temperature=1.3)
+    z, y = data["logits"], data["labels"]
+    if case == "large":
+        z = 3e4 * z
+    elif case == "offset":
+        z = z + 1e6 * rng.normal(size=(z.shape[0], 1))
+    elif case == "ties":
+        z = np.round(z)  # integer logits: ties everywhere, also for the row max
+        z[:50] = 2.0  # rows of equal logits
+    elif case == "negative":
+        far = rng.random(z.shape) < 0.3
+        far[np.arange(y.size), y] = False
+        z = np.where(far, -1e5 * (1 + rng.random(z.shape)), z)  # exp underflows to 0 there
+        z[0, y[0]] = -3e3  # one label far below its row max
+    return z, y
+
+
+@pytest.mark.parametrize("case", ["plain", "large", "offset", "ties", "negative"])
+def test_ts_fast_path_equals_the_straightforward_fit_and_softmax(case):
+    """Issue 12: the compiled fit (vectorised exp, row moments, series proposal, subsample start) ends where
+    the plain derivative's root is (1e-8 relative), with the same answer whatever its row blocks (1 row per
+    block or all rows in one, on threads); its prediction equals scipy's softmax(z / T) (1e-12)."""
+    from scipy.special import softmax
+
+    from calbench.methods.temperature import fit_inverse_temperature, softmax_scaled
+
+    z, y = awkward_logits(case)
+    beta = fit_inverse_temperature(z, y, subsample_entries=1_000)
+    assert beta == pytest.approx(straightforward_inverse_temperature(z, y), rel=1e-8)
+    assert fit_inverse_temperature(z, y, subsample_entries=1_000, block_entries=1) == beta
+    probs = softmax_scaled(z, beta)
+    np.testing.assert_array_equal(softmax_scaled(z, beta, block_entries=5), probs)
+    if case != "offset":  # there z / T rounds the differences to 1e-10 before scipy subtracts the row max
+        np.testing.assert_allclose(probs, softmax(z * beta, axis=1), rtol=1e-12, atol=1e-300)
     ts = make("ts").fit(z, y)
-    np.testing.assert_allclose(ts.predict_proba(z), softmax(z / ts.temperature_, axis=1), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(ts.predict_proba(z), softmax(z / ts.temperature_, axis=1) if case != "offset"
+                               else probs, rtol=1e-12, atol=1e-300)
+
+
+def test_vector_exp_equals_numpy_exp_and_flushes_below_the_normal_range():
+    """The compiled exp (2^k·e^r, Taylor to r^12) equals np.exp to 1e-15 relative; under 2^−1022 it is 0."""
+    from calbench.vector_exp import exp_split
+
+    t = np.concatenate([np.random.default_rng(0).uniform(-760, 708, 200_000), [0.0, -0.0, 1e-300, -746.5, 708.0]])
+    frac, scale = t.copy(), np.empty_like(t)
+    exp_split(frac, scale)
+    result, exact = frac * scale, np.exp(t)
+    normal = t > -708.3
+    np.testing.assert_allclose(result[normal], exact[normal], rtol=1e-15, atol=0)
+    assert (result[t < -708.8] == 0).all() and np.abs(result - exact)[~normal].max() < 2.3e-308
+
+
+def test_ts_on_real_cifar10_logits_equals_the_straightforward_fit():
+    """The default run's size (CIFAR-10 ResNet-20, 10 classes): the same temperature as the plain fit."""
+    folder = shared_data("logits", "cifar10_resnet-20")
+    z, y = np.load(folder / "scores.npy").astype(np.float64)[:5000], np.load(folder / "targets.npy")[:5000]
+    ts = make("ts").fit(z, y)
+    assert 1.0 / ts.temperature_ == pytest.approx(straightforward_inverse_temperature(z, y), rel=1e-10)
 
 
 def test_ts_on_separable_data_sharpens_without_failing():
@@ -129,6 +201,9 @@ def test_source_files_name_the_modules_of_every_stage():
     assert any(f.endswith("methods/temperature.py") for f in files)
     assert any(f.endswith("methods/uncal.py") for f in files)
     assert any(f.endswith("methods/base.py") for f in files)
+    assert any(f.endswith("calbench/vector_exp.py") for f in files)  # ts's compiled passes use its exp
+    assert {"maps1d/piecewise_kernel.py", "calbench/vector_exp.py"} <= {  # PL's lazily imported kernel
+        "/".join(f.split("/")[-2:]) for f in source_files("pl3_conf")}
 
 
 def test_grid_search_picks_the_best_point_and_can_average_fold_models():

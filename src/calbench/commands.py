@@ -262,8 +262,9 @@ def cmd_metrics(args) -> int:
 
 
 #: Methods that run numba-compiled kernels (maps1d/piecewise_kernel.py when fitting, methods/neighbour_sums.py
-#: when predicting): one fit and prediction each on tiny data compiles every kernel signature they use.
-COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece")
+#: when predicting, methods/temperature.py both): one fit and prediction each on tiny data compiles every kernel
+#: signature they use.
+COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece", "ts")
 
 
 def cmd_compile(args) -> int:

@@ -24,6 +24,7 @@ import numpy as np
 from numba import njit
 
 from calbench.scores import PROB_EPS
+from calbench.vector_exp import exp_split
 
 #: Line search: sufficient decrease (Armijo) and weak curvature constants, and the trial bound.
 ARMIJO, CURVATURE, MAX_TRIALS = 1e-4, 0.9, 40
@@ -77,33 +78,13 @@ def scratch(size, n_pieces):
     return np.empty((2, size)), np.empty((11, n_pieces + 1)), np.empty(n_pieces, np.int64)
 
 
-#: exp(z) = 2^k·e^r with k = round(z / ln 2) and |r| ≤ ln 2 / 2: ln 2 in two parts (r exact to ~1e-19), the
-#: constant 1.5·2^52 whose addition rounds z / ln 2 to an integer kept in its low bits, Taylor terms of e^r to
-#: r^12 (remainder 0.35^13 / 13! < 2e-16 relative).
-_LOG2E, _LN2_HI, _LN2_LO = 1.4426950408889634, 6.93147180369123816490e-01, 1.90821492927058770002e-10
-_ROUND = 6755399441055744.0
-_ROUND_BITS = np.array([_ROUND]).view(np.int64)[0]
-_TAYLOR = np.array([1.0 / math.factorial(i) for i in range(12, -1, -1)])
-
-
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _logistic(f, scale):
-    """f ← σ(f) = 1 / (1 + exp(−f)) in place (``scale``: scratch of f's size), in loops without calls or branches
-    that the compiler turns into vector instructions (libm's exp is one call per point: 2.5 × slower), with fused
-    multiply-adds."""
+    """f ← σ(f) = 1 / (1 + exp(−f)) in place (``scale``: scratch of f's size), with the vectorised exp of
+    :mod:`calbench.vector_exp`."""
     for i in range(f.size):
-        z = min(max(-f[i], -708.0), 708.0)
-        rounded = z * _LOG2E + _ROUND
-        k = rounded - _ROUND
-        r = (z - k * _LN2_HI) - k * _LN2_LO
-        e = _TAYLOR[0]
-        for c in _TAYLOR[1:]:
-            e = e * r + c
-        f[i] = e
-        scale[i] = rounded
-    bits = scale.view(np.int64)
-    for i in range(f.size):  # 2^k from the bits of its exponent field
-        bits[i] = (bits[i] - _ROUND_BITS + 1023) << 52
+        f[i] = -f[i]
+    exp_split(f, scale)
     for i in range(f.size):
         f[i] = 1.0 / (1.0 + f[i] * scale[i])
 
