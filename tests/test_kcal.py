@@ -63,6 +63,11 @@ def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():
     for chunk in (1, 7, 1000):  # blocks of one row, blocks that do not divide n, one block
         probs = np.concatenate([blocked.shares(*block, h) for _, *block in blocked.blocks(z, groups, chunk=chunk)])
         np.testing.assert_allclose(probs, plain, rtol=1e-10, atol=1e-14)
+        label_probs = np.concatenate([blocked.label_shares(*block, y[lo:lo + block[0].shape[0]], h)
+                                      for lo, *block in blocked.blocks(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(label_probs, plain[np.arange(n), y], rtol=1e-10, atol=1e-14)
+    # The CV loss (true-class shares only) is the mean log-loss of the all-class shares.
+    assert kde_log_loss(z, y, k, h, groups) == pytest.approx(-np.mean(np.log(plain[np.arange(n), y])), rel=1e-12)
     # Leave-one-out (a group per point) excludes exactly each point itself: point 2, alone in class 1, gets share 0.
     line = np.array([[0.0], [1.0], [5.0]])
     loo = kde_probs(line, line, np.array([0, 0, 1]), 2, 1.0, np.arange(3), np.arange(3))

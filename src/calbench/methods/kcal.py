@@ -94,11 +94,20 @@ class _Support:
         admissible point (the ratio is unchanged and no row underflows); rows with none get the class prior."""
         mass = np.empty((gram.shape[0], self.num_classes))
         class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
-                   LOG2E / (self.points.shape[1] * bandwidth), mass)
+                   LOG2E / (self.points.shape[1] * bandwidth), np.empty(0, np.int64), mass)
         total = mass.sum(axis=1, keepdims=True)
         empty = total[:, 0] == 0.0
         mass[empty], total[empty] = self.prior, 1.0
         return mass / total
+
+    def label_shares(self, gram, query_sq, query_groups, labels, bandwidth: float) -> np.ndarray:
+        """p̂_{labels[i]}(x_i) of :meth:`shares` for each row of the block, without the other classes' sums."""
+        mass = np.empty((gram.shape[0], 2))
+        class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
+                   LOG2E / (self.points.shape[1] * bandwidth), np.asarray(labels, np.int64), mass)
+        empty = mass[:, 1] == 0.0
+        mass[empty] = np.stack([self.prior[labels[empty]], np.ones(empty.sum())], axis=1)
+        return mass[:, 0] / mass[:, 1]
 
 
 def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray, num_classes: int,
@@ -115,8 +124,8 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
     return out
 
 
-def _log_loss(probs: np.ndarray, y: np.ndarray) -> float:
-    return float(-np.sum(np.log(np.maximum(probs[np.arange(y.size), y], LOSS_CLIP))))
+def _log_loss(label_probs: np.ndarray) -> float:
+    return float(-np.sum(np.log(np.maximum(label_probs, LOSS_CLIP))))
 
 
 def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
@@ -130,7 +139,7 @@ def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
 
     def loss(bandwidth: float) -> float:
         chunks = cached if cached is not None else kde.blocks(z, groups)
-        return sum(_log_loss(kde.shares(*block, bandwidth), y[lo:lo + block[0].shape[0]])
+        return sum(_log_loss(kde.label_shares(*block, y[lo:lo + block[0].shape[0]], bandwidth))
                    for lo, *block in chunks) / y.size
 
     return loss
