@@ -9,7 +9,7 @@ path it replaces made six passes over [rows, support] arrays and exponentiated i
 ``exp`` here is a vectorisable float64 exp (numba has no vector exp without Intel's SVML): u = t·log₂e is
 split as k + f with k = round(u) (the 1.5·2⁵² rounding trick) and |f| ≤ ½, 2^f by its Taylor series to
 degree 11 (relative error < 1e-14), 2^k by writing k + 1023 into the exponent bits. Values below 2⁻¹⁰²⁰
-(u < −1020) count as 0, as float64 ``exp`` underflows there too.
+(u < −1020) count as 0 (float64 ``exp`` is subnormal there; each row's nearest point contributes 1).
 """
 
 from __future__ import annotations
