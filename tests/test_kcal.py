@@ -44,29 +44,47 @@ def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():
     assert [cached(h) for h in (0.5, 2.0)] == [kde_log_loss(support, labels, 2, h, folds) for h in (0.5, 2.0)]
 
 
-def test_blocked_distances_and_sparse_group_exclusion_equal_the_plain_formulas():
-    """Eq. 3 with out-of-group support, computed in row blocks with the same-group pairs listed per group,
-    equals the straightforward computation: all pairs at once, exclusion by comparing every pair's groups."""
+def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():
+    """Eq. 3 with out-of-group support, computed by the compiled kernel in row blocks, equals the straightforward
+    float64 computation: all pairs at once, exclusion by comparing every pair's groups. Integer embeddings make
+    the float32 matrix product exact, so both see the same squared distances."""
     from calbench.methods.kcal import _Support
 
     rng = np.random.default_rng(3)
     n, k, d, h = 300, 7, 5, 0.7
-    z, y = rng.normal(size=(n, d)), rng.integers(0, k, n)
+    z, y = rng.integers(-3, 4, size=(n, d)).astype(float), rng.integers(0, k, n)
     groups = fold_ids(n, 6, 1)
-    zz = z.astype(np.float32)
-    sq = np.maximum((zz**2).sum(1)[:, None] + (zz**2).sum(1)[None, :] - 2.0 * zz @ zz.T, 0.0)
+    sq = ((z[:, None] - z[None]) ** 2).sum(-1)
     sq[groups[:, None] == groups[None, :]] = np.inf
-    kernel = np.exp((sq.min(1, keepdims=True) - sq) / np.float32(d * h))
+    kernel = np.exp((sq.min(1, keepdims=True) - sq) / (d * h))
     plain = np.stack([kernel[:, y == c].sum(1) for c in range(k)], axis=1)
     plain /= plain.sum(1, keepdims=True)
     blocked = _Support(z, y, k, groups)
     for chunk in (1, 7, 1000):  # blocks of one row, blocks that do not divide n, one block
-        probs = np.concatenate([blocked.shares(s, h) for _, s in blocked.distances(z, groups, chunk=chunk)])
-        np.testing.assert_allclose(probs, plain, rtol=1e-5, atol=1e-12)  # float32 kernels, other sum order
-    # Leave-one-out (a group per point) excludes exactly each point itself.
-    rows, cols = _Support(z, y, k, np.arange(n))._same_group(np.arange(n))
-    order = np.argsort(y, kind="stable")
-    assert np.array_equal(rows, np.arange(n)) and np.array_equal(order[cols], np.arange(n))
+        probs = np.concatenate([blocked.shares(*block, h) for _, *block in blocked.blocks(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(probs, plain, rtol=1e-10, atol=1e-14)
+        label_probs = np.concatenate([blocked.label_shares(*block, y[lo:lo + block[0].shape[0]], h)
+                                      for lo, *block in blocked.blocks(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(label_probs, plain[np.arange(n), y], rtol=1e-10, atol=1e-14)
+    # The CV loss (true-class shares only) is the mean log-loss of the all-class shares.
+    assert kde_log_loss(z, y, k, h, groups) == pytest.approx(-np.mean(np.log(plain[np.arange(n), y])), rel=1e-12)
+    # Leave-one-out (a group per point) excludes exactly each point itself: point 2, alone in class 1, gets share 0.
+    line = np.array([[0.0], [1.0], [5.0]])
+    loo = kde_probs(line, line, np.array([0, 0, 1]), 2, 1.0, np.arange(3), np.arange(3))
+    share = np.exp(-np.array([25.0, 16.0])) / (np.exp(-1.0) + np.exp(-np.array([25.0, 16.0])))
+    np.testing.assert_allclose(loo, [[1 - share[0], share[0]], [1 - share[1], share[1]], [1, 0]], rtol=1e-12)
+
+
+def test_compiled_exp_matches_numpy_over_the_float64_range():
+    """The kernel's vectorised exp (module calbench.methods.kernel_sums) against np.exp, from exp(0) down to
+    its underflow: one support point per class at squared distance t from the query, d = h = 1."""
+    t = np.concatenate([[0.0], np.geomspace(1e-6, 700.0, 400), [707.0, 750.0, 1e4]])
+    support = np.sqrt(t).astype(np.float32)[:, None]  # the kernel's float32 points; squared exactly in float64
+    t = support[:, 0].astype(np.float64) ** 2
+    probs = kde_probs(np.zeros((1, 1)), support, np.arange(t.size), t.size, 1.0)[0]
+    # rtol 1e-13: u = t·log₂e is rounded once (relative error up to |u|·2⁻⁵³ in exp)
+    np.testing.assert_allclose(probs[:-3], np.exp(-t[:-3]) / np.exp(-t).sum(), rtol=1e-13, atol=0)
+    assert probs[-2] == probs[-1] == 0.0  # below 2^-1020: 0, as float64 exp underflows
 
 
 def test_golden_section_finds_the_minimum_within_tolerance():
