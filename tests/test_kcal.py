@@ -39,10 +39,14 @@ def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():
     # Point 2 is alone in class 1: left out, only class-0 mass remains.
     np.testing.assert_allclose(loo[2], [1.0, 0.0])
     assert kde_log_loss(support, labels, 2, 1.0, np.arange(3)) == pytest.approx(-np.log(1e-10) / 3, rel=1e-6)
-    # The cached CV loss equals the uncached one at every bandwidth.
-    folds = fold_ids(3, 3, 0)
-    cached = cv_log_loss(support, labels, 2, folds)
-    assert [cached(h) for h in (0.5, 2.0)] == [kde_log_loss(support, labels, 2, h, folds) for h in (0.5, 2.0)]
+    # The cached CV loss (products kept, nearest distances found by the first call) equals the uncached one at
+    # every bandwidth.
+    rng = np.random.default_rng(4)
+    z, y = rng.normal(size=(300, 3)), rng.integers(0, 4, 300)
+    folds = fold_ids(300, 5, 0)
+    for cache in (True, False):
+        reused = cv_log_loss(z, y, 4, folds, cache=cache)
+        assert [reused(h) for h in (0.5, 2.0, 0.1)] == [kde_log_loss(z, y, 4, h, folds) for h in (0.5, 2.0, 0.1)]
 
 
 def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():

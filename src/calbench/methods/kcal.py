@@ -89,22 +89,29 @@ class _Support:
             gram = np.matmul(q, self.points.T, out=gram_buffer[:q.shape[0]])
             yield lo, gram, query_sq[lo:lo + chunk], query_groups[lo:lo + chunk]
 
+    def _mass(self, gram, query_sq, query_groups, bandwidth, labels, columns, nearest=None, find=True):
+        """:func:`class_mass` of a block; ``nearest``: the rows' nearest squared distances, found and written
+        there with ``find``, else read (None: found in a temporary)."""
+        mass = np.empty((gram.shape[0], columns))
+        nearest, find = (np.empty(gram.shape[0]), True) if nearest is None else (nearest, find)
+        class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
+                   LOG2E / (self.points.shape[1] * bandwidth), labels, nearest, find, mass)
+        return mass
+
     def shares(self, gram, query_sq, query_groups, bandwidth: float) -> np.ndarray:
         """Eq. 3 for a block from :meth:`blocks`: class shares of exp(−sq / (d·h)), shifted by each row's nearest
         admissible point (the ratio is unchanged and no row underflows); rows with none get the class prior."""
-        mass = np.empty((gram.shape[0], self.num_classes))
-        class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
-                   LOG2E / (self.points.shape[1] * bandwidth), np.empty(0, np.int64), mass)
+        mass = self._mass(gram, query_sq, query_groups, bandwidth, np.empty(0, np.int64), self.num_classes)
         total = mass.sum(axis=1, keepdims=True)
         empty = total[:, 0] == 0.0
         mass[empty], total[empty] = self.prior, 1.0
         return mass / total
 
-    def label_shares(self, gram, query_sq, query_groups, labels, bandwidth: float) -> np.ndarray:
-        """p̂_{labels[i]}(x_i) of :meth:`shares` for each row of the block, without the other classes' sums."""
-        mass = np.empty((gram.shape[0], 2))
-        class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
-                   LOG2E / (self.points.shape[1] * bandwidth), np.asarray(labels, np.int64), mass)
+    def label_shares(self, gram, query_sq, query_groups, labels, bandwidth: float, nearest=None,
+                     find=True) -> np.ndarray:
+        """p̂_{labels[i]}(x_i) of :meth:`shares` for each row of the block, without the other classes' sums;
+        ``nearest``, ``find`` as in :meth:`_mass`."""
+        mass = self._mass(gram, query_sq, query_groups, bandwidth, np.asarray(labels, np.int64), 2, nearest, find)
         empty = mass[:, 1] == 0.0
         mass[empty] = np.stack([self.prior[labels[empty]], np.ones(empty.sum())], axis=1)
         return mass[:, 0] / mass[:, 1]
@@ -131,16 +138,24 @@ def _log_loss(label_probs: np.ndarray) -> float:
 def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
     """``loss(h)``: mean log-loss (clipped at 1e-10, as the authors' code) of out-of-group KDE predictions.
 
-    The matrix products do not depend on h: with ``cache``, up to :data:`CACHE_ROWS` rows, they are computed once.
+    The matrix products and each row's nearest distance do not depend on h: the nearest distances are found
+    by the first call; with ``cache``, up to :data:`CACHE_ROWS` rows, the products are computed once.
     """
     kde = _Support(z, y, num_classes, groups)
     cached = ([(lo, gram.copy(), *rest) for lo, gram, *rest in kde.blocks(z, groups)]
               if cache and y.size <= CACHE_ROWS else None)
+    nearest = np.empty(y.size)
+    found = []
 
     def loss(bandwidth: float) -> float:
         chunks = cached if cached is not None else kde.blocks(z, groups)
-        return sum(_log_loss(kde.label_shares(*block, y[lo:lo + block[0].shape[0]], bandwidth))
-                   for lo, *block in chunks) / y.size
+        total = 0.0
+        for lo, *block in chunks:
+            rows = slice(lo, lo + block[0].shape[0])
+            probs = kde.label_shares(*block, y[rows], bandwidth, nearest[rows], find=not found)
+            total += _log_loss(probs)
+        found.append(True)
+        return total / y.size
 
     return loss
 

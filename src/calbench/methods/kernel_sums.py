@@ -93,12 +93,13 @@ def _add_by_class(poly, powers, offset, class_ends, first_class, mass_row):  # p
 
 @njit(cache=True, nogil=True)
 def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_ends, scale, query_labels,
-               mass):  # pragma: no cover (compiled)
+               nearest, find_nearest, mass):  # pragma: no cover (compiled)
     """Eq. 3's kernel mass for each query row i, shifted by the row's nearest admissible point (module docstring):
     with ``query_labels`` empty, ``mass[i, c]`` for every class c; otherwise ``mass[i] = (mass of class
     query_labels[i], total mass)``. Rows without any admissible support point are left at 0.
     ``scale`` = log₂e / (d·h); ``class_ends[c]``: end of class c in the support sorted by class; a query group
-    that no support point has excludes nothing."""
+    that no support point has excludes nothing. ``nearest[i]``: the row's nearest squared distance, written
+    with ``find_nearest`` and otherwise read (it does not depend on h: a bandwidth search finds it once)."""
     n = gram.shape[1]
     poly = np.empty(SEGMENT)
     scaled = np.empty(SEGMENT)
@@ -106,8 +107,9 @@ def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_e
     every_class = query_labels.size == 0
     for i in range(gram.shape[0]):
         mass[i, :] = 0.0
-        nearest = _nearest(gram[i], query_sq[i], support_sq, support_groups, query_groups[i])
-        if nearest == np.inf:
+        if find_nearest:
+            nearest[i] = _nearest(gram[i], query_sq[i], support_sq, support_groups, query_groups[i])
+        if nearest[i] == np.inf:
             continue
         c = 0
         if not every_class:
@@ -116,7 +118,7 @@ def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_e
         for lo in range(0, n, SEGMENT):
             m = min(SEGMENT, n - lo)
             _exp_parts(gram[i, lo:lo + m], query_sq[i], support_sq[lo:lo + m], support_groups[lo:lo + m],
-                       query_groups[i], nearest, scale, poly[:m], scaled[:m])
+                       query_groups[i], nearest[i], scale, poly[:m], scaled[:m])
             _exp2_integer(bits[:m])
             if every_class:
                 c = _add_by_class(poly[:m], scaled[:m], lo, class_ends, c, mass[i])
