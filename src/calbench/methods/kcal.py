@@ -42,9 +42,11 @@ LOSS_CLIP = 1e-10
 
 
 def project(params: dict, x: np.ndarray) -> np.ndarray:
-    """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode)."""
-    x = (np.asarray(x, dtype=np.float64) - params["bn_mean"]) / np.sqrt(params["bn_var"] + params["bn_eps"])
-    u = (x * params["bn_weight"] + params["bn_bias"]) @ params["first_weight"].T
+    """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode, folded
+    into the first layer: W·BN(x) + c = W·diag(γ/√(v + ε))·x + W·(β − γ·μ/√(v + ε)) + c, one matrix product)."""
+    scale = params["bn_weight"] / np.sqrt(params["bn_var"] + params["bn_eps"])
+    weight = params["first_weight"]
+    u = np.asarray(x, dtype=np.float64) @ (weight * scale).T + weight @ (params["bn_bias"] - params["bn_mean"] * scale)
     if "first_bias" in params:
         u = u + params["first_bias"]
     if "second_weight" in params:

@@ -125,14 +125,14 @@ class TrainingRows:
     """
 
     def __init__(self, features: torch.Tensor, device: torch.device):
-        rows = features.double()
-        shift = rows.mean(0)
-        centered = (rows - shift).float()
-        h = features.shape[1]
+        n, h = features.shape
+        self.shift = features.mean(0, dtype=torch.float64).float()
         #: [x − s, (x − s)²]; its left half is the centered rows the affine map is applied to
-        self.moment_rows = torch.cat([centered, centered.square()], 1).to(device)
+        self.moment_rows = torch.empty(n, 2 * h)
+        torch.sub(features, self.shift, out=self.moment_rows[:, :h])
+        torch.square(self.moment_rows[:, :h], out=self.moment_rows[:, h:])
+        self.moment_rows, self.shift = self.moment_rows.to(device), self.shift.to(device)
         self.centered = self.moment_rows[:, :h]
-        self.shift = shift.float().to(device)
         self.indicator = torch.zeros(features.shape[0], device=device)
 
     def moments(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
