@@ -196,6 +196,23 @@ def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
     assert summary["dim"] == 32 and summary["epochs"] <= FAST["max_epochs"]
 
 
+def test_projection_training_warns_when_stopped_by_max_epochs_not_by_its_schedule():
+    pytest.importorskip("torch", reason=NEEDS_TORCH)
+    import warnings
+
+    from calbench.convergence import NotConvergedWarning
+
+    rng = np.random.default_rng(6)
+    train, cal = _clusters(200, rng), _clusters(100, rng)
+    fast = {**FAST, "steps_per_epoch": 3, "max_epochs": 2}
+    with pytest.warns(NotConvergedWarning, match="max_epochs=2 before its schedule's stop"):
+        make("kcal", **fast).fit(cal[0], cal[1], train=train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # min_lr above lr: the schedule stops after the first epoch, no warning
+        model = make("kcal", min_lr=2e-3, **fast).fit(cal[0], cal[1], train=train)
+    assert model.fitted_summary()["epochs"] == 1
+
+
 def test_kcal_projection_in_numpy_matches_torch():
     torch = pytest.importorskip("torch", reason=NEEDS_TORCH)
     from calbench.models.projection import SkipELU, export

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import copy
 import logging
+import warnings
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
+
+from calbench.convergence import NotConvergedWarning
 
 log = logging.getLogger("calbench")
 PROB_CLIP = 1e-10
@@ -220,6 +223,10 @@ def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_cla
         schedule.step(validation)
         if opt.param_groups[0]["lr"] < min_lr:
             break
+    if opt.param_groups[0]["lr"] >= min_lr:
+        warnings.warn(f"KCal projection: stopped at max_epochs={max_epochs} before its schedule's stop (learning rate "
+                      f"{opt.param_groups[0]['lr']:.3g} not below min_lr={min_lr:g}; validation loss "
+                      f"{history[-1]['val_loss']:.4f}); raise max_epochs", NotConvergedWarning, stacklevel=2)
     log.info("KCal projection: %d epochs, last val loss %.4f, best %.4f", len(history), history[-1]["val_loss"],
              best[0])
     return {"params": best[1] if keep == "best" else export(module), "history": history}
