@@ -120,23 +120,25 @@ class TrainingRows:
 
         W·BN(x) + c = W·diag(γ/√(σ² + ε))·(x − μ) + W·β + c.
 
+    Where the episode holds at least half the rows (m·K + B of n: at ImageNet size 20,064 of 25,000 × 768),
     μ and σ² are read off one product of the episode's row indicator with [x − s, (x − s)²] (s: the split's
     mean, so that σ² = E[(x − s)²] − (μ − s)² does not cancel), and the map is applied to every training row
-    by one matrix product whose episode rows are then selected: an episode's ~m·K × h rows are never gathered
-    or normalised one by one (at ImageNet size that is 20,000 × 768 per step). γ, β, W and c get their
-    gradients through the map; BatchNorm's running statistics move as in torch's train mode.
+    by one matrix product whose episode rows are then selected: the episode's rows are never gathered or
+    normalised one by one. A smaller episode (few classes, a large split) gathers its rows and maps only
+    those. γ, β, W and c get their gradients through the map; BatchNorm's running statistics move as in
+    torch's train mode.
     """
 
     def __init__(self, features: torch.Tensor, device: torch.device):
-        n, h = features.shape
-        self.shift = features.mean(0, dtype=torch.float64).float()
+        (n, h), dtype = features.shape, features.dtype
+        self.shift = features.mean(0, dtype=torch.float64).to(dtype)
         #: [x − s, (x − s)²]; its left half is the centered rows the affine map is applied to
-        self.moment_rows = torch.empty(n, 2 * h)
+        self.moment_rows = torch.empty(n, 2 * h, dtype=dtype)
         torch.sub(features, self.shift, out=self.moment_rows[:, :h])
         torch.square(self.moment_rows[:, :h], out=self.moment_rows[:, h:])
         self.moment_rows, self.shift = self.moment_rows.to(device), self.shift.to(device)
         self.centered = self.moment_rows[:, :h]
-        self.indicator = torch.zeros(features.shape[0], device=device)
+        self.indicator = torch.zeros(n, dtype=dtype, device=device)
 
     def moments(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows' column means minus s and their biased variances (as BatchNorm's train mode)."""
@@ -148,13 +150,16 @@ class TrainingRows:
     def project(self, module: nn.Module, index: torch.Tensor) -> torch.Tensor:
         """``module(features[index])`` in train mode, its BatchNorm's running statistics updated likewise."""
         bn, first = module.bn, module.first
+        every_row = 2 * index.numel() >= self.centered.shape[0]
+        rows = self.centered if every_row else self.centered[index]
         with torch.no_grad():
-            mean, var = self.moments(index)
+            mean, var = self.moments(index) if every_row else (rows.mean(0), rows.var(0, correction=0))
         scale = bn.weight / torch.sqrt(var + bn.eps)
         bias = first.weight @ (bn.bias - mean * scale)
         if first.bias is not None:
             bias = bias + first.bias
-        u = torch.addmm(bias, self.centered, (first.weight * scale).T)[index]
+        u = torch.addmm(bias, rows, (first.weight * scale).T)
+        u = u[index] if every_row else u
         with torch.no_grad():
             n, momentum = index.numel(), bn.momentum
             bn.running_mean.mul_(1.0 - momentum).add_(mean + self.shift, alpha=momentum)
