@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import subprocess
 import sys
 
@@ -38,35 +39,57 @@ def test_far_queries_do_not_underflow_and_leave_out_excludes_own_group():
     # Point 2 is alone in class 1: left out, only class-0 mass remains.
     np.testing.assert_allclose(loo[2], [1.0, 0.0])
     assert kde_log_loss(support, labels, 2, 1.0, np.arange(3)) == pytest.approx(-np.log(1e-10) / 3, rel=1e-6)
-    # The cached CV loss equals the uncached one at every bandwidth.
-    folds = fold_ids(3, 3, 0)
-    cached = cv_log_loss(support, labels, 2, folds)
-    assert [cached(h) for h in (0.5, 2.0)] == [kde_log_loss(support, labels, 2, h, folds) for h in (0.5, 2.0)]
+    # The cached CV loss (products kept, nearest distances found by the first call) equals the uncached one at
+    # every bandwidth.
+    rng = np.random.default_rng(4)
+    z, y = rng.normal(size=(300, 3)), rng.integers(0, 4, 300)
+    folds = fold_ids(300, 5, 0)
+    for cache in (True, False):
+        reused = cv_log_loss(z, y, 4, folds, cache=cache)
+        assert [reused(h) for h in (0.5, 2.0, 0.1)] == [kde_log_loss(z, y, 4, h, folds) for h in (0.5, 2.0, 0.1)]
 
 
-def test_blocked_distances_and_sparse_group_exclusion_equal_the_plain_formulas():
-    """Eq. 3 with out-of-group support, computed in row blocks with the same-group pairs listed per group,
-    equals the straightforward computation: all pairs at once, exclusion by comparing every pair's groups."""
+def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():
+    """Eq. 3 with out-of-group support, computed by the compiled kernel in row blocks, equals the straightforward
+    float64 computation: all pairs at once, exclusion by comparing every pair's groups. Integer embeddings make
+    the float32 matrix product exact, so both see the same squared distances."""
     from calbench.methods.kcal import _Support
 
     rng = np.random.default_rng(3)
     n, k, d, h = 300, 7, 5, 0.7
-    z, y = rng.normal(size=(n, d)), rng.integers(0, k, n)
+    z, y = rng.integers(-3, 4, size=(n, d)).astype(float), rng.integers(0, k, n)
     groups = fold_ids(n, 6, 1)
-    zz = z.astype(np.float32)
-    sq = np.maximum((zz**2).sum(1)[:, None] + (zz**2).sum(1)[None, :] - 2.0 * zz @ zz.T, 0.0)
+    sq = ((z[:, None] - z[None]) ** 2).sum(-1)
     sq[groups[:, None] == groups[None, :]] = np.inf
-    kernel = np.exp((sq.min(1, keepdims=True) - sq) / np.float32(d * h))
+    kernel = np.exp((sq.min(1, keepdims=True) - sq) / (d * h))
     plain = np.stack([kernel[:, y == c].sum(1) for c in range(k)], axis=1)
     plain /= plain.sum(1, keepdims=True)
     blocked = _Support(z, y, k, groups)
     for chunk in (1, 7, 1000):  # blocks of one row, blocks that do not divide n, one block
-        probs = np.concatenate([blocked.shares(s, h) for _, s in blocked.distances(z, groups, chunk=chunk)])
-        np.testing.assert_allclose(probs, plain, rtol=1e-5, atol=1e-12)  # float32 kernels, other sum order
-    # Leave-one-out (a group per point) excludes exactly each point itself.
-    rows, cols = _Support(z, y, k, np.arange(n))._same_group(np.arange(n))
-    order = np.argsort(y, kind="stable")
-    assert np.array_equal(rows, np.arange(n)) and np.array_equal(order[cols], np.arange(n))
+        probs = np.concatenate([blocked.shares(*block, h) for _, *block in blocked.blocks(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(probs, plain, rtol=1e-10, atol=1e-14)
+        label_probs = np.concatenate([blocked.label_shares(*block, y[lo:lo + block[0].shape[0]], h)
+                                      for lo, *block in blocked.blocks(z, groups, chunk=chunk)])
+        np.testing.assert_allclose(label_probs, plain[np.arange(n), y], rtol=1e-10, atol=1e-14)
+    # The CV loss (true-class shares only) is the mean log-loss of the all-class shares.
+    assert kde_log_loss(z, y, k, h, groups) == pytest.approx(-np.mean(np.log(plain[np.arange(n), y])), rel=1e-12)
+    # Leave-one-out (a group per point) excludes exactly each point itself: point 2, alone in class 1, gets share 0.
+    line = np.array([[0.0], [1.0], [5.0]])
+    loo = kde_probs(line, line, np.array([0, 0, 1]), 2, 1.0, np.arange(3), np.arange(3))
+    share = np.exp(-np.array([25.0, 16.0])) / (np.exp(-1.0) + np.exp(-np.array([25.0, 16.0])))
+    np.testing.assert_allclose(loo, [[1 - share[0], share[0]], [1 - share[1], share[1]], [1, 0]], rtol=1e-12)
+
+
+def test_compiled_exp_matches_numpy_over_the_float64_range():
+    """The kernel's vectorised exp (module calbench.methods.kernel_sums) against np.exp, from exp(0) down to
+    its underflow: one support point per class at squared distance t from the query, d = h = 1."""
+    t = np.concatenate([[0.0], np.geomspace(1e-6, 700.0, 400), [707.0, 750.0, 1e4]])
+    support = np.sqrt(t).astype(np.float32)[:, None]  # the kernel's float32 points; squared exactly in float64
+    t = support[:, 0].astype(np.float64) ** 2
+    probs = kde_probs(np.zeros((1, 1)), support, np.arange(t.size), t.size, 1.0)[0]
+    # rtol 1e-13: u = t·log₂e is rounded once (relative error up to |u|·2⁻⁵³ in exp)
+    np.testing.assert_allclose(probs[:-3], np.exp(-t[:-3]) / np.exp(-t).sum(), rtol=1e-13, atol=0)
+    assert probs[-2] == probs[-1] == 0.0  # below 2^-1020: 0, as float64 exp underflows
 
 
 def test_golden_section_finds_the_minimum_within_tolerance():
@@ -109,6 +132,45 @@ def test_episode_loss_is_eq6_log_loss():
     got = episode_loss(torch.tensor(zp), torch.tensor(yp), torch.tensor(zb), torch.tensor(yb),
                        torch.tensor(np.log(w)), 3)
     assert float(got) == pytest.approx(expected, rel=1e-10)
+    # A row whose own class is far from it: p̂ underflows, the loss is clipped at 1e-10 with finite gradients.
+    zp = torch.tensor([[0.0, 0.0, 0.0], [30.0, 0.0, 0.0]], requires_grad=True)
+    zb = torch.tensor([[0.1, 0.0, 0.0], [30.0, 0.5, 0.0]])
+    got = episode_loss(zp, torch.tensor([1, 1]), zb, torch.tensor([0, 1]), torch.zeros(2), 3)
+    assert got.item() == pytest.approx(-np.log(1e-10) / 2, rel=1e-6)  # row 0 clipped, row 1: p̂ = 1 − e^−298
+    got.backward()
+    assert torch.isfinite(zp.grad).all()
+
+
+@pytest.mark.parametrize("projection", ["skip_elu", "linear"])
+def test_training_rows_equal_the_module_on_gathered_rows(projection):
+    """One episode's train-mode pass through the affine map (of every row, BatchNorm's moments from the row
+    indicator, for an episode of at least half the rows; of the gathered rows for a smaller one) equals the
+    module on ``features[index]``: outputs, gradients and BatchNorm's running statistics."""
+    torch = pytest.importorskip("torch", reason=NEEDS_TORCH)
+    from calbench.models.projection import PROJECTIONS, TrainingRows
+
+    rng = np.random.default_rng(5)
+    features = torch.tensor(rng.normal(size=(200, 12)) * rng.uniform(0.5, 3, 12) + 40.0)  # float64: exact checks
+    torch.manual_seed(0)
+    plain = PROJECTIONS[projection](12, 4).double()
+    with torch.no_grad():  # BatchNorm's affine parameters away from their (1, 0) initialisation
+        plain.bn.weight.uniform_(0.5, 2.0)
+        plain.bn.bias.uniform_(-1.0, 1.0)
+    fused = copy.deepcopy(plain)
+    rows = TrainingRows(features, torch.device("cpu"))
+    for index in (torch.randperm(200)[:150], torch.randperm(200)[:99], torch.arange(3), torch.tensor([7, 199, 0, 54])):
+        target = torch.randn(index.numel(), 4, dtype=torch.float64)
+        outputs = []
+        for module, run in ((plain.train(), lambda m: m(features[index])), (fused, lambda m: rows.project(m, index))):
+            module.zero_grad()
+            out = run(module)
+            (out * target).sum().backward()
+            outputs.append(out.detach())
+        np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-10, atol=1e-10)
+        for (name, a), b in zip(plain.named_parameters(), fused.parameters()):
+            np.testing.assert_allclose(b.grad, a.grad, rtol=1e-9, atol=1e-9, err_msg=name)
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            np.testing.assert_allclose(getattr(fused.bn, name), getattr(plain.bn, name), rtol=1e-12, err_msg=name)
 
 
 def _clusters(n, rng, k=4, h=40, noise=1.0):
@@ -133,6 +195,23 @@ def test_kcal_fits_is_deterministic_and_beats_the_uncalibrated_log_loss():
     assert (probs.argmax(1) == test[1]).mean() > 0.75
     summary = models[0].fitted_summary()
     assert summary["dim"] == 32 and summary["epochs"] <= FAST["max_epochs"]
+
+
+def test_projection_training_warns_when_stopped_by_max_epochs_not_by_its_schedule():
+    pytest.importorskip("torch", reason=NEEDS_TORCH)
+    import warnings
+
+    from calbench.convergence import NotConvergedWarning
+
+    rng = np.random.default_rng(6)
+    train, cal = _clusters(200, rng), _clusters(100, rng)
+    fast = {**FAST, "steps_per_epoch": 3, "max_epochs": 2}
+    with pytest.warns(NotConvergedWarning, match="max_epochs=2 before its schedule's stop"):
+        make("kcal", **fast).fit(cal[0], cal[1], train=train)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # min_lr above lr: the schedule stops after the first epoch, no warning
+        model = make("kcal", min_lr=2e-3, **fast).fit(cal[0], cal[1], train=train)
+    assert model.fitted_summary()["epochs"] == 1
 
 
 def test_kcal_projection_in_numpy_matches_torch():

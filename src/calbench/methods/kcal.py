@@ -13,10 +13,10 @@ KCal replaces the classifier's last layer by a kernel density classifier on a le
 The kernel is the authors' code's ``RBFKernelMean``: φ(u, v) = exp(−‖Π(u) − Π(v)‖² / (d·h)), so
 the bandwidth h lives on the scale of mean squared distances (h ≈ b² of the paper's φ_b; the 1/b
 factor of φ_b cancels in Eq. 3). The search covers h ∈ [0.1, 10] with tolerance 1e-4 and 20-fold
-CV, as their code does. Inference is numpy only. Each row of kernel values is shifted by its largest
-log-kernel before exponentiating: Eq. 3 is unchanged and no row underflows, which replaces the
-code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits`` runs the same on the logits (the
-code's ``use_preds`` variant) for sources without embeddings.
+CV, as their code does. Inference is numpy and one numba kernel (:mod:`calbench.methods.kernel_sums`).
+Each row of kernel values is shifted by its largest log-kernel before exponentiating: Eq. 3 is unchanged
+and no row underflows, which replaces the code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits``
+runs the same on the logits (the code's ``use_preds`` variant) for sources without embeddings.
 
 Where the defaults differ from the authors' code (docs/models_and_kcal.md), for compute: Adam with lr 1e-3,
 at most 30 epochs of 50 episodes, ReduceLROnPlateau patience 2, stop below lr 1e-4 (code: plain
@@ -33,6 +33,7 @@ import numpy as np
 
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
+from calbench.methods.kernel_sums import LOG2E, class_mass
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -41,9 +42,11 @@ LOSS_CLIP = 1e-10
 
 
 def project(params: dict, x: np.ndarray) -> np.ndarray:
-    """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode)."""
-    x = (np.asarray(x, dtype=np.float64) - params["bn_mean"]) / np.sqrt(params["bn_var"] + params["bn_eps"])
-    u = (x * params["bn_weight"] + params["bn_bias"]) @ params["first_weight"].T
+    """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode, folded
+    into the first layer: W·BN(x) + c = W·diag(γ/√(v + ε))·x + W·(β − γ·μ/√(v + ε)) + c, one matrix product)."""
+    scale = params["bn_weight"] / np.sqrt(params["bn_var"] + params["bn_eps"])
+    weight = params["first_weight"]
+    u = np.asarray(x, dtype=np.float64) @ (weight * scale).T + weight @ (params["bn_bias"] - params["bn_mean"] * scale)
     if "first_bias" in params:
         u = u + params["first_bias"]
     if "second_weight" in params:
@@ -51,78 +54,69 @@ def project(params: dict, x: np.ndarray) -> np.ndarray:
     return u
 
 
-#: Cross-validation keeps the calibration set's distance matrix in memory up to this many rows
-#: (float32: 8,000² × 4 bytes = 256 MB); above it, distances are recomputed for every bandwidth.
+#: Cross-validation keeps the calibration set's matrix product 2·z·zᵀ in memory up to this many rows
+#: (float32: 8,000² × 4 bytes = 256 MB); above it, it is recomputed for every bandwidth.
 CACHE_ROWS = 8000
-#: Query rows per block of the [rows, support] distance and kernel arrays: 256 × 25,000 float32 is 25 MB,
-#: small enough for each block's six in-place passes to stay in cache.
+#: Query rows per block of the [rows, support] matrix product (256 × 25,000 float32 is 25 MB).
 CHUNK_ROWS = 256
 
 
 class _Support:
-    """Support points sorted by class, for Eq. 3's per-class sums with one ``np.add.reduceat``."""
+    """Support points sorted by class, for Eq. 3's per-class sums (:func:`calbench.methods.kernel_sums.class_mass`).
+
+    ``groups`` (cross-validation folds; one per point gives leave-one-out) leave out the support points of a
+    query's own group."""
 
     def __init__(self, support, labels, num_classes, groups=None):
         order = np.argsort(labels, kind="stable")
         self.points = np.asarray(support, dtype=np.float32)[order]
-        self.sq = np.einsum("ij,ij->i", self.points, self.points)
-        self.present, self.starts = np.unique(labels[order], return_index=True)
+        self.sq = np.einsum("ij,ij->i", self.points.astype(np.float64), self.points.astype(np.float64))
+        self.class_ends = np.searchsorted(labels[order], np.arange(num_classes), side="right")
         self.prior = np.bincount(labels, minlength=num_classes) / labels.size
         self.num_classes = num_classes
-        if groups is not None:
-            groups = np.asarray(groups)[order]
-            self.members = np.argsort(groups, kind="stable")  # support positions, grouped
-            self.group_values, self.group_starts, self.group_sizes = np.unique(
-                groups[self.members], return_index=True, return_counts=True)
+        self.groups = np.zeros(labels.size, dtype=np.int64) if groups is None else np.asarray(groups, np.int64)[order]
 
-    def _same_group(self, query_groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(row, support position) of every pair whose query row and support point share a group:
-        rows × group size entries, instead of comparing every pair."""
-        at = np.minimum(np.searchsorted(self.group_values, query_groups), self.group_values.size - 1)
-        sizes = np.where(self.group_values[at] == query_groups, self.group_sizes[at], 0)
-        rows = np.repeat(np.arange(sizes.size), sizes)
-        offsets = np.repeat(self.group_starts[at] - (np.cumsum(sizes) - sizes), sizes)
-        return rows, self.members[offsets + np.arange(rows.size)]
+    def blocks(self, query, query_groups=None, chunk: int = CHUNK_ROWS):
+        """Blocks ``(start, 2·q·sᵀ [rows, support] float32, ‖q‖² float64, query groups)``; without groups, −1
+        (no support point's group when ``groups`` is None).
 
-    def distances(self, query, query_groups=None, chunk: int = CHUNK_ROWS):
-        """Blocks ``(start, squared distances [rows, support])``, +inf for pairs of the same group.
-
-        The blocks are views of one reused buffer: copy a block to keep it beyond the next iteration."""
+        The products are views of one reused buffer: copy a block to keep it beyond the next iteration."""
         query = np.asarray(query, dtype=np.float32)
-        query_sq, twice_query = np.einsum("ij,ij->i", query, query), 2.0 * query  # 2·q·s exactly, one pass less
-        rows = min(chunk, query.shape[0])
-        sq_buffer = np.empty((rows, self.points.shape[0]), dtype=np.float32)
-        gram_buffer = np.empty_like(sq_buffer)
+        query_sq = np.einsum("ij,ij->i", query.astype(np.float64), query.astype(np.float64))
+        query_groups = np.full(query.shape[0], -1) if query_groups is None else np.asarray(query_groups, np.int64)
+        twice_query = 2.0 * query  # 2·q·s exactly, one pass less
+        gram_buffer = np.empty((min(chunk, query.shape[0]), self.points.shape[0]), dtype=np.float32)
         for lo in range(0, query.shape[0], chunk):
             q = twice_query[lo:lo + chunk]
-            sq, gram = sq_buffer[:q.shape[0]], gram_buffer[:q.shape[0]]
-            np.add(query_sq[lo:lo + chunk, None], self.sq[None, :], out=sq)
-            sq -= np.matmul(q, self.points.T, out=gram)
-            np.maximum(sq, 0.0, out=sq)
-            if query_groups is not None:
-                sq[self._same_group(np.asarray(query_groups)[lo:lo + chunk])] = np.inf
-            yield lo, sq
+            gram = np.matmul(q, self.points.T, out=gram_buffer[:q.shape[0]])
+            yield lo, gram, query_sq[lo:lo + chunk], query_groups[lo:lo + chunk]
 
-    def shares(self, sq: np.ndarray, bandwidth: float, work: np.ndarray | None = None) -> np.ndarray:
-        """Eq. 3 from squared distances: class shares of exp(−sq / (d·h)), shifted by each row's nearest
-        point (the ratio is unchanged and no row underflows); rows with no admissible point get the prior.
+    def _mass(self, gram, query_sq, query_groups, bandwidth, labels, columns, nearest=None, find=True):
+        """:func:`class_mass` of a block; ``nearest``: the rows' nearest squared distances, found and written
+        there with ``find``, else read (None: found in a temporary)."""
+        mass = np.empty((gram.shape[0], columns))
+        nearest, find = (np.empty(gram.shape[0]), True) if nearest is None else (nearest, find)
+        class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
+                   LOG2E / (self.points.shape[1] * bandwidth), labels, nearest, find, mass)
+        return mass
 
-        ``work`` (sq's shape or larger, float32) receives the kernel values; ``sq`` is left unchanged."""
-        kernel = np.empty_like(sq) if work is None else work[:sq.shape[0]]
-        nearest = sq.min(axis=1, keepdims=True)
-        empty = ~np.isfinite(nearest[:, 0])
-        nearest[empty] = 0.0
-        np.subtract(nearest, sq, out=kernel)
-        kernel /= np.float32(self.points.shape[1] * bandwidth)
-        np.exp(kernel, out=kernel)
-        mass = np.zeros((sq.shape[0], self.num_classes))
-        mass[:, self.present] = np.add.reduceat(kernel, self.starts, axis=1)
-        mass[empty] = self.prior
-        return mass / mass.sum(axis=1, keepdims=True)
+    def shares(self, gram, query_sq, query_groups, bandwidth: float) -> np.ndarray:
+        """Eq. 3 for a block from :meth:`blocks`: class shares of exp(−sq / (d·h)), shifted by each row's nearest
+        admissible point (the ratio is unchanged and no row underflows); rows with none get the class prior."""
+        mass = self._mass(gram, query_sq, query_groups, bandwidth, np.empty(0, np.int64), self.num_classes)
+        total = mass.sum(axis=1, keepdims=True)
+        empty = total[:, 0] == 0.0
+        mass[empty], total[empty] = self.prior, 1.0
+        return mass / total
 
-    def work_buffer(self, rows: int) -> np.ndarray:
-        """A float32 [min(rows, CHUNK_ROWS), support] buffer for :meth:`shares`."""
-        return np.empty((min(rows, CHUNK_ROWS), self.points.shape[0]), dtype=np.float32)
+    def label_shares(self, gram, query_sq, query_groups, labels, bandwidth: float, nearest=None,
+                     find=True) -> np.ndarray:
+        """p̂_{labels[i]}(x_i) of :meth:`shares` for each row of the block, without the other classes' sums;
+        ``nearest``, ``find`` as in :meth:`_mass`."""
+        mass = self._mass(gram, query_sq, query_groups, bandwidth, np.asarray(labels, np.int64), 2, nearest, find)
+        empty = mass[:, 1] == 0.0
+        mass[empty] = np.stack([self.prior[labels[empty]], np.ones(empty.sum())], axis=1)
+        return mass[:, 0] / mass[:, 1]
 
 
 def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray, num_classes: int,
@@ -133,28 +127,37 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
     one group per point gives leave-one-out). Rows with no admissible support get the class prior.
     """
     kde = _Support(support, support_labels, num_classes, support_groups)
-    out, work = np.empty((query.shape[0], num_classes)), kde.work_buffer(query.shape[0])
-    for lo, sq in kde.distances(query, query_groups):
-        out[lo:lo + sq.shape[0]] = kde.shares(sq, bandwidth, work)
+    out = np.empty((query.shape[0], num_classes))
+    for lo, *block in kde.blocks(query, query_groups):
+        out[lo:lo + block[0].shape[0]] = kde.shares(*block, bandwidth)
     return out
 
 
-def _log_loss(probs: np.ndarray, y: np.ndarray) -> float:
-    return float(-np.sum(np.log(np.maximum(probs[np.arange(y.size), y], LOSS_CLIP))))
+def _log_loss(label_probs: np.ndarray) -> float:
+    return float(-np.sum(np.log(np.maximum(label_probs, LOSS_CLIP))))
 
 
 def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
     """``loss(h)``: mean log-loss (clipped at 1e-10, as the authors' code) of out-of-group KDE predictions.
 
-    The distances do not depend on h: with ``cache``, up to :data:`CACHE_ROWS` rows, they are computed once.
+    The matrix products and each row's nearest distance do not depend on h: the nearest distances are found
+    by the first call; with ``cache``, up to :data:`CACHE_ROWS` rows, the products are computed once.
     """
     kde = _Support(z, y, num_classes, groups)
-    cached = [(lo, sq.copy()) for lo, sq in kde.distances(z, groups)] if cache and y.size <= CACHE_ROWS else None
-    work = kde.work_buffer(y.size)
+    cached = ([(lo, gram.copy(), *rest) for lo, gram, *rest in kde.blocks(z, groups)]
+              if cache and y.size <= CACHE_ROWS else None)
+    nearest = np.empty(y.size)
+    found = []
 
     def loss(bandwidth: float) -> float:
-        chunks = cached if cached is not None else kde.distances(z, groups)
-        return sum(_log_loss(kde.shares(sq, bandwidth, work), y[lo:lo + sq.shape[0]]) for lo, sq in chunks) / y.size
+        chunks = cached if cached is not None else kde.blocks(z, groups)
+        total = 0.0
+        for lo, *block in chunks:
+            rows = slice(lo, lo + block[0].shape[0])
+            probs = kde.label_shares(*block, y[rows], bandwidth, nearest[rows], find=not found)
+            total += _log_loss(probs)
+        found.append(True)
+        return total / y.size
 
     return loss
 

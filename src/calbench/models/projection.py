@@ -7,26 +7,30 @@ S^k \\ S^B; x_j ∈ S^B is predicted by the weighted kernel classifier of Eq. 6/
     p̂_k(x_j) = Σ_{x∈B^k} w_k φ(x, x_j) / Σ_k' Σ_{x∈B^k'} w_k' φ(x, x_j),   w_k = |S^k \\ S^B| / |B^k|,
 
 with φ(u, v) = exp(−‖Π(u) − Π(v)‖² / d) (bandwidth 1 during training, §3.2), and the loss is the
-mean log-loss over S^B. The ratio is computed in log space (logsumexp), which is Eq. 6 exactly and
-needs none of the authors' code's 1e-10 guards; probabilities are still clipped at 1e-10 in the loss
-as in their code. Early stopping follows the authors' code (the spec's reading of "until the loss
-does not improve"): after each epoch the leave-one-out log-loss of the calibration set (bandwidth 1)
-steps a ReduceLROnPlateau schedule (factor 0.5) and training stops once the learning rate falls
-below ``min_lr``. Only imported inside :meth:`calbench.methods.kcal.KCal.fit`.
+mean log-loss over S^B. Each row's kernels are shifted by its largest before exponentiating (Eq. 6's
+ratio is unchanged), which needs none of the authors' code's 1e-10 guards; probabilities are still
+clipped at 1e-10 in the loss as in their code. An episode's train-mode forward pass is one affine map
+of every training row (:class:`TrainingRows`). Early stopping follows the authors' code (the spec's
+reading of "until the loss does not improve"): after each epoch the leave-one-out log-loss of the
+calibration set (bandwidth 1) steps a ReduceLROnPlateau schedule (factor 0.5) and training stops once
+the learning rate falls below ``min_lr``. Only imported inside :meth:`calbench.methods.kcal.KCal.fit`.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+import warnings
 
 import numpy as np
 import torch
 from torch import nn
 from tqdm.auto import tqdm
 
+from calbench.convergence import NotConvergedWarning
+
 log = logging.getLogger("calbench")
-LOG_CLIP = float(np.log(1e-10))
+PROB_CLIP = 1e-10
 
 
 class SkipELU(nn.Module):
@@ -39,7 +43,10 @@ class SkipELU(nn.Module):
         self.second = nn.Linear(d, d, bias=False)
 
     def forward(self, x):
-        u = self.first(self.bn(x))
+        return self.head(self.first(self.bn(x)))
+
+    def head(self, u):
+        """The layers after the first linear one: u + V·ELU(u)."""
         return u + self.second(nn.functional.elu(u))
 
 
@@ -53,6 +60,10 @@ class BNLinear(nn.Module):
 
     def forward(self, x):
         return self.first(self.bn(x))
+
+    def head(self, u):
+        """Nothing after the linear layer."""
+        return u
 
 
 PROJECTIONS = {"skip_elu": SkipELU, "linear": BNLinear}
@@ -100,14 +111,74 @@ class EpisodeSampler:
         return pred, background, weights
 
 
+class TrainingRows:
+    """The training split's rows, held once for the train-mode forward pass of every episode.
+
+    BatchNorm in train mode followed by the first linear layer is an affine map of the raw rows whose
+    coefficients depend on the episode's column means μ and biased variances σ² (the inputs need no gradient,
+    so μ and σ² are constants of the step):
+
+        W·BN(x) + c = W·diag(γ/√(σ² + ε))·(x − μ) + W·β + c.
+
+    Where the episode holds at least half the rows (m·K + B of n: at ImageNet size 20,064 of 25,000 × 768),
+    μ and σ² are read off one product of the episode's row indicator with [x − s, (x − s)²] (s: the split's
+    mean, so that σ² = E[(x − s)²] − (μ − s)² does not cancel), and the map is applied to every training row
+    by one matrix product whose episode rows are then selected: the episode's rows are never gathered or
+    normalised one by one. A smaller episode (few classes, a large split) gathers its rows and maps only
+    those. γ, β, W and c get their gradients through the map; BatchNorm's running statistics move as in
+    torch's train mode.
+    """
+
+    def __init__(self, features: torch.Tensor, device: torch.device):
+        (n, h), dtype = features.shape, features.dtype
+        self.shift = features.mean(0, dtype=torch.float64).to(dtype)
+        #: [x − s, (x − s)²]; its left half is the centered rows the affine map is applied to
+        self.moment_rows = torch.empty(n, 2 * h, dtype=dtype)
+        torch.sub(features, self.shift, out=self.moment_rows[:, :h])
+        torch.square(self.moment_rows[:, :h], out=self.moment_rows[:, h:])
+        self.moment_rows, self.shift = self.moment_rows.to(device), self.shift.to(device)
+        self.centered = self.moment_rows[:, :h]
+        self.indicator = torch.zeros(n, dtype=dtype, device=device)
+
+    def moments(self, index: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows' column means minus s and their biased variances (as BatchNorm's train mode)."""
+        self.indicator.zero_()
+        self.indicator[index] = 1.0 / index.numel()
+        mean, second = (self.indicator @ self.moment_rows).split(self.centered.shape[1])
+        return mean, (second - mean.square()).clamp_min(0.0)
+
+    def project(self, module: nn.Module, index: torch.Tensor) -> torch.Tensor:
+        """``module(features[index])`` in train mode, its BatchNorm's running statistics updated likewise."""
+        bn, first = module.bn, module.first
+        every_row = 2 * index.numel() >= self.centered.shape[0]
+        rows = self.centered if every_row else self.centered[index]
+        with torch.no_grad():
+            mean, var = self.moments(index) if every_row else (rows.mean(0), rows.var(0, correction=0))
+        scale = bn.weight / torch.sqrt(var + bn.eps)
+        bias = first.weight @ (bn.bias - mean * scale)
+        if first.bias is not None:
+            bias = bias + first.bias
+        u = torch.addmm(bias, rows, (first.weight * scale).T)
+        u = u[index] if every_row else u
+        with torch.no_grad():
+            n, momentum = index.numel(), bn.momentum
+            bn.running_mean.mul_(1.0 - momentum).add_(mean + self.shift, alpha=momentum)
+            bn.running_var.mul_(1.0 - momentum).add_(var, alpha=momentum * n / (n - 1))
+            bn.num_batches_tracked += 1
+        return module.head(u)
+
+
 def episode_loss(z_pred, y_pred, z_back, y_back, log_weights, d: int):
-    """Mean log-loss of Eq. 6 (bandwidth 1, kernel exp(−‖Δ‖²/d)) in log space."""
-    sq = (z_pred.pow(2).sum(1, keepdim=True) + z_back.pow(2).sum(1) - 2.0 * z_pred @ z_back.T).clamp_min(0.0)
-    scores = -sq / d + log_weights[y_back]
-    same = y_pred[:, None] == y_back[None, :]
-    numerator = torch.logsumexp(scores.masked_fill(~same, float("-inf")), dim=1)
-    log_p = (numerator - torch.logsumexp(scores, dim=1)).clamp_min(LOG_CLIP)
-    return -log_p.mean()
+    """Mean log-loss of Eq. 6 (bandwidth 1, kernel exp(−‖Δ‖²/d)), probabilities clipped at 1e-10.
+
+    −‖z − b‖²/d = (2·z·b − ‖b‖²)/d − ‖z‖²/d, and the last term, the same for every background point b of a
+    prediction row z, cancels in Eq. 6's ratio: the log-kernels plus log-weights are one matrix product plus
+    a term per background point. Each row is shifted by its largest before exponentiating, so no row's
+    total underflows."""
+    scores = torch.addmm(log_weights[y_back] - z_back.square().sum(1) / d, z_pred, z_back.T, alpha=2.0 / d)
+    kernel = (scores - scores.amax(1, keepdim=True).detach()).exp()
+    own = torch.where(y_pred[:, None] == y_back[None, :], kernel, 0.0).sum(1)
+    return -(own / kernel.sum(1)).clamp_min(PROB_CLIP).log().mean()
 
 
 def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_classes: int, d: int, *,
@@ -124,7 +195,7 @@ def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_cla
         torch.manual_seed(seed)
         module = PROJECTIONS[projection](train_x.shape[1], d).to(device)
     generator = torch.Generator().manual_seed(seed)
-    features = torch.as_tensor(train_x, dtype=torch.float32)
+    rows = TrainingRows(torch.as_tensor(train_x, dtype=torch.float32), device)
     labels = torch.as_tensor(train_y, dtype=torch.int64)
     sampler = EpisodeSampler(labels, num_classes, batch_size, m, generator)
     opt = (torch.optim.SGD(module.parameters(), lr=lr) if optimizer == "sgd"
@@ -136,19 +207,17 @@ def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_cla
     history, best = [], (np.inf, None)
     epochs = tqdm(range(max_epochs), desc="KCal projection", disable=None, leave=False)
     for epoch in epochs:
-        module.train()
         total = 0.0
         for _ in range(steps_per_epoch):
             pred, background, weights = sampler()
             index = torch.cat([pred, background])
-            z = module(features[index].to(device))
+            z = rows.project(module, index.to(device))
             loss = episode_loss(z[: pred.numel()], labels[pred].to(device), z[pred.numel():],
                                 labels[background].to(device), weights.log().float().to(device), d)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             total += loss.item()
-        module.eval()
         params = export(module)
         validation = float(val_loss(params))
         history.append({"epoch": epoch + 1, "train_loss": total / steps_per_epoch, "val_loss": validation,
@@ -159,6 +228,10 @@ def train_projection(train_x: np.ndarray, train_y: np.ndarray, val_loss, num_cla
         schedule.step(validation)
         if opt.param_groups[0]["lr"] < min_lr:
             break
+    if opt.param_groups[0]["lr"] >= min_lr:
+        warnings.warn(f"KCal projection: stopped at max_epochs={max_epochs} before its schedule's stop (learning rate "
+                      f"{opt.param_groups[0]['lr']:.3g} not below min_lr={min_lr:g}; validation loss "
+                      f"{history[-1]['val_loss']:.4f}); raise max_epochs", NotConvergedWarning, stacklevel=2)
     log.info("KCal projection: %d epochs, last val loss %.4f, best %.4f", len(history), history[-1]["val_loss"],
              best[0])
     return {"params": best[1] if keep == "best" else export(module), "history": history}
