@@ -169,26 +169,25 @@ def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndar
     absolute += rounding * np.abs(queries).sum(axis=1).max(initial=0.0)
     members = np.arange(cols32.shape[1]) if members is None else np.asarray(members, dtype=np.int64)
     out = np.empty((queries.shape[0], ends[-1]), dtype=np.int64)
-    low, high = np.empty((2, queries.shape[0], cols32.shape[1]))
-    width = np.empty(queries.shape[0])
+    b = queries.shape[0]
+    sums, rest, width = np.empty((b, cols32.shape[1])), np.zeros(b), np.empty(b)
     # a few float32 terms summed in float64: each term's float32 rounding (2⁻²⁴, with room), not γ_C
     peaked = _partial_scores(queries, cols32, col_max, RESIDUAL_MASS, MAX_CLASSES, 2.0**-22, absolute, rounding,
-                             low, high, width)
+                             sums, rest, width)
     cap = -np.log(eps)
     if peaked.any():  # the k-th smallest score is between the k-th smallest lower bound and that + the widest interval
         rows = np.flatnonzero(peaked)
-        lowest = _smallest(low[rows], ends)
-        _select(low, high, rows, lowest, lowest + width[rows, None], queries, logits, log_norm, members, cap, ends,
-                out)
-    if not peaked.all():
+        lowest = (_smallest(sums[rows], ends) - absolute) * (1 / (1 + 2.0**-22))
+        _select(sums, rows, lowest, lowest + width[rows, None], rest, col_max, 2.0**-22, absolute, rounding, queries,
+                logits, log_norm, members, cap, ends, out)
+    if not peaked.all():  # the bounds of the float32 product's k-th smallest score
         rows = np.flatnonzero(~peaked)
         scores = queries[rows].astype(np.float32) @ cols32
         boundary = _smallest(scores, ends).astype(np.float64)
-        certain_in = (boundary * (1 - relative) - 2 * absolute) / (1 + relative)
-        certain_out = (boundary * (1 + relative) + 2 * absolute) / (1 - relative)
         part = np.empty((rows.size, ends[-1]), dtype=np.int64)
-        _select(scores, scores, np.arange(rows.size), certain_in, certain_out, queries[rows], logits, log_norm, members,
-                cap, ends, part)
+        _select(scores, np.arange(rows.size), (boundary - absolute) * (1 / (1 + relative)),
+                (boundary + absolute) * (1 / (1 - relative)), rest[rows], col_max, relative, absolute, rounding,
+                queries[rows], logits, log_norm, members, cap, ends, part)
         out[rows] = part
     return out
 
@@ -203,12 +202,11 @@ def _smallest(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def _partial_scores(queries, cols32, col_max, residual_mass, max_classes, relative, absolute, rounding, low, high,
+def _partial_scores(queries, cols32, col_max, residual_mass, max_classes, relative, absolute, rounding, sums, rest,
                     width):  # pragma: no cover (compiled)
-    """Bounds ``low``/``high`` on every pool row's float64 score for each peaked query (returned mask), and
-    ``width`` the widest interval: Σ over the query's classes aⱼ ≥ θ of aⱼ·cols32ⱼ (float32 terms summed in
-    float64, within ``relative``·sum + ``absolute``), plus for ``high`` the remaining mass times the row's
-    largest term."""
+    """For each peaked query (returned mask): ``sums``, every pool row's Σ over the query's classes aⱼ ≥ θ of
+    aⱼ·cols32ⱼ (float32 terms summed in float64, within ``relative``·sum + ``absolute`` of the float64
+    terms), ``rest`` the remaining mass (with room), and ``width`` the widest interval of :func:`_bounds`."""
     b, classes = queries.shape
     n = cols32.shape[1]
     peaked = np.zeros(b, np.bool_)
@@ -229,34 +227,41 @@ def _partial_scores(queries, cols32, col_max, residual_mass, max_classes, relati
         if residual > residual_mass or size > max_classes:
             continue
         peaked[i] = True
-        partial = low[i]
+        partial = sums[i]
         partial[:] = 0.0
         for c in range(size):
             weight = queries[i, chosen[c]]
             column = cols32[chosen[c]]
             for r in range(n):
                 partial[r] += weight * column[r]
-        # the rest: Σ_{aⱼ<θ} aⱼ·(−ln p̂ⱼ) ≤ residual·(float64 largest term), with its float32 and float64 rounding
-        rest = residual * (1 + 1e-9)
+        rest[i] = residual * (1 + 1e-9)
         widest = 0.0
         for r in range(n):
-            value = partial[r]
-            high[i, r] = (value + absolute) / (1 - relative) + rest * (col_max[r] * (1 + 2.0**-22) + rounding)
-            low[i, r] = (value - absolute) / (1 + relative)
-            widest = max(widest, high[i, r] - low[i, r])
+            low, high = _bounds(partial[r], rest[i], col_max[r], relative, absolute, rounding)
+            widest = max(widest, high - low)
         width[i] = widest
     return peaked
 
 
+@numba.njit(nogil=True, cache=True, inline="always")
+def _bounds(value, rest, col_max, relative, absolute, rounding):  # pragma: no cover (compiled)
+    """(low, high) of a pool row's float64 score from ``value`` (its float32 product, or its sum over a
+    query's largest classes, within ``relative``·value + ``absolute``) and the query's remaining mass ``rest``:
+    Σ_{rest} aⱼ·(−ln p̂ⱼ) ≤ rest·(the row's largest float32 −ln p̂, rounded up, + the float64 rounding)."""
+    low = (value - absolute) * (1 / (1 + relative))
+    high = (value + absolute) * (1 / (1 - relative)) + rest * (col_max * (1 + 2.0**-22) + rounding)
+    return low, high
+
+
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def _select(low, high, query_rows, certain_in, certain_out, queries, logits, log_norm, members, cap, ends,
-            out):  # pragma: no cover (compiled)
-    """Rank bands from score intervals: for query ``q = query_rows[i]`` (row q of ``low``, ``high``,
-    ``queries`` and ``out``; row i of ``certain_in`` and ``certain_out``), a pool row whose upper bound
-    ``high`` is below ``certain_in[i, e]`` is among the ends[e] nearest, one whose lower bound ``low`` is
-    above ``certain_out[i, e]`` is not; the others are scored in float64 and ranked by that (ties by pool
-    row)."""
-    n = low.shape[1]
+def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative, absolute, rounding, queries, logits,
+            log_norm, members, cap, ends, out):  # pragma: no cover (compiled)
+    """Rank bands from score intervals (:func:`_bounds` of ``values`` and ``rest``): for query
+    ``q = query_rows[i]`` (row q of ``values``, ``rest``, ``queries`` and ``out``; row i of ``certain_in`` and
+    ``certain_out``), a pool row whose upper bound is below ``certain_in[i, e]`` is among the ends[e]
+    nearest, one whose lower bound is above ``certain_out[i, e]`` is not; the others are scored in float64
+    and ranked by that (ties by pool row)."""
+    n = values.shape[1]
     bands = ends.size
     unsure_rows = np.empty(n, np.int64)
     unsure_exact = np.empty(n)
@@ -274,10 +279,9 @@ def _select(low, high, query_rows, certain_in, certain_out, queries, logits, log
         last_out = certain_out[i, bands - 1]
         unsure = 0
         for j in range(n):
-            below = low[q, j]
+            below, above = _bounds(values[q, j], rest[q], col_max[j], relative, absolute, rounding)
             if below > last_out:
                 continue
-            above = high[q, j]
             first_in = bands
             for e in range(bands):
                 if above < certain_in[i, e]:
