@@ -10,9 +10,9 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, docs/runtime.md): the query-to-pool distances are one matrix product
-per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
-needs only −a·ln b). Every term of −a·ln b is ≥ 0, so a peaked query's few largest classes bound each
+Speed (docs/methods_nonparametric.md, docs/runtime.md): d_KL(a, b) = Σ a ln a − a·ln b, the first term
+constant per query, so neighbour order needs only −a·ln b (Euclidean: one matrix product per block of
+queries). Every term of −a·ln b is ≥ 0, so a peaked query's few largest classes bound each
 pool row's score from both sides; other queries take a float32 product with its error bound. Rows whose
 bounds straddle a rank boundary are re-scored in float64 (the same neighbours as float64;
 :mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several k at once are one compiled
