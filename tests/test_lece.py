@@ -20,6 +20,18 @@ def summation(request, monkeypatch):
     return request.param
 
 
+@pytest.fixture(params=["partial sums", "loose partial sums", "float32 product"])
+def kl_bounds(request, monkeypatch):
+    """Run a KL test with each source of the score intervals (issue 12): the sums over a peaked query's
+    largest classes (default), the same with a remaining mass of up to 0.5 (wide intervals: many rows
+    re-scored in float64), and the float32 matrix product for every query."""
+    if request.param == "loose partial sums":
+        monkeypatch.setattr(neighbour_sums_module, "RESIDUAL_MASS", 0.5)
+    elif request.param == "float32 product":
+        monkeypatch.setattr(neighbour_sums_module, "MAX_CLASSES", 0)
+    return request.param
+
+
 def _data(n, classes, seed):
     rng = np.random.default_rng(seed)
     p = rng.dirichlet(np.full(classes, 0.7), size=n)
@@ -49,7 +61,7 @@ def _algorithm1(p_cal, y_cal, p_query, q, t, distance="kl", lecd=False, eps=1e-3
 @pytest.mark.parametrize("name", ["lece", "lecd"])
 @pytest.mark.parametrize("distance", ["kl", "euclidean"])
 @pytest.mark.parametrize("q,t", [(0.05, 0.0), (0.2, 0.02), (0.5, 0.1), (1.0, 0.0)])
-def test_matches_algorithm1_written_out(name, distance, q, t, summation):
+def test_matches_algorithm1_written_out(name, distance, q, t, summation, kl_bounds):
     z, y = _data(300, 4, 0)
     zq, _ = _data(50, 4, 1)
     cal = make(name, q=q, t=t, distance=distance, grid=None).fit(z, y)
@@ -103,7 +115,7 @@ def test_blocks_give_the_same_output(monkeypatch):
 
 
 @pytest.mark.parametrize("q", [0.03, 0.31])  # k = 6, 62: not multiples of the 4 copies
-def test_exactly_k_neighbours_when_distances_tie(q, summation):
+def test_exactly_k_neighbours_when_distances_tie(q, summation, kl_bounds):
     """Each calibration point appears 4 times (same label): distances tie at the k-th neighbour."""
     z, y = _data(50, 3, 15)
     z, y = np.tile(z, (4, 1)), np.tile(y, 4)
@@ -192,7 +204,7 @@ def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypa
     assert with_hook.best_params_ == without.best_params_
 
 
-def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties():
+def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties(kl_bounds):
     """Pool rows in pairs whose KL scores differ by ~1e-9 (below float32's resolution): every rank band
     holds the rows of the float64 order (issue 12: float32 product, float64 re-check at the boundaries)."""
     rng = np.random.default_rng(20)
@@ -203,14 +215,21 @@ def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties():
     log_rows = -np.log(np.clip(pool, 1e-30, 1))
     ends = [5, 17, 40, 119]
     logits = np.log(pool)
-    nearest = neighbour_sums_module.nearest_kl_by_band(queries, log_rows.astype(np.float32), logits,
+    cols32 = np.ascontiguousarray(log_rows.T, dtype=np.float32)
+    nearest = neighbour_sums_module.nearest_kl_by_band(queries, cols32, cols32.max(axis=0), logits,
                                                        np.zeros(len(pool)), ends, 1e-30, np.abs(logits).max())
     reference = np.argsort(queries @ log_rows.T, axis=1, kind="stable")
     for start, end in zip([0, *ends[:-1]], ends):
         assert (np.sort(nearest[:, start:end], axis=1) == np.sort(reference[:, start:end], axis=1)).all()
+    # the pool as rows `members` of larger arrays (a CV fold's pool within the whole set's logits)
+    members = np.arange(len(pool)) * 2 + 1
+    wide = np.full((2 * len(pool) + 1, 8), 50.0)
+    wide[members] = logits
+    assert (neighbour_sums_module.nearest_kl_by_band(queries, cols32, cols32.max(axis=0), wide, np.zeros(len(wide)),
+                                                     ends, 1e-30, np.abs(logits).max(), members) == nearest).all()
 
 
-def test_confident_predictions_with_queries_in_the_pool_match_algorithm1(summation):
+def test_confident_predictions_with_queries_in_the_pool_match_algorithm1(summation, kl_bounds):
     """Scores near 0 (queries equal to pool points, p̂_top ≈ 1 − 1e-15): the float32 bound's absolute part
     and the float64 re-check from the logits still give Algorithm 1's neighbours."""
     z, y = _data(200, 6, 21)
@@ -219,3 +238,48 @@ def test_confident_predictions_with_queries_in_the_pool_match_algorithm1(summati
                            np.exp(z[:30] - np.log(np.exp(z[:30]).sum(1, keepdims=True))), 0.1, 0.0)
     out = make("lece", q=0.1, t=0.0, grid=None).fit(z, y).predict_proba(z[:30])
     np.testing.assert_allclose(out, expected, atol=1e-10)
+
+
+def _peaked(n, classes, seed):
+    """Logits of peaked predictions (a few classes above 0.01 per row), as a 1,000-class network's."""
+    rng = np.random.default_rng(seed)
+    z = 6.0 * rng.normal(size=(n, classes))
+    return z, np.array([rng.choice(classes, p=row) for row in np.exp(z) / np.exp(z).sum(1, keepdims=True)])
+
+
+@pytest.mark.parametrize("name", ["lece", "lecd"])
+@pytest.mark.parametrize("q,t", [(0.1, 0.01), (0.3, 0.05)])
+def test_prediction_summing_only_the_classes_above_t_matches_algorithm1(name, q, t, summation, kl_bounds,
+                                                                         monkeypatch):
+    """With t > 0 a class with p̂ⱼ ≤ t keeps p̂ⱼ (Algorithm 1 line 7), so prediction sums the neighbours only
+    at the entries p̂ⱼ > t (issue 12): the same outputs as Algorithm 1 and as the dense sums of every class."""
+    z, y = _peaked(300, 30, 22)
+    zq, _ = _peaked(60, 30, 23)
+    p, pq = (np.exp(a - np.log(np.exp(a).sum(1, keepdims=True))) for a in (z, zq))
+    assert (pq > t).mean() <= lece_module.SPARSE_SHARE  # the sparse path is taken
+    calls = []
+    column_sums = neighbour_sums_module.column_sums
+    monkeypatch.setattr(neighbour_sums_module, "column_sums", lambda *a: calls.append(1) or column_sums(*a))
+    cal = make(name, q=q, t=t, grid=None).fit(z, y)
+    out = cal.predict_proba(zq)
+    assert calls
+    np.testing.assert_allclose(out, _algorithm1(p, y, pq, q, t, lecd=name == "lecd"), rtol=0, atol=1e-12)
+    monkeypatch.setattr(lece_module, "SPARSE_SHARE", 0.0)  # every class summed
+    np.testing.assert_allclose(cal.predict_proba(zq), out, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("name,distance", [("lece", "kl"), ("lecd", "kl"), ("lece", "euclidean")])
+def test_cv_with_one_shared_pool_equals_a_pool_per_fold(name, distance, summation, monkeypatch):
+    """The grid search builds the whole set's pool once and gives each fold its training rows of it
+    (``grid_shared``, issue 12): the same CV losses as a pool built from each fold's training part."""
+    z, y = _peaked(240, 12, 24)
+
+    def search():
+        grid = {"q": [0.02, 0.1, 0.3, 1.0], "t": [0.0, 0.01, 0.1]}
+        return make(name, grid=grid, distance=distance, cv={"folds": 4}).fit(z, y)
+
+    shared = search()
+    monkeypatch.delattr(lece_module.LECE, "grid_shared")
+    per_fold = search()
+    np.testing.assert_allclose(shared.cv_losses_, per_fold.cv_losses_, rtol=0, atol=1e-12)
+    assert shared.best_params_ == per_fold.best_params_

@@ -10,17 +10,22 @@ Euclidean distance):
 
 then every class with p̂ᵢ ≤ t or ĉᵢ ≤ t keeps p̂ᵢ, and the vector is renormalised.
 
-Speed (docs/methods_nonparametric.md, docs/runtime.md): the query-to-pool distances are one matrix product
-per block of queries (d_KL(a, b) = Σ a ln a − a·ln b, the first term constant per query, so neighbour order
-needs only −a·ln b). The KL product is float32 with the rows near each rank boundary re-scored in float64
-(the same neighbours as float64; :mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several
-k at once are one compiled cache-blocked pass over the pool's targets. Queries
-are processed in blocks so memory stays bounded for any test size. During the grid search one distance
-computation and one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes
-from per-row sums (:func:`thresholded_losses`), no output matrix formed.
+Speed (docs/methods_nonparametric.md, docs/runtime.md): d_KL(a, b) = Σ a ln a − a·ln b, the first term
+constant per query, so neighbour order needs only −a·ln b (Euclidean: one matrix product per block of
+queries). Every term of −a·ln b is ≥ 0, so a peaked query's few largest classes bound each
+pool row's score from both sides; other queries take a float32 product with its error bound. Rows whose
+bounds straddle a rank boundary are re-scored in float64 (the same neighbours as float64;
+:mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several k at once are one compiled
+cache-blocked pass over the pool's targets. Queries are processed in blocks so memory stays bounded for
+any test size. During the grid search the whole set's pool is built once, one distance computation and
+one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes from per-row sums
+(:func:`thresholded_losses`), no output matrix formed. A prediction with t > 0 sums the neighbours only
+at the classes with p̂ⱼ > t (the others keep p̂ⱼ).
 """
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 
@@ -43,6 +48,9 @@ DISTANCES = ("kl", "euclidean")
 BUILD_ROWS = 1024
 #: Distance-matrix entries per block of queries (2**22 float64 = 32 MiB, plus as much for indices).
 BLOCK_ENTRIES = 2**22
+#: A prediction block sums its neighbours only at the entries with p̂ > t (the others keep p̂) when they are
+#: at most this share of the block (peaked predictions: a few classes per row); else every class, densely.
+SPARSE_SHARE = 1 / 8
 
 
 def neighbour_count(q: float, n: int) -> int:
@@ -66,6 +74,7 @@ class NeighbourPool:
     from their probabilities ``probs`` (which it may overwrite). The pool is built by blocks of
     :data:`BUILD_ROWS` rows, so no float64 copy of the whole pool's probabilities is made; the targets are
     kept as column chunks for the compiled cache-blocked kernel (:mod:`calbench.methods.neighbour_sums`).
+    A CV fold's pool is the whole set's pool :meth:`restricted` to the fold's training rows.
     """
 
     def __init__(self, scores: Scores, targets, distance: str, eps: float):
@@ -75,17 +84,20 @@ class NeighbourPool:
         self.total = np.zeros(classes)
         self.logit_scale = 0.0
         kl = distance == "kl"
-        # KL: the scores as a float32 product, re-checked in float64 (from the logits) near the rank boundaries
-        self.rows32 = np.empty((n, classes), dtype=np.float32) if kl else None
+        # KL: score bounds from float32 −ln p̂ (by class), re-checked in float64 (from the logits) near rank boundaries
+        self.cols32 = np.empty((classes, n), dtype=np.float32) if kl else None  # by class: −ln max(p̂, eps)
+        self.col_max = np.empty(n, dtype=np.float32) if kl else None
         self.rows, self.offset = (None, None) if kl else (np.empty((n, classes)), np.empty(n))
         self.logits, self.log_norm = (logits, np.empty(n)) if kl else (None, None)
         self.chunks = neighbour_sums.empty_chunks(n, classes)
+        self.members = None  # the rows of chunks, logits and log_norm that are this pool's (None: all, in order)
         for start in range(0, n, BUILD_ROWS):
             rows = slice(start, start + BUILD_ROWS)
             probs = scores.subset(rows).probs
             if kl:  # −a·ln b orders the pool like d_KL(a, b) for a fixed query a
                 log_rows = np.clip(probs, eps, 1.0)
-                self.rows32[rows] = np.negative(np.log(log_rows, out=log_rows))
+                log_rows32 = np.negative(np.log(log_rows, out=log_rows)).astype(np.float32)
+                self.cols32[:, rows], self.col_max[rows] = log_rows32.T, log_rows32.max(axis=1)
                 # ln Σ exp(z) = z_top − ln p̂_top, exact for the softmax's largest entry
                 top, index, block_logits = np.argmax(probs, axis=1), np.arange(probs.shape[0]), logits[rows]
                 self.log_norm[rows] = block_logits[index, top] - np.log(probs[index, top])
@@ -100,13 +112,35 @@ class NeighbourPool:
         if kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
             self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
+    def restricted(self, rows: np.ndarray) -> "NeighbourPool":
+        """This pool limited to its rows ``rows``, in that order (a CV fold's training part), sharing the targets,
+        logits and normalisers instead of building them again; only the distance rows are copied."""
+        pool = copy.copy(self)
+        rows = np.asarray(rows, dtype=np.int64)
+        left_out = np.ones(self.n, dtype=bool)
+        left_out[rows] = False
+        pool.n, pool.members = rows.size, self._shared_rows(rows)
+        pool.total = self.total - neighbour_sums.row_sums(self.chunks, self._shared_rows(np.flatnonzero(left_out)),
+                                                           self.width)
+        if self.cols32 is not None:
+            pool.cols32, pool.col_max = self.cols32.take(rows, axis=1), self.col_max[rows]  # C order
+        else:
+            pool.rows, pool.offset = self.rows[rows], self.offset[rows]
+        return pool
+
+    def _shared_rows(self, rows: np.ndarray) -> np.ndarray:
+        """The rows of the shared arrays (chunks, logits, log_norm) holding this pool's rows ``rows``."""
+        return rows if self.members is None else self.members[rows]
+
     def nearest_by_band(self, queries: np.ndarray, ends) -> np.ndarray:
         """``[b, ends[-1]]`` pool rows nearest to each query, positions ``ends[j−1]:ends[j]`` holding the
-        neighbours of ranks ``ends[j−1] … ends[j] − 1``."""
-        if self.rows32 is not None:
-            return neighbour_sums.nearest_kl_by_band(queries, self.rows32, self.logits, self.log_norm, ends, self.eps,
-                                                     self.logit_scale)
-        return nearest_by_band(queries @ self.rows.T + self.offset, ends)  # Euclidean: ‖b‖² − 2a·b per query a
+        neighbours of ranks ``ends[j−1] … ends[j] − 1`` (rows of the shared arrays: :meth:`_shared_rows`)."""
+        if self.cols32 is not None:
+            nearest = neighbour_sums.nearest_kl_by_band(queries, self.cols32, self.col_max, self.logits, self.log_norm,
+                                                        ends, self.eps, self.logit_scale, self.members)
+        else:  # Euclidean: ‖b‖² − 2a·b per query a
+            nearest = nearest_by_band(queries @ self.rows.T + self.offset, ends)
+        return self._shared_rows(nearest)
 
     def neighbour_sums(self, queries: np.ndarray, ks) -> list[np.ndarray]:
         """For each k in ``ks``, the ``[b, T]`` sums of targets over each query's k nearest points."""
@@ -119,6 +153,11 @@ class NeighbourPool:
         running = neighbour_sums.cumulative_band_sums(self.chunks, self.width, nearest, partial)
         out.update((k, running[:, j]) for j, k in enumerate(partial))
         return [out[k] for k in ks]
+
+    def neighbour_sums_at(self, queries: np.ndarray, k: int, needed: np.ndarray) -> np.ndarray:
+        """The sums of targets over each query's k nearest points (k < n) at the entries where ``needed``
+        ``[b, T]`` is True, in the order of ``np.nonzero(needed)``."""
+        return neighbour_sums.column_sums(self.chunks, self.nearest_by_band(queries, [k]), needed)
 
 
 def nearest_by_band(scores: np.ndarray, ends) -> np.ndarray:
@@ -243,7 +282,7 @@ class LECE(Calibrator):
         def finish(rows, p, k, estimate):
             out[rows] = threshold_and_renormalise(p, estimate, self.t)
 
-        self._block_estimates(self.pool_, scores, [self.k_], finish)
+        self._block_estimates(self.pool_, scores, [self.k_], finish, keep_below=self.t)
         return out
 
     def _settings(self, points: list[dict], pool: NeighbourPool) -> list[tuple[int, float]]:
@@ -253,16 +292,23 @@ class LECE(Calibrator):
             _check_settings(q, t, self.distance)
         return [(neighbour_count(q, pool.n), t) for q, t in settings]
 
-    def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle) -> None:
+    def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle, keep_below: float = 0.0) -> None:
         """``handle(rows, p̂, k, ĉ)`` for every block of query rows (``p̂`` their probabilities) and every k in
         ``ks``, with ĉ the block's estimate from its k nearest. One distance pass and one partial sort per
         block serve every k; blocks run in threads (numpy's partition, BLAS and the sums release the GIL)
-        and must touch disjoint rows."""
+        and must touch disjoint rows. With one k and ``keep_below`` = t > 0, ĉ is estimated only where
+        p̂ > t, when few entries are (Algorithm 1 line 7 keeps p̂ elsewhere), and holds p̂ at the others."""
         step = block_rows(pool.n)
 
         def block(start: int) -> None:
             rows = slice(start, start + step)
             p = scores.subset(rows).probs
+            needed = p > keep_below
+            if len(ks) == 1 and ks[0] < pool.n and keep_below > 0 and needed.sum() <= SPARSE_SHARE * needed.size:
+                estimate = p.copy()
+                estimate[needed] = self._estimate(p[needed], pool.neighbour_sums_at(p, ks[0], needed) / ks[0])
+                handle(rows, p, ks[0], estimate)
+                return
             for k, total in zip(ks, pool.neighbour_sums(p, ks)):
                 handle(rows, p, k, self._estimate(p, total / min(k, pool.n)))
 
@@ -287,10 +333,17 @@ class LECE(Calibrator):
         yields (point index, probabilities), one at a time."""
         return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
 
-    def grid_losses(self, points, train_scores: Scores, y_train, val_scores: Scores, y_val, scoring: str):
+    def grid_shared(self, scores: Scores, y) -> NeighbourPool:
+        """Grid-search hook: the pool of the whole calibration set, built once for every CV fold."""
+        return self._pool(scores, np.asarray(y))
+
+    def grid_losses(self, points, train_scores: Scores, y_train, val_scores: Scores, y_val, scoring: str,
+                    shared: NeighbourPool | None = None, train_rows=None):
         """Grid-search hook: the validation loss (``"nll"`` or ``"brier"``) of every (q, t), from per-row
-        quantities of each block (:func:`thresholded_losses`); no output matrix is formed or held."""
-        settings = self._settings(points, pool := self._pool(train_scores, np.asarray(y_train)))
+        quantities of each block (:func:`thresholded_losses`); no output matrix is formed or held. With
+        ``shared`` (:meth:`grid_shared`), the pool is its rows ``train_rows`` (the fold's training part)."""
+        pool = self._pool(train_scores, np.asarray(y_train)) if shared is None else shared.restricted(train_rows)
+        settings = self._settings(points, pool)
         y_val = np.asarray(y_val)
         thresholds = {k: sorted({t for kk, t in settings if kk == k}) for k, _ in settings}
         row_losses = {k: np.empty((len(ts), y_val.size)) for k, ts in thresholds.items()}

@@ -20,10 +20,11 @@ import numpy as np
 #: Columns per chunk, a constant of the compiled kernel (its inner loop unrolled): 64 float64 = 512 bytes
 #: per pool row of a chunk; fewer columns are zero-padded.
 CHUNK_COLUMNS = 64
-#: Pool rows per tile (512 × 64 float64 = 256 KiB: a tile stays in a core's L2 cache).
-TILE_ROWS = 512
-#: Queries walked together over a tile (their accumulators: 64 × bands × 64 float64).
-QUERY_BLOCK = 64
+#: Pool rows per tile (256 × 64 float64 = 128 KiB: a tile stays in a core's L2 cache).
+TILE_ROWS = 256
+#: Queries walked together over a tile (their accumulators: 128 × bands × 64 float64; each tile is read
+#: from memory once per block: 512 × 64 took 10% longer at ImageNet size).
+QUERY_BLOCK = 128
 
 
 def empty_chunks(n: int, columns: int) -> np.ndarray:
@@ -43,6 +44,35 @@ def chunk_columns(targets: np.ndarray) -> np.ndarray:
     chunks = empty_chunks(*targets.shape)
     put_rows(chunks, 0, targets)
     return chunks
+
+
+def row_sums(chunks: np.ndarray, rows: np.ndarray, columns: int) -> np.ndarray:
+    """``[columns]``: the sum of the pool rows ``rows`` of :func:`chunk_columns`'s ``chunks``."""
+    return chunks[:, rows].sum(axis=1).reshape(-1)[:columns]
+
+
+def column_sums(chunks: np.ndarray, nearest: np.ndarray, needed: np.ndarray) -> np.ndarray:
+    """The sums of the pool rows ``nearest[i]`` (``[b, k]`` pool row indices) at the entries ``(i, j)`` where
+    ``needed`` ``[b, columns]`` is True, in the order of ``np.nonzero(needed)``: the few classes a query's
+    output takes from its neighbours (LECE with t > 0 keeps p̂ⱼ wherever p̂ⱼ ≤ t, whatever the sum)."""
+    query_of, column_of = np.nonzero(needed)
+    starts = np.searchsorted(query_of, np.arange(needed.shape[0] + 1))
+    out = np.empty(column_of.size)
+    _column_kernel(chunks, np.ascontiguousarray(nearest, dtype=np.int64), starts, column_of.astype(np.int64), out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _column_kernel(chunks, nearest, starts, columns, out):  # pragma: no cover (compiled)
+    width = CHUNK_COLUMNS
+    for i in range(nearest.shape[0]):
+        first, last = starts[i], starts[i + 1]
+        out[first:last] = 0.0
+        for r in range(nearest.shape[1]):  # neighbour outside, so its row's chunks are read together
+            row = nearest[i, r]
+            for e in range(first, last):
+                j = columns[e]
+                out[e] += chunks[j // width, row, j % width]
 
 
 def cumulative_band_sums(chunks: np.ndarray, columns: int, nearest: np.ndarray, ends) -> np.ndarray:
@@ -108,38 +138,131 @@ def float32_error_bound(columns: int, eps: float) -> tuple[float, float]:
     return relative, absolute
 
 
-def nearest_kl_by_band(queries: np.ndarray, log_rows32: np.ndarray, logits: np.ndarray, log_norm: np.ndarray, ends,
-                       eps: float, logit_scale: float) -> np.ndarray:
+#: KL neighbours of a peaked query from its largest classes: the classes aⱼ ≥ θ (θ = 10⁻², 10⁻³, … the largest
+#: one) whose remaining mass Σ_{aⱼ<θ} aⱼ is at most RESIDUAL_MASS, if there are at most MAX_CLASSES of them;
+#: other queries take the float32 matrix product.
+RESIDUAL_MASS = 1e-5
+MAX_CLASSES = 64
+
+
+def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndarray, logits: np.ndarray,
+                       log_norm: np.ndarray, ends, eps: float, logit_scale: float,
+                       members: np.ndarray | None = None) -> np.ndarray:
     """``[b, ends[-1]]`` pool rows nearest to each query in d_KL, positions ``ends[j−1]:ends[j]`` holding the
     neighbours of ranks ``ends[j−1] … ends[j] − 1`` (ties broken by pool row), in the order of the float64
-    scores Σⱼ aⱼ·(−ln max(p̂ⱼ, eps)) with −ln p̂ⱼ = ``log_norm`` − ``logits``ⱼ (``log_rows32``: those
-    −ln max(p̂, eps) in float32, ``[n, C]``; ``logit_scale``: the largest finite |logit| + |log_norm|).
+    scores Σⱼ aⱼ·(−ln max(p̂ⱼ, eps)) with −ln p̂ⱼ = ``log_norm`` − ``logits``ⱼ (``cols32``: those
+    −ln max(p̂, eps) in float32 by class, ``[C, n]``; ``col_max``: their largest per pool row;
+    ``logit_scale``: the largest finite |logit| + |log_norm|). Pool row r is row ``members[r]`` of
+    ``logits`` and ``log_norm`` (default: row r; a CV fold's pool within the whole set's arrays).
 
-    The scores are a float32 matrix product (half the time of float64); a pool row is placed by them
-    only where :func:`float32_error_bound` proves its side of every rank boundary, and the few rows within
-    the bound of a boundary are scored again in float64 and ranked by that score.
+    Every term aⱼ·(−ln p̂ⱼ) is ≥ 0, so each pool row's score lies in an interval: for a peaked query, the
+    sum over its largest classes (below) and that plus the remaining mass times the row's largest −ln p̂
+    (above), a few classes' work instead of C; for the others, the float32 matrix product ± its
+    :func:`float32_error_bound`. A row is placed by its interval where that is on one side of a rank
+    boundary's bounds, and the few rows straddling one are scored again in float64 and ranked by that.
     """
     ends = np.asarray(ends, dtype=np.int64)
-    scores = queries.astype(np.float32) @ log_rows32.T
-    nearest_scores = np.partition(scores, ends[-1] - 1, axis=1)[:, :ends[-1]]  # the float32 score at each boundary
-    if ends.size > 1:  # sorting these is faster than numpy's partition at several kth
-        nearest_scores.sort(axis=1)
-    boundaries = nearest_scores[:, ends - 1].astype(np.float64)
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
     relative, absolute = float32_error_bound(queries.shape[1], eps)
     # the float64 score from logits differs from Σ a·(−ln p̂) by the rounding of log_norm − logits
-    absolute += 4 * np.finfo(np.float64).eps * logit_scale * np.abs(queries).sum(axis=1).max(initial=0.0)
+    rounding = 4 * np.finfo(np.float64).eps * logit_scale
+    absolute += rounding * np.abs(queries).sum(axis=1).max(initial=0.0)
+    members = np.arange(cols32.shape[1]) if members is None else np.asarray(members, dtype=np.int64)
     out = np.empty((queries.shape[0], ends[-1]), dtype=np.int64)
-    _select(scores, boundaries, np.ascontiguousarray(queries, dtype=np.float64), logits, log_norm, -np.log(eps),
-            ends, relative, absolute, out)
+    b = queries.shape[0]
+    sums, rest, width = np.empty((b, cols32.shape[1])), np.zeros(b), np.empty(b)
+    # a few float32 terms summed in float64: each term's float32 rounding (2⁻²⁴, with room), not γ_C
+    peaked = _partial_scores(queries, cols32, col_max, RESIDUAL_MASS, MAX_CLASSES, 2.0**-22, absolute, rounding,
+                             sums, rest, width)
+    cap = -np.log(eps)
+    if peaked.any():  # the k-th smallest score is between the k-th smallest lower bound and that + the widest interval
+        rows = np.flatnonzero(peaked)
+        lowest = (_smallest(sums[rows], ends) - absolute) * (1 / (1 + 2.0**-22))
+        _select(sums, rows, lowest, lowest + width[rows, None], rest, col_max, 2.0**-22, absolute, rounding, queries,
+                logits, log_norm, members, cap, ends, out)
+    if not peaked.all():  # the bounds of the float32 product's k-th smallest score
+        rows = np.flatnonzero(~peaked)
+        scores = queries[rows].astype(np.float32) @ cols32
+        boundary = _smallest(scores, ends).astype(np.float64)
+        part = np.empty((rows.size, ends[-1]), dtype=np.int64)
+        _select(scores, np.arange(rows.size), (boundary - absolute) * (1 / (1 + relative)),
+                (boundary + absolute) * (1 / (1 - relative)), rest[rows], col_max, relative, absolute, rounding,
+                queries[rows], logits, log_norm, members, cap, ends, part)
+        out[rows] = part
     return out
 
 
+def _smallest(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``[b, len(ends)]``: the ends[e]-th smallest value of each row (one partition, then a sort of the
+    ends[-1] smallest: faster than numpy's partition at several kth)."""
+    nearest = np.partition(values, ends[-1] - 1, axis=1)[:, :ends[-1]]
+    if ends.size > 1:
+        nearest.sort(axis=1)
+    return nearest[:, ends - 1]
+
+
 @numba.njit(nogil=True, cache=True, boundscheck=False)
-def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, absolute, out):  # pragma: no cover
-    queries_n, n = scores.shape
+def _partial_scores(queries, cols32, col_max, residual_mass, max_classes, relative, absolute, rounding, sums, rest,
+                    width):  # pragma: no cover (compiled)
+    """For each peaked query (returned mask): ``sums``, every pool row's Σ over the query's classes aⱼ ≥ θ of
+    aⱼ·cols32ⱼ (float32 terms summed in float64, within ``relative``·sum + ``absolute`` of the float64
+    terms), ``rest`` the remaining mass (with room), and ``width`` the widest interval of :func:`_bounds`."""
+    b, classes = queries.shape
+    n = cols32.shape[1]
+    peaked = np.zeros(b, np.bool_)
+    chosen = np.empty(classes, np.int64)
+    for i in range(b):
+        theta, residual, size = 1e-2, 0.0, 0
+        while True:
+            residual, size = 0.0, 0
+            for j in range(classes):
+                if queries[i, j] < theta:
+                    residual += queries[i, j]
+                else:
+                    chosen[size] = j
+                    size += 1
+            if residual <= residual_mass or size > max_classes:
+                break
+            theta *= 0.1
+        if residual > residual_mass or size > max_classes:
+            continue
+        peaked[i] = True
+        partial = sums[i]
+        partial[:] = 0.0
+        for c in range(size):
+            weight = queries[i, chosen[c]]
+            column = cols32[chosen[c]]
+            for r in range(n):
+                partial[r] += weight * column[r]
+        rest[i] = residual * (1 + 1e-9)
+        widest = 0.0
+        for r in range(n):
+            low, high = _bounds(partial[r], rest[i], col_max[r], relative, absolute, rounding)
+            widest = max(widest, high - low)
+        width[i] = widest
+    return peaked
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _bounds(value, rest, col_max, relative, absolute, rounding):  # pragma: no cover (compiled)
+    """(low, high) of a pool row's float64 score from ``value`` (its float32 product, or its sum over a
+    query's largest classes, within ``relative``·value + ``absolute``) and the query's remaining mass ``rest``:
+    Σ_{rest} aⱼ·(−ln p̂ⱼ) ≤ rest·(the row's largest float32 −ln p̂, rounded up, + the float64 rounding)."""
+    low = (value - absolute) * (1 / (1 + relative))
+    high = (value + absolute) * (1 / (1 - relative)) + rest * (col_max * (1 + 2.0**-22) + rounding)
+    return low, high
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative, absolute, rounding, queries, logits,
+            log_norm, members, cap, ends, out):  # pragma: no cover (compiled)
+    """Rank bands from score intervals (:func:`_bounds` of ``values`` and ``rest``): for query
+    ``q = query_rows[i]`` (row q of ``values``, ``rest``, ``queries`` and ``out``; row i of ``certain_in`` and
+    ``certain_out``), a pool row whose upper bound is below ``certain_in[i, e]`` is among the ends[e]
+    nearest, one whose lower bound is above ``certain_out[i, e]`` is not; the others are scored in float64
+    and ranked by that (ties by pool row)."""
+    n = values.shape[1]
     bands = ends.size
-    certain_in = np.empty(bands)  # s₃₂ below: the exact score is below the exact ends[e]-th one
-    certain_out = np.empty(bands)  # s₃₂ above: the exact score is above it
     unsure_rows = np.empty(n, np.int64)
     unsure_exact = np.empty(n)
     unsure_first = np.empty(n, np.int64)
@@ -147,33 +270,33 @@ def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, 
     sure_in = np.empty(bands, np.int64)
     taken = np.empty(bands, np.int64)
     fill = np.empty(bands, np.int64)
-    for i in range(queries_n):
+    for i in range(query_rows.size):
+        q = query_rows[i]
         for e in range(bands):
-            v = boundaries[i, e]
-            certain_in[e] = (v * (1 - relative) - 2 * absolute) / (1 + relative)
-            certain_out[e] = (v * (1 + relative) + 2 * absolute) / (1 - relative)
             sure_in[e] = 0
             taken[e] = 0
             fill[e] = 0 if e == 0 else ends[e - 1]
+        last_out = certain_out[i, bands - 1]
         unsure = 0
         for j in range(n):
-            s = scores[i, j]
-            if s > certain_out[bands - 1]:
+            below, above = _bounds(values[q, j], rest[q], col_max[j], relative, absolute, rounding)
+            if below > last_out:
                 continue
             first_in = bands
             for e in range(bands):
-                if s < certain_in[e]:
+                if above < certain_in[i, e]:
                     first_in = e
                     break
             first_open = 0
-            while s > certain_out[first_open]:
+            while below > certain_out[i, first_open]:
                 first_open += 1
             if first_in < bands:
                 sure_in[first_in] += 1
             if first_open < first_in:  # undecided at boundaries first_open … first_in − 1
                 exact = 0.0
+                m = members[j]
                 for c in range(queries.shape[1]):
-                    exact += queries[i, c] * min(log_norm[j] - logits[j, c], cap)
+                    exact += queries[q, c] * min(log_norm[m] - logits[m, c], cap)
                 unsure_rows[unsure] = j
                 unsure_exact[unsure] = exact
                 unsure_first[unsure] = first_open
@@ -182,7 +305,7 @@ def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, 
             else:
                 if fill[first_in] >= ends[first_in]:
                     raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
-                out[i, fill[first_in]] = j
+                out[q, fill[first_in]] = j
                 fill[first_in] += 1
         for e in range(1, bands):
             sure_in[e] += sure_in[e - 1]
@@ -196,7 +319,7 @@ def _select(scores, boundaries, queries, logits, log_norm, cap, ends, relative, 
             if band < bands:
                 if fill[band] >= ends[band]:
                     raise RuntimeError("nearest_kl_by_band: a rank band overflowed (error bound violated)")
-                out[i, fill[band]] = unsure_rows[u]
+                out[q, fill[band]] = unsure_rows[u]
                 fill[band] += 1
         for e in range(bands):
             if fill[e] != ends[e]:

@@ -9,8 +9,11 @@ An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_s
 distance computation per fold for LECE, warm starts for Dirichlet); otherwise each point is fitted
 separately. An estimator may instead define ``grid_losses(grid_points, train_scores, y_train, val_scores,
 y_val, scoring)`` returning the validation loss of every point (LECE: from per-row sums, no outputs
-formed). Each prediction is scored as it comes, so memory holds one of them per fold, and the folds
-run in threads on the available cores (:mod:`calbench.parallel`), each logging at INFO when done.
+formed); with ``grid_shared(scores, y)`` too, what it returns for the whole calibration set is computed once
+and passed to every fold's ``grid_losses`` as ``shared=``, with the fold's training rows as ``train_rows=``
+(LECE: one neighbour pool, not one per fold). Each prediction is scored as it comes, so memory holds one of
+them per fold, and the folds run in threads on the available cores (:mod:`calbench.parallel`), each logging
+at INFO when done.
 ``predict_grid`` may also yield the fitted model as a third item: with ``ensemble``, each fold keeps its
 best-scoring models within :data:`KEEP_MODELS_BYTES`, and the fold model at the chosen point is the search's
 where its fold kept it, refitted on the same rows otherwise.
@@ -145,16 +148,20 @@ class GridSearch(Calibrator):
             return list(StratifiedKFold(self.folds, shuffle=True, random_state=self.seed).split(np.zeros(y.size), y))
         return list(kfold_splits(y.size, self.folds, self.seed))
 
-    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress) -> tuple[np.ndarray, dict]:
+    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress,
+                     shared=None) -> tuple[np.ndarray, dict]:
         """Validation loss of every grid point, trained on one fold's training part, and the fitted models
         that ``predict_grid`` yielded (point index → model; without ``ensemble`` or with ``grid_losses`` none,
-        else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`)."""
+        else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`). ``shared``: the estimator's
+        ``grid_shared`` of the whole set (or None)."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
         models = {}
         if hasattr(self.estimator, "grid_losses"):
             hook = "grid_losses"
-            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring), float)
+            extra = {} if shared is None else {"shared": shared, "train_rows": tr}
+            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring, **extra),
+                                float)
             if losses.shape != (len(points),):
                 raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
                                    f"(expected {len(points)})")
@@ -212,7 +219,11 @@ class GridSearch(Calibrator):
         fit_kwargs = {"train": train} if train is not None else {}
         splits = self._splits(y)
         progress = self._progress(len(points))
-        folds = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress), splits)
+        shared = (self.estimator.grid_shared(scores, y) if hasattr(self.estimator, "grid_losses")
+                  and hasattr(self.estimator, "grid_shared") else None)
+        folds = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress, shared),
+                           splits)
+        shared = None  # released before the refit
         self._record(points, np.array([losses for losses, _ in folds]),
                      {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]})
 
