@@ -33,7 +33,7 @@ import numpy as np
 
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
-from calbench.methods.kernel_sums import LOG2E, class_mass
+from calbench.methods.kernel_sums import class_mass
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -97,7 +97,7 @@ class _Support:
         mass = np.empty((gram.shape[0], columns))
         nearest, find = (np.empty(gram.shape[0]), True) if nearest is None else (nearest, find)
         class_mass(gram, query_sq, self.sq, self.groups, query_groups, self.class_ends,
-                   LOG2E / (self.points.shape[1] * bandwidth), labels, nearest, find, mass)
+                   1.0 / (self.points.shape[1] * bandwidth), labels, nearest, find, mass)
         return mass
 
     def shares(self, gram, query_sq, query_groups, bandwidth: float) -> np.ndarray:

@@ -6,10 +6,9 @@ group (cross-validation fold) left out, the nearest admissible distance δ_i, an
 ``mass[i, c] = Σ_{j in class c} exp((δ_i − sq_ij) / (d·h))`` over the support sorted by class. The numpy
 path it replaces made six passes over [rows, support] arrays and exponentiated in float32.
 
-``exp`` here is a vectorisable float64 exp (numba has no vector exp without Intel's SVML): u = t·log₂e is
-split as k + f with k = round(u) (the 1.5·2⁵² rounding trick) and |f| ≤ ½, 2^f by its Taylor series to
-degree 11 (relative error < 1e-14), 2^k by writing k + 1023 into the exponent bits. Values below 2⁻¹⁰²⁰
-(u < −1020) count as 0 (float64 ``exp`` is subnormal there; each row's nearest point contributes 1).
+The exponentials are :func:`calbench.vector_exp.exp_split`'s vectorised float64 exp (numba has no vector exp
+without Intel's SVML); kernel values below 2⁻¹⁰²² (the smallest normal float) count as 0, and each row's nearest
+point contributes 1.
 """
 
 from __future__ import annotations
@@ -17,13 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
-#: 1.5·2⁵²: adding it rounds a double of magnitude < 2⁵¹ to an integer held in the low mantissa bits.
-ROUND_MAGIC = 6755399441055744.0
-ROUND_MAGIC_BITS = 0x4338000000000000
-#: Values of exp below 2^UNDERFLOW count as 0.
-UNDERFLOW = -1020.0
+from calbench.vector_exp import exp_split
+
 #: Support points processed together per row: the segment's two float64 buffers stay in the L1 cache.
 SEGMENT = 2048
 
@@ -40,30 +34,13 @@ def _nearest(gram_row, query_sq, support_sq, support_groups, query_group):  # pr
 
 
 @njit(cache=True, nogil=True, fastmath={"contract"})
-def _exp_parts(gram_row, query_sq, support_sq, support_groups, query_group, nearest, scale,
-               poly, scaled):  # pragma: no cover (compiled)
-    """2^u for u = (nearest − sq)·scale over one segment, in two factors: ``poly`` = 2^f (0 for the query's own
-    group and where u < UNDERFLOW) and ``scaled`` = round(u) + ROUND_MAGIC, whose bits :func:`_exp2_integer`
-    turns into 2^round(u)."""
-    for j in range(poly.size):
+def _exponents(gram_row, query_sq, support_sq, support_groups, query_group, nearest, scale,
+               out):  # pragma: no cover (compiled)
+    """Over one segment: (nearest − sq)·scale, −inf for the query's own group (its kernel value is then 0)."""
+    for j in range(out.size):
         sq = query_sq + support_sq[j] - np.float64(gram_row[j])
-        u = (nearest - (sq if sq > 0.0 else 0.0)) * scale
-        keep = (u >= UNDERFLOW) & (support_groups[j] != query_group)
-        u = u if keep else 0.0
-        shifted = u + ROUND_MAGIC
-        f = (u - (shifted - ROUND_MAGIC)) * LN2
-        p = 1.0 + f * (1.0 + f * (1.0 / 2 + f * (1.0 / 6 + f * (1.0 / 24 + f * (1.0 / 120 + f * (
-            1.0 / 720 + f * (1.0 / 5040 + f * (1.0 / 40320 + f * (1.0 / 362880 + f * (
-                1.0 / 3628800 + f / 39916800))))))))))
-        poly[j] = p if keep else 0.0
-        scaled[j] = shifted
-
-
-@njit(cache=True, nogil=True)
-def _exp2_integer(bits):  # pragma: no cover (compiled)
-    """In place: the bits of round(u) + ROUND_MAGIC become those of 2^round(u)."""
-    for j in range(bits.size):
-        bits[j] = (bits[j] - ROUND_MAGIC_BITS + 1023) << 52
+        t = (nearest - (sq if sq > 0.0 else 0.0)) * scale
+        out[j] = t if support_groups[j] != query_group else -np.inf
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"})
@@ -97,13 +74,12 @@ def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_e
     """Eq. 3's kernel mass for each query row i, shifted by the row's nearest admissible point (module docstring):
     with ``query_labels`` empty, ``mass[i, c]`` for every class c; otherwise ``mass[i] = (mass of class
     query_labels[i], total mass)``. Rows without any admissible support point are left at 0.
-    ``scale`` = log₂e / (d·h); ``class_ends[c]``: end of class c in the support sorted by class; a query group
+    ``scale`` = 1 / (d·h); ``class_ends[c]``: end of class c in the support sorted by class; a query group
     that no support point has excludes nothing. ``nearest[i]``: the row's nearest squared distance, written
     with ``find_nearest`` and otherwise read (it does not depend on h: a bandwidth search finds it once)."""
     n = gram.shape[1]
     poly = np.empty(SEGMENT)
     scaled = np.empty(SEGMENT)
-    bits = scaled.view(np.int64)
     every_class = query_labels.size == 0
     for i in range(gram.shape[0]):
         mass[i, :] = 0.0
@@ -117,9 +93,9 @@ def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_e
             start = class_ends[label - 1] if label > 0 else 0
         for lo in range(0, n, SEGMENT):
             m = min(SEGMENT, n - lo)
-            _exp_parts(gram[i, lo:lo + m], query_sq[i], support_sq[lo:lo + m], support_groups[lo:lo + m],
-                       query_groups[i], nearest[i], scale, poly[:m], scaled[:m])
-            _exp2_integer(bits[:m])
+            _exponents(gram[i, lo:lo + m], query_sq[i], support_sq[lo:lo + m], support_groups[lo:lo + m],
+                       query_groups[i], nearest[i], scale, poly[:m])
+            exp_split(poly[:m], scaled[:m])
             if every_class:
                 c = _add_by_class(poly[:m], scaled[:m], lo, class_ends, c, mass[i])
             else:
