@@ -6,11 +6,16 @@
 * ``planted_temperature``: a C-class task whose calibrated logits s are known and whose reported
   logits are ``T·s`` (T > 1: overconfident), so temperature scaling must recover T.
 * ``imagenet_like``: an ImageNet-sized network (default 1,000 classes, 768-dim embeddings): a
-  penultimate embedding hᵢ = aᵢ·m_kᵢ + N(0, I) around the prototype of a class kᵢ drawn from an
+  penultimate embedding hᵢ = r·aᵢ·m_kᵢ + N(0, I) around the unit prototype m of a class kᵢ drawn from an
   imbalanced prior, calibrated logits s = β·h·Mᵀ + ln π, labels y ~ σ(s), and the network's reported
   logits ``T·s`` — an exact linear map of the embeddings, as a final layer is. Prototypes come in
   sibling groups (fine-grained classes that a network confuses); β is set so that the network's
-  accuracy E[max σ(s)] is ``accuracy``.
+  accuracy E[max σ(s)] is ``accuracy``. The class-signal scale r = 3·√dim puts the mean class signal
+  (r·E[a] = r) at three times the norm of the within-class noise, so the embeddings cluster by class as
+  a real network's penultimate features do (neural collapse, Papyan et al. 2020): the confusions come
+  from the siblings and from samples of small signal a, and a low-dimensional projection keeps the
+  classes apart (LDA to 32 dims + 20-NN on 25,000 training rows: 70 % test accuracy at 1,000 classes,
+  against 0.3 % with r = 1, where isotropic noise over all dimensions decided the label).
 """
 
 from __future__ import annotations
@@ -58,13 +63,16 @@ def planted_temperature(n: int, rng: np.random.Generator, num_classes: int = 10,
 SIBLINGS, SIBLING_COSINE = 10, 0.5
 #: ``imagenet_like``: rows of the pilot sample on which β is solved for the accuracy.
 PILOT_ROWS = 4000
+#: ``imagenet_like``: the mean class signal r·E[a] in units of the within-class noise norm √dim.
+CLASS_SEPARATION = 3.0
 
 
 class ImagenetLike:
     """The network of the ``imagenet_like`` task: prototypes, class prior and β, drawn from ``rng``.
 
     ``imbalance`` is the exponent of the Zipf prior πₖ ∝ (k + 1)^−imbalance (0 = balanced);
-    the per-sample signal aᵢ ~ Uniform(0, 2) spreads the difficulty of the samples.
+    the per-sample signal aᵢ ~ Uniform(0, 2) spreads the difficulty of the samples, and the class-signal
+    scale r = ``CLASS_SEPARATION``·√dim keeps the classes clustered (module docstring).
     """
 
     def __init__(self, rng: np.random.Generator, num_classes: int = 1000, embedding_dim: int = 768,
@@ -78,13 +86,14 @@ class ImagenetLike:
         prior = (np.arange(num_classes) + 1.0) ** -float(imbalance)
         self.log_prior = np.log(prior / prior.sum())
         self.temperature = temperature
+        self.signal_scale = CLASS_SEPARATION * np.sqrt(embedding_dim)
         pilot = self.embeddings(PILOT_ROWS, rng) @ self.prototypes.T
         self.beta = _solve_increasing(lambda b: softmax(b * pilot + self.log_prior, axis=1).max(axis=1).mean(),
                                       accuracy, f"accuracy {accuracy} with {num_classes} classes")
 
     def embeddings(self, n: int, rng: np.random.Generator) -> np.ndarray:
         k = rng.choice(self.log_prior.size, size=n, p=np.exp(self.log_prior))
-        signal = rng.uniform(0.0, 2.0, size=(n, 1))
+        signal = self.signal_scale * rng.uniform(0.0, 2.0, size=(n, 1))
         return signal * self.prototypes[k] + rng.standard_normal((n, self.prototypes.shape[1]))
 
     def sample(self, n: int, rng: np.random.Generator) -> dict:
