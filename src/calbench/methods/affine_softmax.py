@@ -293,12 +293,11 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     map's parameters (w′_aa, b′_a), which couple through the softmax; P⁻¹ = T blockdiag(…)⁻¹ Tᵀ. The
     log-loss parts (two n × k × k and one n × 2k × 2k product, float32) are
     taken once in ``shared`` and reused with each fit's penalty."""
-    from scipy.linalg import cho_factor, cho_solve  # lazy: only large maps need it
+    from scipy.linalg import cho_solve  # lazy: only large maps need it
 
     k = x_single.shape[1]
     if diagonal:
-        factor = cho_factor(_with_ridge(loss_hessian(x_single, probs, diagonal=True) +
-                                        np.diag(pack(*penalty.curvature(k), True))))
+        factor = _cholesky(loss_hessian(x_single, probs, diagonal=True) + np.diag(pack(*penalty.curvature(k), True)))
         return lambda r: cho_solve(factor, r)
     if "moments" not in shared:
         v = probs * (1.0 - probs)
@@ -316,7 +315,7 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     # TᵀHT over (w′_aa, b′_a): T maps it to (w_aa, b_a) = (w′_aa, b′_a − m_aa w′_aa)
     transform = np.block([[np.eye(k), np.zeros((k, k))], [-np.diag(m_aa), np.eye(k)]])
     h_map = transform.T @ (map_block + np.diag(pack(pen_w, pen_b, True))) @ transform
-    factor = cho_factor(_with_ridge(h_map))
+    factor = _cholesky(h_map)
 
     def precondition(r):
         r_w, r_b = r[: k * k].reshape(k, k), r[k * k:]
@@ -330,11 +329,21 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     return precondition
 
 
-def _with_ridge(h: np.ndarray) -> np.ndarray:
-    """``h`` plus 1e-10 of its mean diagonal on the diagonal, in place: the unpenalised softmax is invariant to
-    adding a constant to every b, so its Hessian is singular there (where the gradient is zero)."""
-    h[np.diag_indices_from(h)] += 1e-10 * np.trace(h) / h.shape[0] + 1e-300
-    return h
+def _cholesky(h: np.ndarray):
+    """The Cholesky factor (scipy's ``cho_factor``) of ``h`` plus a ridge of 1e-7 of its mean diagonal, tenfold
+    until it is positive definite: the unpenalised softmax is invariant to adding a constant to every b, so the
+    Hessian is singular there (where the gradient is zero), and float32 rounding can make it slightly
+    indefinite. A preconditioner's ridge changes the steps, not the optimum."""
+    from scipy.linalg import LinAlgError, cho_factor
+
+    scale = np.trace(h) / h.shape[0] + 1e-300
+    for power in range(-7, 1):
+        try:
+            return cho_factor(h + 10.0**power * scale * np.eye(h.shape[0]))
+        except LinAlgError:
+            continue
+    raise LinAlgError("truncated Newton's preconditioner is not positive definite even with a ridge of its mean "
+                      "diagonal")
 
 
 def _with_curvature(blocks: np.ndarray, penalty: Penalty) -> np.ndarray:
