@@ -15,8 +15,10 @@ penalty (docs/methods_parametric.md):
 identity map (W = I, b = 0) or from a given warm start, and deterministic: full-batch Jacobi-preconditioned
 L-BFGS, finished by Newton's method with the exact Hessian where θ has at most :data:`NEWTON_MAX_PARAMS`
 entries (full maps up to 16 classes, diagonal ones up to 150), and for larger full maps up to
-:data:`NEWTON_CG_MAX_CLASSES` classes by truncated Newton with exact Hessian-vector products. No n × k × k
-array is ever formed.
+:data:`NEWTON_CG_MAX_CLASSES` classes by truncated Newton with exact Hessian-vector products; maps of
+:data:`LARGE_MAP_CLASSES` classes or more run truncated Newton from the diagonal map's fit (full maps) or after
+L-BFGS (diagonal ones), with a preconditioner that fits in memory at 1,000 classes. No n × k × k array is ever
+formed.
 """
 
 from __future__ import annotations
@@ -460,8 +462,9 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
     iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
     hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
-    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`). At most
-    ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
+    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`), as are diagonal
+    maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as many run :func:`_fit_large_map`. At
+    most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
     info = {"iterations", "converged", "loss", "solver"}.
 
     ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
