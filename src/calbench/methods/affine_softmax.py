@@ -171,20 +171,6 @@ def pack(weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarr
     return np.concatenate([np.diagonal(weights) if diagonal else weights.ravel(), intercept])
 
 
-def parameter_features(x: np.ndarray, diagonal: bool) -> tuple[np.ndarray, np.ndarray]:
-    """θ's entries grouped by the class whose score they enter: (index [k, m] into θ, their feature
-    columns [n, k, m], or [n, 1, m] when every class uses the same ones)."""
-    n, k = x.shape
-    classes = np.arange(k)
-    if diagonal:  # class a: w_aa on x_a, then b_a on 1
-        index = np.stack([classes, k + classes], axis=1)
-        features = np.stack([x, np.ones_like(x)], axis=2)
-    else:  # class a: w_a1 … w_ak on x, then b_a on 1
-        index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
-        features = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])[:, None, :]
-    return index, features
-
-
 def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: Penalty, diagonal: bool) -> np.ndarray:
     """Exact Hessian of :func:`objective` in θ's layout: :func:`loss_hessian` at σ(W x + b) plus the
     penalty's 2·weight on the diagonal."""
@@ -204,17 +190,24 @@ def loss_hessian(x: np.ndarray, p: np.ndarray, diagonal: bool) -> np.ndarray:
     from scipy.linalg.blas import get_blas_funcs  # lazy: only Newton-sized problems pay its import
 
     n, k = x.shape
-    index, features = parameter_features(x, diagonal)
+    classes = np.arange(k)
+    if diagonal:  # class a: w_aa on x_a, then b_a on 1 (θ index a, then k + a)
+        index = np.stack([classes, k + classes], axis=1)
+        px = p * x
+        s_xx, s_x, s_1 = np.einsum("ij,ij->j", px, x), px.sum(axis=0), p.sum(axis=0)
+        blocks = np.stack([np.stack([s_xx, s_x], axis=1), np.stack([s_x, s_1], axis=1)], axis=1)
+        flat = np.stack([px, p], axis=2).reshape(n, 2 * k)
+        del px
+    else:  # class a: w_a1 … w_ak on x, then b_a on 1; the features are shared by all classes
+        index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
+        features = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
+        flat = (p[:, :, None] * features[:, None, :]).reshape(n, -1)
+        blocks = (flat.T @ features).reshape(k, k + 1, k + 1)  # one product gives every class's block
     m = index.shape[1]
-    grouped = p[:, :, None] * features  # [n, k, m]
-    flat = grouped.reshape(n, k * m)
     syrk = get_blas_funcs("syrk", (flat,))
     upper = syrk(-1.0, flat.T, trans=0, lower=0).astype(np.float64)  # −GᵀG; flat.T is Fortran-ordered
+    del flat
     h_grouped = np.triu(upper) + np.triu(upper, 1).T
-    if features.shape[1] == 1:  # features shared by all classes: one product gives every class's block
-        blocks = (flat.T @ features[:, 0, :]).reshape(k, m, m)
-    else:
-        blocks = np.einsum("iar,ias->ars", grouped, features)
     rows = np.arange(k * m).reshape(k, m)
     h_grouped[rows[:, :, None], rows[:, None, :]] += blocks
     order = index.ravel()  # θ index of each grouped entry
@@ -303,8 +296,10 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
         return lambda r: cho_solve(factor, r)
     if "moments" not in shared:
         v = probs * (1.0 - probs)
-        shared["moments"] = (v.sum(axis=0, dtype=np.float64), (v.T @ x_single).astype(np.float64),
-                             (v.T @ (x_single * x_single)).astype(np.float64), loss_hessian(x_single, probs, True))
+        moments = (v.sum(axis=0, dtype=np.float64), (v.T @ x_single).astype(np.float64),
+                   (v.T @ (x_single * x_single)).astype(np.float64))
+        del v  # before the map block's n × 2k work
+        shared["moments"] = (*moments, loss_hessian(x_single, probs, True))
     s0, s1, s2, map_block = shared["moments"]  # sums over the rows, and the map block's mean
     n = x_single.shape[0]
     pen_w, pen_b = penalty.curvature(k)
