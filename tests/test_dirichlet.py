@@ -156,6 +156,11 @@ def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
     exact = hessian(x, *unpack(theta, k, False), penalty, False)
     probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
     np.testing.assert_allclose(hessian_vector(x, probs, penalty, v), exact @ v, rtol=1e-12, atol=1e-13)
+    theta_d, v_d = theta[[0, 5, 10, 15, 16, 17, 18, 19]], v[:8]  # a diagonal map: (w_11 … w_44, b)
+    exact_d = hessian(x, *unpack(theta_d, k, True), penalty, True)
+    probs_d = softmax(affine_logits(x, *unpack(theta_d, k, True), True), axis=1)
+    np.testing.assert_allclose(hessian_vector(x, probs_d, penalty, v_d, diagonal=True), exact_d @ v_d, rtol=1e-12,
+                               atol=1e-13)
     for chunk_bytes in (2**26, 1):
         blocks = hessian_blocks(x, probs, penalty, chunk_bytes=chunk_bytes)
         for a in range(k):
@@ -214,6 +219,55 @@ def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     assert info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
     np.testing.assert_allclose(softmax(affine_logits(x, w_cg, b_cg, False), axis=1),
                                softmax(affine_logits(x, w_newton, b_newton, False), axis=1), atol=1e-6)
+
+
+@pytest.mark.parametrize("features", ["log_probs", "logits"])
+@pytest.mark.parametrize("penalty", [odir_penalty(0.05, 0.01, 6), l2_penalty(0.05, 6)])
+def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatch):
+    """Full maps of LARGE_MAP_CLASSES or more classes (1,000 in the ImageNet runs, here 6 by monkeypatch) start
+    from the diagonal map (itself finished by truncated Newton with its exact float32 Hessian) and run
+    truncated Newton with float32 products and the centred block preconditioner: the float64 objective
+    decides the stop, so the optimum is exact Newton's (objective within 1e-9 relative, outputs 1e-6)."""
+    import calbench.methods.affine_softmax as affine
+
+    logits, y = _toy(n=800, k=6)
+    x = getattr(Scores(logits), features)
+    w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
+    monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    shared = {}
+    w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False, shared=shared)
+    assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "diagonal+newton-cg"
+    assert info_cg["converged"] and shared["x_single"].dtype == np.float32
+    assert info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_cg, b_cg, False), axis=1),
+                               softmax(affine_logits(x, w_newton, b_newton, False), axis=1), atol=1e-6)
+    # a warm start from the optimum is a converged fit, and the start on a grid path reuses ``shared``
+    w_warm, _, info_warm = fit_affine_softmax(x, y, penalty, False, init=(w_cg, b_cg), shared=shared)
+    assert info_warm["converged"] and info_warm["solver"] == "newton-cg"
+    assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+
+
+@pytest.mark.parametrize("penalty", [odir_penalty(0.5, 0.01, 6), Penalty()])
+def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalty, monkeypatch):
+    """Diagonal maps of LARGE_MAP_CLASSES or more classes (``vs`` at 1,000) are finished by truncated Newton
+    with O(n k) Hessian-vector products: the optimum of exact Newton (also unpenalised, where the Hessian
+    preconditioner is singular along the shift of every b)."""
+    import calbench.methods.affine_softmax as affine
+
+    logits, y = _toy(n=800, k=6)
+    x = Scores(logits).log_probs
+    # unpenalised, the loss is flat enough that tol = 1e-10 leaves outputs 1e-5 apart: both fits go further
+    w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
+    monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
+    assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
+    assert info_cg["converged"] and info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_cg, b_cg, True), axis=1),
+                               softmax(affine_logits(x, w_newton, b_newton, True), axis=1), atol=1e-6)
 
 
 def test_canonical_conversion_round_trip():
