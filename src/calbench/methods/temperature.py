@@ -40,6 +40,19 @@ BLOCK_ENTRIES = 1 << 21
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _shifted_exp(row, shift, beta, out, scale):
+    """``out`` ← exp(β (row − shift)) (``scale``: work array of the row's size); returns Σ out."""
+    for j in range(row.size):
+        out[j] = beta * (row[j] - shift)
+    exp_split(out, scale)
+    total = 0.0
+    for j in range(row.size):
+        out[j] *= scale[j]
+        total += out[j]
+    return total
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def _moments_block(start, stop, beta, z, top, moments):
     """Columns start..stop of ``moments`` ([order + 1, n]): per row Σ_j exp(β d_ij)·d_ij^p, d = z − row max,
     in one pass over the row (it stays in cache: the exp, then one multiply-add per moment and logit)."""
@@ -47,14 +60,7 @@ def _moments_block(start, stop, beta, z, top, moments):
     weight, scale = np.empty(classes), np.empty(classes)
     for i in range(start, stop):
         row, shift = z[i], top[i]
-        for j in range(classes):
-            weight[j] = beta * (row[j] - shift)
-        exp_split(weight, scale)
-        total = 0.0
-        for j in range(classes):
-            weight[j] *= scale[j]
-            total += weight[j]
-        moments[0, i] = total
+        moments[0, i] = _shifted_exp(row, shift, beta, weight, scale)
         for p in range(1, order + 1):
             total = 0.0
             for j in range(classes):
@@ -73,13 +79,7 @@ def _softmax_block(start, stop, beta, z, out):
         shift = row[0]
         for j in range(classes):
             shift = max(shift, row[j])
-        for j in range(classes):
-            probs[j] = beta * (row[j] - shift)
-        exp_split(probs, scale)
-        total = 0.0
-        for j in range(classes):
-            probs[j] *= scale[j]
-            total += probs[j]
+        total = _shifted_exp(row, shift, beta, probs, scale)
         for j in range(classes):
             probs[j] /= total
 
