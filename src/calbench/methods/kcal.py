@@ -146,17 +146,17 @@ def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
     kde = _Support(z, y, num_classes, groups)
     cached = ([(lo, gram.copy(), *rest) for lo, gram, *rest in kde.blocks(z, groups)]
               if cache and y.size <= CACHE_ROWS else None)
-    nearest = np.empty(y.size)
-    found = []
+    nearest, found = np.empty(y.size), False
 
     def loss(bandwidth: float) -> float:
+        nonlocal found
         chunks = cached if cached is not None else kde.blocks(z, groups)
         total = 0.0
         for lo, *block in chunks:
             rows = slice(lo, lo + block[0].shape[0])
             probs = kde.label_shares(*block, y[rows], bandwidth, nearest[rows], find=not found)
             total += _log_loss(probs)
-        found.append(True)
+        found = True
         return total / y.size
 
     return loss
