@@ -299,12 +299,13 @@ class LECE(Calibrator):
         and must touch disjoint rows. With one k and ``keep_below`` = t > 0, ĉ is estimated only where
         p̂ > t, when few entries are (Algorithm 1 line 7 keeps p̂ elsewhere), and holds p̂ at the others."""
         step = block_rows(pool.n)
+        may_be_sparse = len(ks) == 1 and ks[0] < pool.n and keep_below > 0
 
         def block(start: int) -> None:
             rows = slice(start, start + step)
             p = scores.subset(rows).probs
-            needed = p > keep_below
-            if len(ks) == 1 and ks[0] < pool.n and keep_below > 0 and needed.sum() <= SPARSE_SHARE * needed.size:
+            needed = p > keep_below if may_be_sparse else None
+            if needed is not None and needed.sum() <= SPARSE_SHARE * needed.size:
                 estimate = p.copy()
                 estimate[needed] = self._estimate(p[needed], pool.neighbour_sums_at(p, ks[0], needed) / ks[0])
                 handle(rows, p, ks[0], estimate)
