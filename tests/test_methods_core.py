@@ -264,3 +264,21 @@ def test_kfold_splits_equal_scikit_learns_shuffled_kfold():
         ours = list(kfold_splits(n, k, seed))
         theirs = list(KFold(k, shuffle=True, random_state=seed).split(np.zeros(n)))
         assert all((a == c).all() and (b == d).all() for (a, b), (c, d) in zip(ours, theirs))
+
+
+def test_stratified_kfold_splits_equal_scikit_learns_shuffled_stratified_kfold():
+    """GridSearch's folds without importing scikit-learn: the same folds, so tuned methods keep their numbers."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from calbench.folds import stratified_kfold_splits
+
+    rng = np.random.default_rng(0)
+    for n, classes, k, seed in [(103, 3, 10, 3), (500, 10, 5, 0), (2000, 100, 10, 11), (37, 2, 3, 5)]:
+        y = np.concatenate([np.repeat(np.arange(classes), k), rng.integers(0, classes, n - classes * k)])
+        y = 7 * rng.permutation(y) + 2  # labels that are neither 0..C-1 nor in order of first appearance
+        ours = stratified_kfold_splits(y, k, seed)
+        theirs = list(StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(n), y))
+        assert len(ours) == k
+        assert all((a == c).all() and (b == d).all() for (a, b), (c, d) in zip(ours, theirs))
+    with pytest.raises(ValueError, match="every class needs >= 3 rows"):
+        stratified_kfold_splits(np.array([0, 0, 0, 1, 1]), 3, 0)

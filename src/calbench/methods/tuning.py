@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from calbench.folds import kfold_splits
+from calbench.folds import kfold_splits, stratified_kfold_splits
 from calbench.methods.base import Calibrator, clone
 from calbench.metrics import proper
 from calbench.parallel import thread_map
@@ -143,9 +143,7 @@ class GridSearch(Calibrator):
     def _splits(self, y: np.ndarray):
         counts = np.bincount(y, minlength=self.num_classes_)
         if counts.min() >= self.folds:
-            from sklearn.model_selection import StratifiedKFold  # lazy: only tuned methods pay its import
-
-            return list(StratifiedKFold(self.folds, shuffle=True, random_state=self.seed).split(np.zeros(y.size), y))
+            return stratified_kfold_splits(y, self.folds, self.seed)
         return list(kfold_splits(y.size, self.folds, self.seed))
 
     def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress,
