@@ -83,7 +83,7 @@ def test_irova_is_isotonic_per_class_then_renormalised(synthetic):
 def test_irm_fits_one_strictly_increasing_map_on_all_pooled_entries(synthetic):
     cal, test = synthetic
     model = make("irm").fit(cal["logits"], cal["labels"])
-    assert model.isotonic_.model_.X_thresholds_.max() <= 1 and model.isotonic_.model_.X_thresholds_.size > 2
+    assert model.isotonic_.knots_x_.max() <= 1 and model.isotonic_.knots_x_.size > 2
     a = np.linspace(0.01, 0.99, 99)[:, None] * np.ones((1, 3))
     mapped = model.isotonic_.predict(a[:, 0]) + model.eps * a[:, 0]
     assert np.all(np.diff(mapped) > 0)

@@ -141,7 +141,13 @@ def _runs_of(x, target, weight, last=None):
 
 
 class Isotonic:
-    """Isotonic regression of y on p (PAV), clipped to the fitted range, outputs in [0, 1]."""
+    """Isotonic regression of y on p (PAV), clipped to the fitted range, outputs in [0, 1].
+
+    The fitted map is its knots ``knots_x_`` (increasing) and ``knots_y_`` (non-decreasing): the ends of
+    PAV's constant segments, linearly interpolated and constant outside ``[knots_x_[0], knots_x_[-1]]``,
+    as scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``, which this equals
+    (tested) without its ~1 s import. PAV itself is ``scipy.optimize.isotonic_regression``.
+    """
 
     def fit(self, p, y) -> "Isotonic":
         return self.fit_checked(*check_binary(p, y))
@@ -153,30 +159,39 @@ class Isotonic:
         isotonic fit is constant on such a run, so it and its segment ends — the knots of the
         interpolation — are those of the fit on all N points, at the memory of a few sorted copies.
         """
-        self.model_ = self._regression(*target_runs(p, y))
+        self.knots_x_, self.knots_y_ = pav_knots(*target_runs(p, y))
         return self
-
-    @staticmethod
-    def _regression(x, target, weight=None):
-        from sklearn.isotonic import IsotonicRegression  # lazy: scikit-learn costs ~1.5 s to import
-
-        return IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(x, target, sample_weight=weight)
 
     def predict(self, p) -> np.ndarray:
         p, _ = check_binary(p)
-        return self.model_.predict(p)
+        return np.interp(p, self.knots_x_, self.knots_y_)
 
     def summary(self) -> dict:
-        return {"steps": int(self.model_.X_thresholds_.size)}
+        return {"steps": int(self.knots_x_.size)}
 
     def _get_state(self) -> dict:
-        """For :mod:`calbench.persist`: the fitted step function's knots instead of scikit-learn's object."""
-        return {"x": self.model_.X_thresholds_, "y": self.model_.y_thresholds_}
+        """For :mod:`calbench.persist`: the fitted step function's knots."""
+        return {"x": self.knots_x_, "y": self.knots_y_}
 
     def _set_state(self, state: dict) -> None:
-        """Refit on the saved knots: they are already isotonic with no redundant interior knot, so the fit
-        keeps them exactly (checked)."""
-        self.model_ = self._regression(state["x"], state["y"])
-        if not (np.array_equal(self.model_.X_thresholds_, state["x"])
-                and np.array_equal(self.model_.y_thresholds_, state["y"])):
-            raise ValueError("saved isotonic knots did not survive the refit; refit the calibrator")
+        x, y = (np.asarray(state[key], dtype=np.float64) for key in ("x", "y"))
+        if x.ndim != 1 or x.shape != y.shape or x.size == 0 or np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
+            raise ValueError("saved isotonic knots: need x increasing and y non-decreasing, of one length; "
+                             "refit the calibrator")
+        self.knots_x_, self.knots_y_ = x, y
+
+
+def pav_knots(x: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Knots (x, fitted value) of the weighted least-squares non-decreasing fit of ``target`` on ``x``,
+    clipped to [0, 1]: equal x are pooled first (weighted mean target), then PAV; only the two ends of each
+    constant segment are kept."""
+    from scipy.optimize import isotonic_regression
+
+    weight = np.ones_like(target, dtype=np.float64) if weight is None else weight
+    values, inverse = np.unique(x, return_inverse=True)
+    pooled_weight = np.bincount(inverse, weight)
+    pooled_target = np.bincount(inverse, weight * target) / pooled_weight
+    fit = np.clip(isotonic_regression(pooled_target, weights=pooled_weight).x, 0.0, 1.0)
+    keep = np.ones(fit.size, dtype=bool)
+    keep[1:-1] = (fit[1:-1] != fit[:-2]) | (fit[1:-1] != fit[2:])
+    return values[keep], fit[keep]
