@@ -34,6 +34,7 @@ rule train_model:
     wildcard_constraints:
         source=_alternatives(TRAIN_SOURCES),
     threads: model_threads
+    priority: 10  # the longest jobs of a run, and everything of their source waits for them: start them first
     log:
         "logs/train/{source}.log",
     benchmark:
@@ -60,6 +61,7 @@ rule dump_model:
     wildcard_constraints:
         source=_alternatives(MODEL_SOURCES),
     threads: model_threads
+    priority: 10
     log:
         "logs/dump/{source}.log",
     benchmark:
