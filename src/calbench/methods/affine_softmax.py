@@ -149,11 +149,13 @@ def _objective_residual(theta, x, y, penalty, diagonal):
 def hessian_diagonal(x: np.ndarray, y: np.ndarray, residual: np.ndarray, penalty: Penalty,
                      diagonal: bool) -> np.ndarray:
     """Diagonal of the objective's Hessian, in θ's layout: mean pᵢ(1−pᵢ) xⱼ² (+ 2·penalty weight), with p
-    from the ``residual`` p − onehot(y) of :func:`_objective_residual` at the same point (no softmax of its own)."""
+    from the ``residual`` r = p − onehot(y) of :func:`_objective_residual` at the same point (no softmax of its
+    own): p(1 − p) = r(1 − r), and −r(1 + r) at the label."""
     n, k = x.shape
-    p = residual.copy()
-    p[np.arange(n), y] += 1.0
-    v = p * (1.0 - p)
+    rows = np.arange(n)
+    v = residual * (1.0 - residual)
+    at_label = residual[rows, y]
+    v[rows, y] = -at_label * (1.0 + at_label)
     if diagonal:
         h_w = np.einsum("ij,ij->j", v, x * x) / n + 2.0 * penalty.diag
     else:
