@@ -262,11 +262,12 @@ def cmd_metrics(args) -> int:
 
 
 #: Methods that run numba-compiled kernels (maps1d/piecewise_kernel.py when fitting, methods/neighbour_sums.py
-#: when predicting, methods/temperature.py both): one fit and prediction each on tiny data compiles every kernel
-#: signature they use. KCal's kernel (methods/kernel_sums.py) is compiled through its Eq. 3 function, since a
-#: KCal fit needs a training split, and the affine-softmax solver's passes (methods/softmax_residual.py) through
-#: the solver's own functions, since its float32 signatures need a fit of 17 classes or more.
-COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece", "ts")
+#: when predicting, methods/temperature.py and methods/softmax_residual.py both; ``ms`` stands for the vs/ms/dir
+#: family): one fit and prediction each on tiny data compiles every kernel signature they use. KCal's kernel
+#: (methods/kernel_sums.py) is compiled through its Eq. 3 function, since a KCal fit needs a training split, and
+#: the affine-softmax solver's float32 passes through its own functions, since only fits of 17 classes or more
+#: reach them.
+COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece", "ts", "ms")
 
 
 def cmd_compile(args) -> int:
@@ -293,20 +294,19 @@ def cmd_compile(args) -> int:
     kde_probs(logits[:5], logits, labels, 3, 1.0)
     print(f"kcal: kernels compiled or loaded from the cache in {perf_counter() - start:.1f} s")
     start = perf_counter()
-    _compile_affine_softmax(logits, labels)
+    _compile_affine_softmax(logits)
     print(f"affine_softmax: kernels compiled or loaded from the cache in {perf_counter() - start:.1f} s")
     return 0
 
 
-def _compile_affine_softmax(x: np.ndarray, y: np.ndarray) -> None:
-    """The affine-softmax solver's row passes (methods/softmax_residual.py; vs, ms, dir and their tuned forms)
-    in the signatures its fits use: the float64 objective, and truncated Newton's float32 probabilities and
-    Hessian-vector products, which only fits of 17 classes or more reach."""
-    from calbench.methods.affine_softmax import Penalty, _single_probs, hessian_vector, objective, pack
+def _compile_affine_softmax(x: np.ndarray) -> None:
+    """The affine-softmax solver's float32 row passes (methods/softmax_residual.py): truncated Newton's
+    probabilities and Hessian-vector products, which only fits of 17 classes or more reach (``ms`` in
+    :data:`COMPILED_METHODS` compiles the float64 objective and prediction)."""
+    from calbench.methods.affine_softmax import Penalty, _single_probs, hessian_vector, pack
 
     k = x.shape[1]
     theta = pack(np.eye(k), np.zeros(k), False)
-    objective(theta, x, y, Penalty(), False)
     single = x.astype(np.float32)
     hessian_vector(single, _single_probs(single, theta), Penalty(), theta)
 
