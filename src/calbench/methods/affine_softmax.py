@@ -115,9 +115,14 @@ def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
     return Penalty(off=lam, diag=lam, bias=lam)
 
 
+def linear_scores(x: np.ndarray, weights: np.ndarray, diagonal: bool) -> np.ndarray:
+    """W x for every row x of ``x`` [n, k] (a new array); ``diagonal`` uses only the diagonal of W."""
+    return x * np.diagonal(weights) if diagonal else x @ weights.T
+
+
 def affine_logits(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarray:
     """W x + b for every row x of ``x`` [n, k]; ``diagonal`` uses only the diagonal of W."""
-    out = x * np.diagonal(weights) if diagonal else x @ weights.T
+    out = linear_scores(x, weights, diagonal)
     out += intercept
     return out
 
@@ -134,7 +139,7 @@ def _objective_residual(theta, x, y, penalty, diagonal):
     intercept, row max, exp, log-sum-exp and the residual in place), then the gradient's product (BLAS)."""
     n, k = x.shape
     weights, intercept = unpack(theta, k, diagonal)
-    work = x * theta[:k] if diagonal else x @ weights.T
+    work = linear_scores(x, weights, diagonal)
     grad_b = np.zeros(k)
     loss = residual_pass(work, intercept, np.asarray(y, dtype=np.int64), grad_b) / n
     pen_w, pen_b = penalty.gradient(weights, intercept)
@@ -366,9 +371,8 @@ def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.nda
     is mean x̃ ⊗ p ⊙ (dz − p·dz) (for a full map two n × k × k products, as a gradient), plus 2·weight·v.
     The products run in the precision of ``x`` and ``probs``; the result is float64."""
     n, k = x.shape
-    v_x = v.astype(x.dtype, copy=False)
-    weights, intercept = unpack(v_x, k, diagonal)
-    r = x * v_x[:k] if diagonal else x @ weights.T
+    weights, intercept = unpack(v.astype(x.dtype, copy=False), k, diagonal)
+    r = linear_scores(x, weights, diagonal)
     sum_r = np.zeros(k)
     hessian_vector_pass(r, intercept, probs, sum_r)  # r ← p ⊙ (dz − p·dz), one compiled pass per row
     pen_w, pen_b = penalty.curvature(k)
@@ -380,9 +384,8 @@ def hessian_vector(x: np.ndarray, probs: np.ndarray, penalty: Penalty, v: np.nda
 def _single_probs(x_single, theta, diagonal=False):
     """σ(W x + b) of θ in float32, for the Hessian's products."""
     k = x_single.shape[1]
-    theta_single = theta.astype(np.float32)
-    weights, intercept = unpack(theta_single, k, diagonal)
-    probs = x_single * theta_single[:k] if diagonal else x_single @ weights.T
+    weights, intercept = unpack(theta.astype(np.float32), k, diagonal)
+    probs = linear_scores(x_single, weights, diagonal)
     softmax_pass(probs, intercept)
     return probs
 
@@ -489,9 +492,10 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
 
     ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
     copy of ``x`` and its preconditioner's Hessian blocks (the log-loss part, at the probabilities where the
-    first of those fits needed it). A preconditioner changes the steps, not the optimum: blocks taken at a
-    neighbouring grid point's solution precondition as well as fresh ones (one CIFAR-100 fold: 197–202
-    products at λ_code = 0.01 with blocks from λ_code = 10⁴, 10 or 0.1, 223 with fresh ones).
+    first of those fits needed it; under L2 the last one's, :func:`_shrinks_to_zero`). A preconditioner changes
+    the steps, not the optimum: under ODIR, blocks taken at a neighbouring grid point's solution precondition as
+    well as fresh ones (one CIFAR-100 fold: 197–202 products at λ_code = 0.01 with blocks from λ_code = 10⁴, 10
+    or 0.1, 223 with fresh ones).
     """
     k = x.shape[1]
     if not diagonal and k >= LARGE_MAP_CLASSES:

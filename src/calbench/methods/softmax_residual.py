@@ -1,11 +1,12 @@
 """Compiled row passes of the affine-softmax solver (:mod:`calbench.methods.affine_softmax`): what follows the
-BLAS product s = x Wᵀ in an objective evaluation, a truncated-Newton step's probabilities and a Hessian-vector
-product, one pass per row while the row is in cache.
+BLAS product s = x Wᵀ in an objective evaluation, a truncated-Newton step's probabilities, a Hessian-vector
+product and the calibrators' predictions (:mod:`calbench.methods.linear_maps`), one pass per row while the row
+is in cache.
 
 numpy spent 5–7 passes over the n × k array there (the intercept, row max, exp, row sum, division, the label's
 entry, column sums), and its float64 exp is not vectorised on machines without AVX-512; here the exp is
 :func:`calbench.vector_exp.exp_split`'s. On one CIFAR-100 fold (4,000 × 100) an objective evaluation went from
-6.7 to ~4.5 ms, of which the two products are ~4 ms. The kernels take float64 or float32 rows (truncated Newton's
+6.7 to 4.9 ms, of which the two products are ~4 ms. The kernels take float64 or float32 rows (truncated Newton's
 Hessian products run in float32); the exp and the sums are float64 either way.
 """
 
