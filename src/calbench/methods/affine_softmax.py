@@ -116,8 +116,9 @@ def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
 
 
 def linear_scores(x: np.ndarray, weights: np.ndarray, diagonal: bool) -> np.ndarray:
-    """W x for every row x of ``x`` [n, k] (a new array); ``diagonal`` uses only the diagonal of W."""
-    return x * np.diagonal(weights) if diagonal else x @ weights.T
+    """W x for every row x of ``x`` [n, k] (a new C-ordered array, as the compiled row passes expect, whatever
+    the order of ``x``); ``diagonal`` uses only the diagonal of W."""
+    return np.multiply(x, np.diagonal(weights), order="C") if diagonal else x @ weights.T
 
 
 def affine_logits(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, diagonal: bool) -> np.ndarray:
