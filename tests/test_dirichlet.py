@@ -148,8 +148,7 @@ def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
 
 @pytest.mark.parametrize("penalty", [odir_penalty(2.0, 3.0, 4), l2_penalty(1.5, 4)])
 def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
-    """Truncated Newton's pieces: H v and H's per-class diagonal blocks equal :func:`hessian`'s (also when
-    the blocks are computed one class at a time)."""
+    """Truncated Newton's pieces: H v and H's per-class diagonal blocks equal :func:`hessian`'s."""
     rng = np.random.default_rng(3)
     x, k = rng.normal(size=(60, 4)), 4
     theta, v = 0.3 * rng.normal(size=20), rng.normal(size=20)
@@ -161,11 +160,10 @@ def test_hessian_vector_and_blocks_are_those_of_the_exact_hessian(penalty):
     probs_d = softmax(affine_logits(x, *unpack(theta_d, k, True), True), axis=1)
     np.testing.assert_allclose(hessian_vector(x, probs_d, penalty, v_d, diagonal=True), exact_d @ v_d, rtol=1e-12,
                                atol=1e-13)
-    for chunk_bytes in (2**26, 1):
-        blocks = hessian_blocks(x, probs, penalty, chunk_bytes=chunk_bytes)
-        for a in range(k):
-            index = np.r_[a * k:(a + 1) * k, k * k + a]  # class a's row of W, then b_a
-            np.testing.assert_allclose(blocks[a], exact[np.ix_(index, index)], rtol=1e-12, atol=1e-13)
+    blocks = hessian_blocks(x, probs, penalty)
+    for a in range(k):
+        index = np.r_[a * k:(a + 1) * k, k * k + a]  # class a's row of W, then b_a
+        np.testing.assert_allclose(blocks[a], exact[np.ix_(index, index)], rtol=1e-12, atol=1e-13)
 
 
 def test_single_precision_hessian_products_are_close_to_the_exact_ones():

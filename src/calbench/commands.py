@@ -262,10 +262,12 @@ def cmd_metrics(args) -> int:
 
 
 #: Methods that run numba-compiled kernels (maps1d/piecewise_kernel.py when fitting, methods/neighbour_sums.py
-#: when predicting, methods/temperature.py both): one fit and prediction each on tiny data compiles every kernel
-#: signature they use. KCal's kernel (methods/kernel_sums.py) is compiled through its Eq. 3 function, since a
-#: KCal fit needs a training split.
-COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece", "ts")
+#: when predicting, methods/temperature.py and methods/softmax_residual.py both; ``ms`` stands for the vs/ms/dir
+#: family): one fit and prediction each on tiny data compiles every kernel signature they use. KCal's kernel
+#: (methods/kernel_sums.py) is compiled through its Eq. 3 function, since a KCal fit needs a training split, and
+#: the affine-softmax solver's float32 passes through its own functions, since only fits of 17 classes or more
+#: reach them.
+COMPILED_METHODS = ("pl_conf", "pl3_conf", "lece", "ts", "ms")
 
 
 def cmd_compile(args) -> int:
@@ -291,7 +293,22 @@ def cmd_compile(args) -> int:
     start = perf_counter()
     kde_probs(logits[:5], logits, labels, 3, 1.0)
     print(f"kcal: kernels compiled or loaded from the cache in {perf_counter() - start:.1f} s")
+    start = perf_counter()
+    _compile_affine_softmax(logits)
+    print(f"affine_softmax: kernels compiled or loaded from the cache in {perf_counter() - start:.1f} s")
     return 0
+
+
+def _compile_affine_softmax(x: np.ndarray) -> None:
+    """The affine-softmax solver's float32 row passes (methods/softmax_residual.py): truncated Newton's
+    probabilities and Hessian-vector products, which only fits of 17 classes or more reach (``ms`` in
+    :data:`COMPILED_METHODS` compiles the float64 objective and prediction)."""
+    from calbench.methods.affine_softmax import Penalty, _single_probs, hessian_vector, pack
+
+    k = x.shape[1]
+    theta = pack(np.eye(k), np.zeros(k), False)
+    single = x.astype(np.float32)
+    hessian_vector(single, _single_probs(single, theta), Penalty(), theta)
 
 
 # -- argument parsing ---------------------------------------------------------------------------------------

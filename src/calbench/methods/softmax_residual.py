@@ -1,0 +1,89 @@
+"""Compiled row passes of the affine-softmax solver (:mod:`calbench.methods.affine_softmax`): what follows the
+BLAS product s = x Wᵀ in an objective evaluation, a truncated-Newton step's probabilities, a Hessian-vector
+product and the calibrators' predictions (:mod:`calbench.methods.linear_maps`), one pass per row while the row
+is in cache.
+
+numpy spent 5–7 passes over the n × k array there (the intercept, row max, exp, row sum, division, the label's
+entry, column sums), and its float64 exp is not vectorised on machines without AVX-512; here the exp is
+:func:`calbench.vector_exp.exp_split`'s. On one CIFAR-100 fold (4,000 × 100) an objective evaluation went from
+6.7 to 4.9 ms, of which the two products are ~4 ms. The kernels take float64 or float32 rows (truncated Newton's
+Hessian products run in float32); the exp and the sums are float64 either way.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from calbench.vector_exp import exp_split
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def _shifted_exp(row, intercept, buffer, scale):
+    """``buffer`` ← exp(row + b − max) (``scale``: float64 work of the row's size); returns (max of row + b,
+    Σ buffer), so that σ(row + b) = buffer / Σ and logsumexp(row + b) = max + ln Σ."""
+    top = row[0] + intercept[0]
+    for j in range(row.size):
+        top = max(top, row[j] + intercept[j])
+    for j in range(row.size):
+        buffer[j] = row[j] + intercept[j] - top
+    exp_split(buffer, scale)
+    total = 0.0
+    for j in range(row.size):
+        buffer[j] *= scale[j]
+        total += buffer[j]
+    return top, total
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def residual_pass(scores, intercept, y, column_sums):
+    """The log-loss part of :func:`~calbench.methods.affine_softmax.objective` (Dirichlet paper Eq. 7's layer):
+    each row s of ``scores`` (x Wᵀ, without b) becomes the residual σ(s + b) − onehot(y) in place, its column
+    sums are added into ``column_sums`` (float64, [k]), and the return value is Σᵢ logsumexp(sᵢ + b) − (sᵢ + b)_yᵢ,
+    the summed log-loss."""
+    k = scores.shape[1]
+    buffer, scale = np.empty(k), np.empty(k)
+    loss = 0.0
+    for i in range(scores.shape[0]):
+        row, label = scores[i], y[i]
+        picked = row[label] + intercept[label]
+        top, total = _shifted_exp(row, intercept, buffer, scale)
+        loss += top + math.log(total) - picked
+        inverse = 1.0 / total
+        for j in range(k):
+            row[j] = buffer[j] * inverse
+            column_sums[j] += row[j]
+        row[label] -= 1.0
+        column_sums[label] -= 1.0
+    return loss
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def softmax_pass(scores, intercept):
+    """Each row s of ``scores`` (x Wᵀ, without b) ← σ(s + b), in place."""
+    k = scores.shape[1]
+    buffer, scale = np.empty(k), np.empty(k)
+    for i in range(scores.shape[0]):
+        row = scores[i]
+        total = _shifted_exp(row, intercept, buffer, scale)[1]
+        inverse = 1.0 / total
+        for j in range(k):
+            row[j] = buffer[j] * inverse
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def hessian_vector_pass(dz, shift, probs, column_sums):
+    """The rows of a Hessian-vector product's log-loss term: with the scores' change d = dz + c (``dz`` = x Vᵀ,
+    ``shift`` = c) and p = ``probs``, ``dz`` ← p ⊙ (d − p·d) in place (the product of the softmax's Jacobian
+    diag(p) − p pᵀ with d), its column sums added into ``column_sums`` (float64, [k])."""
+    k = dz.shape[1]
+    for i in range(dz.shape[0]):
+        row, p = dz[i], probs[i]
+        mean = 0.0
+        for j in range(k):
+            mean += p[j] * (row[j] + shift[j])
+        for j in range(k):
+            row[j] = p[j] * (row[j] + shift[j] - mean)
+            column_sums[j] += row[j]
