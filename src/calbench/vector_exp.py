@@ -40,3 +40,15 @@ def exp_split(t, scale):
     bits = scale.view(np.int64)
     for i in range(t.size):  # 2^k from the bits of its exponent field (0 below the normal range)
         bits[i] = max(bits[i] - _ROUND_BITS + 1023, 0) << 52
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def exp_sum(t, scale):
+    """``t`` ← exp(t) in place (``scale``: work array of t's size, as for :func:`exp_split`); returns Σ exp(t):
+    a softmax row's numerators and normaliser in one call."""
+    exp_split(t, scale)
+    total = 0.0
+    for i in range(t.size):
+        t[i] *= scale[i]
+        total += t[i]
+    return total

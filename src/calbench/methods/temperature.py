@@ -19,7 +19,7 @@ from calbench.methods.base import Calibrator
 from calbench.methods.registry import register
 from calbench.parallel import thread_map
 from calbench.scores import Scores
-from calbench.vector_exp import exp_split
+from calbench.vector_exp import exp_sum
 
 BETA_MIN, BETA_MAX = 1e-6, 1e6
 #: Above this many logits the Newton iteration starts from the β fitted on every m-th row (m chosen to
@@ -44,12 +44,7 @@ def _shifted_exp(row, shift, beta, out, scale):
     """``out`` ← exp(β (row − shift)) (``scale``: work array of the row's size); returns Σ out."""
     for j in range(row.size):
         out[j] = beta * (row[j] - shift)
-    exp_split(out, scale)
-    total = 0.0
-    for j in range(row.size):
-        out[j] *= scale[j]
-        total += out[j]
-    return total
+    return exp_sum(out, scale)
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
