@@ -80,6 +80,25 @@ def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():
     np.testing.assert_allclose(loo, [[1 - share[0], share[0]], [1 - share[1], share[1]], [1, 0]], rtol=1e-12)
 
 
+def test_compiled_nearest_distance_equals_the_masked_minimum():
+    """kernel_sums._nearest (the shift of each row's kernels) is exactly numpy's minimum of the same float64 distances
+    over the support outside the query's group, clipped at 0; +inf where the whole support is in the group."""
+    from calbench.methods.kernel_sums import _nearest
+
+    rng = np.random.default_rng(5)
+    points = rng.normal(size=(1001, 4)).astype(np.float32)
+    support_sq = np.einsum("ij,ij->i", points.astype(np.float64), points.astype(np.float64))
+    groups = rng.integers(0, 3, points.shape[0])
+    for i in range(20):
+        gram = (2.0 * points[i]) @ points.T
+        query_sq = support_sq[i] - 1e-3 * (i % 2)  # odd rows: the own point's distance slightly negative
+        sq = query_sq + support_sq - gram.astype(np.float64)
+        for group in (groups[i], -1):
+            expected = max(sq[groups != group].min(), 0.0)
+            assert _nearest(gram, query_sq, support_sq, groups, group) == expected
+    assert _nearest(gram, 0.0, support_sq, np.zeros_like(groups), 0) == np.inf
+
+
 def test_compiled_exp_matches_numpy_over_the_float64_range():
     """The kernel's vectorised exp (calbench.vector_exp, through calbench.methods.kernel_sums) against np.exp,
     from exp(0) down to its underflow: one support point per class at squared distance t from the query, d = h = 1."""

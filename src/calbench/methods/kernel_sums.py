@@ -24,12 +24,15 @@ SEGMENT = 2048
 
 @njit(cache=True, nogil=True, fastmath={"nnan", "nsz", "reassoc"})
 def _nearest(gram_row, query_sq, support_sq, support_groups, query_group):  # pragma: no cover (compiled)
-    """The smallest squared distance from one query row to a support point outside its group (+inf if none)."""
+    """The smallest squared distance from one query row to a support point outside its group (+inf if none).
+
+    ``min`` under a branch compiles to a vectorised reduction (0.9 ns per point); a select of +inf feeding a
+    compare-and-select did not (3.8 ns: 2.4 of the 4 CPU-s of a leave-one-out evaluation at 25,000 rows)."""
     nearest = np.inf
     for j in range(gram_row.size):
         sq = query_sq + support_sq[j] - np.float64(gram_row[j])
-        sq = np.inf if support_groups[j] == query_group else sq
-        nearest = sq if sq < nearest else nearest
+        if support_groups[j] != query_group:
+            nearest = min(nearest, sq)
     return max(nearest, 0.0)
 
 
