@@ -70,6 +70,58 @@ def test_chains_survive_save_and_load(chain, tmp_path):
     np.testing.assert_allclose(loaded.transform(TEST[0]).logits, cal.transform(TEST[0]).logits, rtol=0, atol=TOL)
 
 
+def _tensors(path) -> dict:
+    from safetensors.numpy import load_file
+
+    return load_file(str(path))
+
+
+@pytest.mark.parametrize("name", ["lece", "lecd"])
+def test_a_saved_neighbour_pool_holds_its_logits_and_labels_only_and_is_rebuilt_identically(name, tmp_path,
+                                                                                            monkeypatch):
+    """The pool's derived arrays (float32 scores, targets, normalisers) are rebuilt on loading, not stored; the
+    rebuilt pool's arrays equal the fitted one's bit for bit (float32-exact logits, as from a dump: stored as
+    float32, loaded as the same float64)."""
+    monkeypatch.setattr(calbench.persist, "NARROW_MIN_SIZE", 1)  # the pool here is 240 × 4
+    logits32 = CAL[0].logits.astype(np.float32).astype(np.float64)
+    cal = make(name, q=0.2, t=0.0).fit(Scores(logits32), CAL[1])
+    loaded, path = _round_trip(cal, tmp_path, name)
+    stored = _tensors(path)
+    assert sorted((a.dtype.str, a.shape) for a in stored.values()) == sorted(
+        [("<f4", logits32.shape), ("<i8", CAL[1].shape)])
+    for key, value in vars(cal.pool_).items():
+        if isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(getattr(loaded.pool_, key), value, err_msg=key)
+    assert loaded.pool_.logits.dtype == np.float64
+
+
+def test_arrays_are_narrowed_only_where_float32_holds_them_exactly(tmp_path):
+    """float64 arrays of NARROW_MIN_SIZE entries or more are stored as float32 when that is lossless, and come
+    back float64 bit for bit; an array float32 would round stays float64."""
+    from calbench.persist import NARROW_MIN_SIZE, _Encoder
+
+    exact = np.arange(NARROW_MIN_SIZE, dtype=np.float64) / 8
+    inexact = exact + 0.1
+    encoder = _Encoder()
+    nodes = encoder.encode({"exact": exact, "inexact": inexact, "again": exact}, "test")["$dict"]
+    (_, exact_node), (_, inexact_node), (_, again_node) = nodes
+    assert exact_node == again_node == {"$array": "a0", "as": "<f8"} and inexact_node == {"$array": "a1"}
+    assert encoder.arrays["a0"].dtype == np.float32 and encoder.arrays["a1"].dtype == np.float64
+    decoded = calbench.persist._decode(exact_node, encoder.arrays, "test")
+    assert decoded.dtype == np.float64 and np.array_equal(decoded, exact)
+
+
+def test_a_chain_stores_each_array_once(tmp_path):
+    """The header's `params` of a chain are its fitted steps, also encoded as its state: their arrays are
+    written once (at 1,000 classes × 25,000 rows, ts+lece's file was twice lece's before)."""
+    steps = {"lece": {"grid": SMALL_GRID["lece"], "cv": {"folds": 3}}}
+    chain = make("ts+lece", **steps).fit(CAL[0], CAL[1])
+    alone = make("lece", **steps["lece"]).fit(chain.steps[0].transform(CAL[0]), CAL[1])
+    chain_path = calbench.save(chain, tmp_path / "chain.safetensors")
+    alone_path = calbench.save(alone, tmp_path / "alone.safetensors")
+    assert len(_tensors(chain_path)) == len(_tensors(alone_path))
+
+
 def test_default_grid_function_is_saved_by_name(tmp_path):
     """dir_l2's default grid is a function of the number of classes: saved as its name, not its code."""
     cal = make("dir_l2", cv={"folds": 2}).fit(CAL[0], CAL[1])

@@ -21,8 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-#: Version of the file layout; bumped when the header or the encoding changes incompatibly.
-FORMAT_VERSION = 1
+#: Version of the file layout; bumped when the header or the encoding changes incompatibly (2: float64 arrays
+#: that float32 holds exactly are stored as float32, marked ``"as": "<f8"``; a version-1 reader refuses them).
+FORMAT_VERSION = 2
+#: float64 arrays of at least this many entries are checked for a lossless float32 copy (logits read from a
+#: float32 dump, say): half the bytes, and the loaded array is the same float64 bit for bit.
+NARROW_MIN_SIZE = 4096
 #: File extension of saved calibrators (the workflow's ``results/calibrators/.../seed{s}.safetensors``).
 EXTENSION = ".safetensors"
 INPUT_KINDS = ("logits", "probs")
@@ -60,17 +64,29 @@ def _version() -> str:
 
 
 class _Encoder:
-    """Turns a calibrator into a JSON tree plus named arrays."""
+    """Turns a calibrator into a JSON tree plus named arrays. An array object met twice (a chain's fitted steps
+    are both its parameters and its state) is stored once; float64 arrays that float32 holds exactly are stored
+    as float32 (:data:`NARROW_MIN_SIZE`)."""
 
     def __init__(self):
         self.arrays: dict[str, np.ndarray] = {}
+        self._seen: dict[int, tuple[np.ndarray, dict]] = {}  # id → (the array, kept alive; its node)
 
     def array(self, value: np.ndarray, where: str) -> dict:
         if value.dtype.kind not in "biuf":
             raise TypeError(f"cannot save {where}: arrays of dtype {value.dtype} are not supported")
+        if id(value) in self._seen:
+            return dict(self._seen[id(value)][1])
         key = f"a{len(self.arrays)}"
-        self.arrays[key] = np.ascontiguousarray(value)
-        return {"$array": key}
+        node = {"$array": key}
+        stored = np.ascontiguousarray(value)
+        if stored.dtype == np.float64 and stored.size >= NARROW_MIN_SIZE:
+            narrow = stored.astype(np.float32)
+            if np.array_equal(narrow, stored, equal_nan=True):
+                stored, node["as"] = narrow, stored.dtype.str
+        self.arrays[key] = stored
+        self._seen[id(value)] = (value, node)
+        return dict(node)
 
     def encode(self, value, where: str):
         from calbench.methods.base import Calibrator
@@ -139,7 +155,8 @@ def _decode(node, arrays: dict, where: str):
     if not isinstance(node, dict):
         return node
     if "$array" in node:
-        return arrays[node["$array"]]
+        stored = arrays[node["$array"]]
+        return stored.astype(node["as"]) if "as" in node else stored
     if "$scalar" in node:
         return np.dtype(node["$scalar"]).type(node["value"])
     if "$tuple" in node:
