@@ -122,6 +122,9 @@ class NeighbourPool:
         return {"logits": logits, "labels": labels, "targets": targets, "distance": distance, "eps": self.eps}
 
     def _set_state(self, state: dict) -> None:
+        if "labels" not in state:  # a format-1 file: every attribute was saved as it was
+            self.__dict__.update(state)
+            return
         self.__init__(Scores(state["logits"]), state["labels"], state["targets"], state["distance"], state["eps"])
 
     def restricted(self, rows: np.ndarray) -> "NeighbourPool":
