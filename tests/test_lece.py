@@ -204,6 +204,26 @@ def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypa
     assert with_hook.best_params_ == without.best_params_
 
 
+@pytest.mark.parametrize("bins", [4096, 3, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_order_statistics_equal_a_full_sort(bins, dtype, monkeypatch):
+    """The histogram selection of the rank boundaries' scores (issue 12) against np.sort: random rows, ties,
+    a constant row, a far outlier (every other value in one bin), chosen rows; 1 bin sorts each row whole."""
+    monkeypatch.setattr(neighbour_sums_module, "SELECT_BINS", bins)
+    rng = np.random.default_rng(23)
+    values = rng.gamma(2.0, size=(9, 301)).astype(dtype)
+    values[1] = np.round(values[1])  # ties
+    values[2] = 1.5
+    values[3, 7] = 1e30
+    values[4, 1::2] = values[4, :-1:2]
+    rows = np.array([8, 0, 1, 2, 3, 4, 4, 5])
+    for ends in ([1], [5, 17, 40, 119, 301], [300]):
+        ends = np.array(ends)
+        out = neighbour_sums_module._smallest(values, rows, ends)
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(out, np.sort(values[rows], axis=1)[:, ends - 1])
+
+
 def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties(kl_bounds):
     """Pool rows in pairs whose KL scores differ by ~1e-9 (below float32's resolution): every rank band
     holds the rows of the float64 order (issue 12: float32 product, float64 re-check at the boundaries)."""

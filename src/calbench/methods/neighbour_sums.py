@@ -177,13 +177,13 @@ def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndar
     cap = -np.log(eps)
     if peaked.any():  # the k-th smallest score is between the k-th smallest lower bound and that + the widest interval
         rows = np.flatnonzero(peaked)
-        lowest = (_smallest(sums[rows], ends) - absolute) * (1 / (1 + 2.0**-22))
+        lowest = (_smallest(sums, rows, ends) - absolute) * (1 / (1 + 2.0**-22))
         _select(sums, rows, lowest, lowest + width[rows, None], rest, col_max, 2.0**-22, absolute, rounding, queries,
                 logits, log_norm, members, cap, ends, out)
     if not peaked.all():  # the bounds of the float32 product's k-th smallest score
         rows = np.flatnonzero(~peaked)
         scores = queries[rows].astype(np.float32) @ cols32
-        boundary = _smallest(scores, ends).astype(np.float64)
+        boundary = _smallest(scores, np.arange(rows.size), ends).astype(np.float64)
         part = np.empty((rows.size, ends[-1]), dtype=np.int64)
         _select(scores, np.arange(rows.size), (boundary - absolute) * (1 / (1 + relative)),
                 (boundary + absolute) * (1 / (1 - relative)), rest[rows], col_max, relative, absolute, rounding,
@@ -192,13 +192,63 @@ def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndar
     return out
 
 
-def _smallest(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``[b, len(ends)]``: the ends[e]-th smallest value of each row (one partition, then a sort of the
-    ends[-1] smallest: faster than numpy's partition at several kth)."""
-    nearest = np.partition(values, ends[-1] - 1, axis=1)[:, :ends[-1]]
-    if ends.size > 1:
-        nearest.sort(axis=1)
-    return nearest[:, ends - 1]
+#: Bins of the histogram that places a row's order statistics (:func:`_order_statistics`).
+SELECT_BINS = 4096
+
+
+def _smallest(values: np.ndarray, rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``[len(rows), len(ends)]``: the ends[e]-th smallest value of each row ``values[rows[i]]`` (finite), in
+    ``values``' dtype; the same values as ``np.sort(values[rows], axis=1)[:, ends − 1]``."""
+    out = np.empty((rows.size, ends.size), dtype=values.dtype)
+    _order_statistics(values, rows, ends, SELECT_BINS, out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _bin(value, low, scale, bins):  # pragma: no cover (compiled)
+    """The histogram bin of ``value`` ≥ ``low``: non-decreasing in ``value`` (rounding is monotone)."""
+    return min(int((value - low) * scale), bins - 1)
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _order_statistics(values, rows, ends, bins, out):  # pragma: no cover (compiled)
+    """``out[i, e]``: the ends[e]-th smallest of ``values[rows[i]]``, exactly. A histogram of the row over
+    ``bins`` (:data:`SELECT_BINS`) equal bins of [its min, its max] (the bin index is non-decreasing in the
+    value) gives the bin holding each rank, and only the values of those few bins are sorted: 3–4× faster
+    than numpy's partition of the whole row at 22,500 values. A row whose values crowd one bin is sorted
+    whole (slower, the same values)."""
+    n = values.shape[1]
+    below = np.empty(bins + 1, np.int64)  # below[c]: the row's values in bins < c
+    target = np.empty(bins, np.bool_)
+    picked = np.empty(n, values.dtype)
+    for i in range(rows.size):
+        row = values[rows[i]]
+        low, high = np.float64(row.min()), np.float64(row.max())
+        scale = bins / (high - low) if high > low else 0.0
+        below[:] = 0
+        for j in range(n):
+            below[_bin(row[j], low, scale, bins) + 1] += 1
+        for c in range(bins):
+            below[c + 1] += below[c]
+        target[:] = False
+        c = 0
+        for e in range(ends.size):
+            while below[c + 1] < ends[e]:
+                c += 1
+            target[c] = True
+        count = 0
+        for j in range(n):
+            if target[_bin(row[j], low, scale, bins)]:
+                picked[count] = row[j]
+                count += 1
+        ordered = np.sort(picked[:count])  # by bin, then by value within a bin
+        c, before = 0, 0  # before: the picked values in bins < c
+        for e in range(ends.size):
+            while below[c + 1] < ends[e]:
+                if target[c]:
+                    before += below[c + 1] - below[c]
+                c += 1
+            out[i, e] = ordered[before + ends[e] - 1 - below[c]]
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
