@@ -332,14 +332,10 @@ def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative
             below, above = _bounds(values[q, j], rest[q], col_max[j], relative, absolute, rounding)
             if below > last_out:
                 continue
-            first_in = bands
+            first_in, first_open = 0, 0  # counts, not searches: both bounds are non-decreasing in e (branch-free)
             for e in range(bands):
-                if above < certain_in[i, e]:
-                    first_in = e
-                    break
-            first_open = 0
-            while below > certain_out[i, first_open]:
-                first_open += 1
+                first_in += above >= certain_in[i, e]
+                first_open += below > certain_out[i, e]
             if first_in < bands:
                 sure_in[first_in] += 1
             if first_open < first_in:  # undecided at boundaries first_open … first_in − 1
