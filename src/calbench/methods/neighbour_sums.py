@@ -310,7 +310,8 @@ def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative
     ``q = query_rows[i]`` (row q of ``values``, ``rest``, ``queries`` and ``out``; row i of ``certain_in`` and
     ``certain_out``), a pool row whose upper bound is below ``certain_in[i, e]`` is among the ends[e]
     nearest, one whose lower bound is above ``certain_out[i, e]`` is not; the others are scored in float64
-    and ranked by that (ties by pool row)."""
+    and ranked by that (ties by pool row). Both bounds are non-decreasing in e (they follow the ends[e]-th
+    smallest score)."""
     n = values.shape[1]
     bands = ends.size
     unsure_rows = np.empty(n, np.int64)
