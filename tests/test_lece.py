@@ -172,6 +172,20 @@ def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block
             np.testing.assert_allclose(out[i, j], targets[nearest[i, :end]].sum(axis=0), atol=1e-12)
 
 
+def test_neighbour_keys_by_pool_row_equal_a_sort():
+    """The kernel's neighbour keys (row << shift | band) from a scan of the marked pool rows (issue 12) against
+    np.sort of them; a row listed twice is refused (the scan would list it once)."""
+    rng = np.random.default_rng(5)
+    nearest = np.stack([rng.permutation(50)[:12] for _ in range(6)])
+    band_of_rank = np.repeat(np.arange(4), 3)
+    keys = np.empty((6, 12), dtype=np.int64)
+    neighbour_sums_module._keys_by_row(nearest, band_of_rank, 2, 50, keys)
+    np.testing.assert_array_equal(keys, np.sort(nearest << 2 | band_of_rank, axis=1))
+    nearest[2, 5] = nearest[2, 0]
+    with pytest.raises(ValueError, match="twice"):
+        neighbour_sums_module.cumulative_band_sums(np.zeros((1, 50, 64)), 3, nearest, [3, 12])
+
+
 @pytest.mark.parametrize("name", ["lece", "lecd"])
 @pytest.mark.parametrize("scoring", ["nll", "brier"])
 def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summation):

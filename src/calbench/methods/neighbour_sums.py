@@ -79,16 +79,41 @@ def cumulative_band_sums(chunks: np.ndarray, columns: int, nearest: np.ndarray, 
     """``[b, len(ends), columns]``: per query, the sums of the pool rows ``nearest[i, :ends[j]]``.
 
     ``chunks`` is :func:`chunk_columns` of the pool's ``[n, columns]`` targets; ``nearest`` ``[b, ends[-1]]``
-    lists each query's neighbours by rank (pool row indices); ``ends`` are increasing.
+    lists each query's neighbours by rank (distinct pool row indices); ``ends`` are increasing.
     """
     ends = np.asarray(ends, dtype=np.int64)
     bands = ends.size
     shift = max(1, int(bands - 1).bit_length())  # key = pool row << shift | band
+    if bands >= 2**15:
+        raise ValueError(f"cumulative_band_sums: at most 32,767 rank bands, got {bands}")
     band_of_rank = np.searchsorted(ends, np.arange(ends[-1]), side="right")
-    keys = np.sort((nearest[:, :ends[-1]].astype(np.int64) << shift) | band_of_rank, axis=1)  # by pool row
+    keys = np.empty((nearest.shape[0], ends[-1]), dtype=np.int64)
+    _keys_by_row(np.ascontiguousarray(nearest, dtype=np.int64), band_of_rank, shift, chunks.shape[1], keys)
     out = np.empty((nearest.shape[0], bands, chunks.shape[0] * chunks.shape[2]))
     _kernel(chunks, keys, bands, shift, TILE_ROWS, QUERY_BLOCK, out)
     return out[:, :, :columns]
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _keys_by_row(nearest, band_of_rank, shift, pool_rows, keys):  # pragma: no cover (compiled)
+    """``keys[i]``: ``row << shift | band`` of query i's first ``keys.shape[1]`` neighbours (distinct rows),
+    in increasing pool row: each row marked with its band, then the pool scanned in order (the same keys as
+    ``np.sort`` of them, 4–5× faster at 4,500 of 22,500 rows)."""
+    listed = keys.shape[1]
+    band_at = np.full(pool_rows, -1, np.int16)  # 2 bytes a row: the marks stay in cache (bands < 2**15)
+    row_keys = np.empty(listed + 1, np.int64)  # one spare entry: the scan writes before it counts (branch-free)
+    for i in range(nearest.shape[0]):
+        for r in range(listed):
+            band_at[nearest[i, r]] = band_of_rank[r]
+        count = 0
+        for row in range(pool_rows):
+            band = band_at[row]
+            row_keys[count] = (row << shift) | band
+            count += band >= 0
+            band_at[row] = -1
+        if count != listed:
+            raise ValueError("cumulative_band_sums: a query lists a pool row twice")
+        keys[i] = row_keys[:listed]
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
