@@ -172,6 +172,20 @@ def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block
             np.testing.assert_allclose(out[i, j], targets[nearest[i, :end]].sum(axis=0), atol=1e-12)
 
 
+def test_neighbour_keys_by_pool_row_equal_a_sort():
+    """The kernel's neighbour keys (row << shift | band) from a scan of the marked pool rows (issue 12) against
+    np.sort of them; a row listed twice is refused (the scan would list it once)."""
+    rng = np.random.default_rng(5)
+    nearest = np.stack([rng.permutation(50)[:12] for _ in range(6)])
+    band_of_rank = np.repeat(np.arange(4), 3)
+    keys = np.empty((6, 12), dtype=np.int64)
+    neighbour_sums_module._keys_by_row(nearest, band_of_rank, 2, 50, keys)
+    np.testing.assert_array_equal(keys, np.sort(nearest << 2 | band_of_rank, axis=1))
+    nearest[2, 5] = nearest[2, 0]
+    with pytest.raises(ValueError, match="twice"):
+        neighbour_sums_module.cumulative_band_sums(np.zeros((1, 50, 64)), 3, nearest, [3, 12])
+
+
 @pytest.mark.parametrize("name", ["lece", "lecd"])
 @pytest.mark.parametrize("scoring", ["nll", "brier"])
 def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summation):
@@ -202,6 +216,26 @@ def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypa
     without = search()
     np.testing.assert_allclose(with_hook.cv_losses_, without.cv_losses_, rtol=0, atol=1e-10)
     assert with_hook.best_params_ == without.best_params_
+
+
+@pytest.mark.parametrize("bins", [4096, 3, 1])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_order_statistics_equal_a_full_sort(bins, dtype, monkeypatch):
+    """The histogram selection of the rank boundaries' scores (issue 12) against np.sort: random rows, ties,
+    a constant row, a far outlier (every other value in one bin), chosen rows; 1 bin sorts each row whole."""
+    monkeypatch.setattr(neighbour_sums_module, "SELECT_BINS", bins)
+    rng = np.random.default_rng(23)
+    values = rng.gamma(2.0, size=(9, 301)).astype(dtype)
+    values[1] = np.round(values[1])  # ties
+    values[2] = 1.5
+    values[3, 7] = 1e30
+    values[4, 1::2] = values[4, :-1:2]
+    rows = np.array([8, 0, 1, 2, 3, 4, 4, 5])
+    for ends in ([1], [5, 17, 40, 119, 301], [300]):
+        ends = np.array(ends)
+        out = neighbour_sums_module._smallest(values, rows, ends)
+        assert out.dtype == dtype
+        np.testing.assert_array_equal(out, np.sort(values[rows], axis=1)[:, ends - 1])
 
 
 def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties(kl_bounds):

@@ -79,16 +79,41 @@ def cumulative_band_sums(chunks: np.ndarray, columns: int, nearest: np.ndarray, 
     """``[b, len(ends), columns]``: per query, the sums of the pool rows ``nearest[i, :ends[j]]``.
 
     ``chunks`` is :func:`chunk_columns` of the pool's ``[n, columns]`` targets; ``nearest`` ``[b, ends[-1]]``
-    lists each query's neighbours by rank (pool row indices); ``ends`` are increasing.
+    lists each query's neighbours by rank (distinct pool row indices); ``ends`` are increasing.
     """
     ends = np.asarray(ends, dtype=np.int64)
     bands = ends.size
     shift = max(1, int(bands - 1).bit_length())  # key = pool row << shift | band
+    if bands >= 2**15:
+        raise ValueError(f"cumulative_band_sums: at most 32,767 rank bands, got {bands}")
     band_of_rank = np.searchsorted(ends, np.arange(ends[-1]), side="right")
-    keys = np.sort((nearest[:, :ends[-1]].astype(np.int64) << shift) | band_of_rank, axis=1)  # by pool row
+    keys = np.empty((nearest.shape[0], ends[-1]), dtype=np.int64)
+    _keys_by_row(np.ascontiguousarray(nearest, dtype=np.int64), band_of_rank, shift, chunks.shape[1], keys)
     out = np.empty((nearest.shape[0], bands, chunks.shape[0] * chunks.shape[2]))
     _kernel(chunks, keys, bands, shift, TILE_ROWS, QUERY_BLOCK, out)
     return out[:, :, :columns]
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _keys_by_row(nearest, band_of_rank, shift, pool_rows, keys):  # pragma: no cover (compiled)
+    """``keys[i]``: ``row << shift | band`` of query i's first ``keys.shape[1]`` neighbours (distinct rows),
+    in increasing pool row: each row marked with its band, then the pool scanned in order (the same keys as
+    ``np.sort`` of them, 4–5× faster at 4,500 of 22,500 rows)."""
+    listed = keys.shape[1]
+    band_at = np.full(pool_rows, -1, np.int16)  # 2 bytes a row: the marks stay in cache (bands < 2**15)
+    row_keys = np.empty(listed + 1, np.int64)  # one spare entry: the scan writes before it counts (branch-free)
+    for i in range(nearest.shape[0]):
+        for r in range(listed):
+            band_at[nearest[i, r]] = band_of_rank[r]
+        count = 0
+        for row in range(pool_rows):
+            band = band_at[row]
+            row_keys[count] = (row << shift) | band
+            count += band >= 0
+            band_at[row] = -1
+        if count != listed:
+            raise ValueError("cumulative_band_sums: a query lists a pool row twice")
+        keys[i] = row_keys[:listed]
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
@@ -177,13 +202,13 @@ def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndar
     cap = -np.log(eps)
     if peaked.any():  # the k-th smallest score is between the k-th smallest lower bound and that + the widest interval
         rows = np.flatnonzero(peaked)
-        lowest = (_smallest(sums[rows], ends) - absolute) * (1 / (1 + 2.0**-22))
+        lowest = (_smallest(sums, rows, ends) - absolute) * (1 / (1 + 2.0**-22))
         _select(sums, rows, lowest, lowest + width[rows, None], rest, col_max, 2.0**-22, absolute, rounding, queries,
                 logits, log_norm, members, cap, ends, out)
     if not peaked.all():  # the bounds of the float32 product's k-th smallest score
         rows = np.flatnonzero(~peaked)
         scores = queries[rows].astype(np.float32) @ cols32
-        boundary = _smallest(scores, ends).astype(np.float64)
+        boundary = _smallest(scores, np.arange(rows.size), ends).astype(np.float64)
         part = np.empty((rows.size, ends[-1]), dtype=np.int64)
         _select(scores, np.arange(rows.size), (boundary - absolute) * (1 / (1 + relative)),
                 (boundary + absolute) * (1 / (1 - relative)), rest[rows], col_max, relative, absolute, rounding,
@@ -192,13 +217,63 @@ def nearest_kl_by_band(queries: np.ndarray, cols32: np.ndarray, col_max: np.ndar
     return out
 
 
-def _smallest(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
-    """``[b, len(ends)]``: the ends[e]-th smallest value of each row (one partition, then a sort of the
-    ends[-1] smallest: faster than numpy's partition at several kth)."""
-    nearest = np.partition(values, ends[-1] - 1, axis=1)[:, :ends[-1]]
-    if ends.size > 1:
-        nearest.sort(axis=1)
-    return nearest[:, ends - 1]
+#: Bins of the histogram that places a row's order statistics (:func:`_order_statistics`).
+SELECT_BINS = 4096
+
+
+def _smallest(values: np.ndarray, rows: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """``[len(rows), len(ends)]``: the ends[e]-th smallest value of each row ``values[rows[i]]`` (finite), in
+    ``values``' dtype; the same values as ``np.sort(values[rows], axis=1)[:, ends − 1]``."""
+    out = np.empty((rows.size, ends.size), dtype=values.dtype)
+    _order_statistics(values, rows, ends, SELECT_BINS, out)
+    return out
+
+
+@numba.njit(nogil=True, cache=True, inline="always")
+def _bin(value, low, scale, bins):  # pragma: no cover (compiled)
+    """The histogram bin of ``value`` ≥ ``low``: non-decreasing in ``value`` (rounding is monotone)."""
+    return min(int((value - low) * scale), bins - 1)
+
+
+@numba.njit(nogil=True, cache=True, boundscheck=False)
+def _order_statistics(values, rows, ends, bins, out):  # pragma: no cover (compiled)
+    """``out[i, e]``: the ends[e]-th smallest of ``values[rows[i]]``, exactly. A histogram of the row over
+    ``bins`` (:data:`SELECT_BINS`) equal bins of [its min, its max] (the bin index is non-decreasing in the
+    value) gives the bin holding each rank, and only the values of those few bins are sorted: 3–4× faster
+    than numpy's partition of the whole row at 22,500 values. A row whose values crowd one bin is sorted
+    whole (slower, the same values)."""
+    n = values.shape[1]
+    below = np.empty(bins + 1, np.int64)  # below[c]: the row's values in bins < c
+    target = np.empty(bins, np.bool_)
+    picked = np.empty(n, values.dtype)
+    for i in range(rows.size):
+        row = values[rows[i]]
+        low, high = np.float64(row.min()), np.float64(row.max())
+        scale = bins / (high - low) if high > low else 0.0
+        below[:] = 0
+        for j in range(n):
+            below[_bin(row[j], low, scale, bins) + 1] += 1
+        for c in range(bins):
+            below[c + 1] += below[c]
+        target[:] = False
+        c = 0
+        for e in range(ends.size):
+            while below[c + 1] < ends[e]:
+                c += 1
+            target[c] = True
+        count = 0
+        for j in range(n):
+            if target[_bin(row[j], low, scale, bins)]:
+                picked[count] = row[j]
+                count += 1
+        ordered = np.sort(picked[:count])  # by bin, then by value within a bin
+        c, before = 0, 0  # before: the picked values in bins < c
+        for e in range(ends.size):
+            while below[c + 1] < ends[e]:
+                if target[c]:
+                    before += below[c + 1] - below[c]
+                c += 1
+            out[i, e] = ordered[before + ends[e] - 1 - below[c]]
 
 
 @numba.njit(nogil=True, cache=True, boundscheck=False)
@@ -260,7 +335,8 @@ def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative
     ``q = query_rows[i]`` (row q of ``values``, ``rest``, ``queries`` and ``out``; row i of ``certain_in`` and
     ``certain_out``), a pool row whose upper bound is below ``certain_in[i, e]`` is among the ends[e]
     nearest, one whose lower bound is above ``certain_out[i, e]`` is not; the others are scored in float64
-    and ranked by that (ties by pool row)."""
+    and ranked by that (ties by pool row). Both bounds are non-decreasing in e (they follow the ends[e]-th
+    smallest score)."""
     n = values.shape[1]
     bands = ends.size
     unsure_rows = np.empty(n, np.int64)
@@ -282,14 +358,10 @@ def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative
             below, above = _bounds(values[q, j], rest[q], col_max[j], relative, absolute, rounding)
             if below > last_out:
                 continue
-            first_in = bands
+            first_in, first_open = 0, 0  # counts, not searches: both bounds are non-decreasing in e (branch-free)
             for e in range(bands):
-                if above < certain_in[i, e]:
-                    first_in = e
-                    break
-            first_open = 0
-            while below > certain_out[i, first_open]:
-                first_open += 1
+                first_in += above >= certain_in[i, e]
+                first_open += below > certain_out[i, e]
             if first_in < bands:
                 sure_in[first_in] += 1
             if first_open < first_in:  # undecided at boundaries first_open … first_in − 1
