@@ -80,6 +80,34 @@ def test_compiled_blocks_and_group_exclusion_equal_the_plain_formulas():
     np.testing.assert_allclose(loo, [[1 - share[0], share[0]], [1 - share[1], share[1]], [1, 0]], rtol=1e-12)
 
 
+@pytest.mark.parametrize("cores", [2, 3, 7])
+def test_threaded_blocks_give_the_serial_results_bit_for_bit(monkeypatch, cores):
+    """Eq. 3's blocks run in threads (each a contiguous run of whole blocks): the predictions and the CV loss,
+    cached products or not, equal one thread's bit for bit (blocks of 7 rows; runs that do not divide n)."""
+    import calbench.methods.kcal as kcal
+
+    rng = np.random.default_rng(5)
+    n, k, d = 101, 4, 3
+    z, y = rng.normal(size=(n, d)), rng.integers(0, k, n)
+    groups = fold_ids(n, 5, 0)
+    monkeypatch.setattr(kcal, "CHUNK_ROWS", 7)
+
+    def results():
+        return (kde_probs(z, z, y, k, 0.6, groups, groups), cv_log_loss(z, y, k, groups)(0.6),
+                cv_log_loss(z, y, k, groups, cache=False)(0.6))
+
+    monkeypatch.setattr(kcal, "available_cores", lambda: 1)
+    monkeypatch.setattr(kcal, "thread_map", lambda function, items: [function(item) for item in items])
+    serial = results()
+    monkeypatch.undo()
+    monkeypatch.setattr(kcal, "CHUNK_ROWS", 7)
+    monkeypatch.setattr(kcal, "available_cores", lambda: cores)
+    monkeypatch.setattr("calbench.parallel.available_cores", lambda: cores)
+    threaded = results()
+    np.testing.assert_array_equal(threaded[0], serial[0])
+    assert threaded[1:] == serial[1:]
+
+
 def test_compiled_nearest_distance_equals_the_masked_minimum():
     """kernel_sums._nearest (the shift of each row's kernels) is exactly numpy's minimum of the same float64 distances
     over the support outside the query's group, clipped at 0; +inf where the whole support is in the group."""

@@ -35,6 +35,7 @@ from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.kernel_sums import class_mass
 from calbench.methods.registry import register
+from calbench.parallel import available_cores, thread_map
 from calbench.scores import Scores
 
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
@@ -91,6 +92,21 @@ class _Support:
             gram = np.matmul(q, self.points.T, out=gram_buffer[:q.shape[0]])
             yield lo, gram, query_sq[lo:lo + chunk], query_groups[lo:lo + chunk]
 
+    def map_blocks(self, function, query, query_groups=None) -> list:
+        """``[function(*block) for block in self.blocks(query, query_groups)]``, in threads on the available
+        cores: each takes a contiguous run of whole blocks with a buffer of its own (the products and Eq. 3's
+        compiled sums release the GIL), so the blocks, and the results in their order, are the serial ones."""
+        query = np.asarray(query)
+        n = query.shape[0]
+        per_run = -(-n // (CHUNK_ROWS * max(1, available_cores()))) * CHUNK_ROWS  # whole blocks per thread
+        groups = np.full(n, -1) if query_groups is None else np.asarray(query_groups, np.int64)
+
+        def run(start):
+            rows = slice(start, start + per_run)
+            return [function(start + lo, *rest) for lo, *rest in self.blocks(query[rows], groups[rows], CHUNK_ROWS)]
+
+        return [result for part in thread_map(run, range(0, n, per_run)) for result in part]
+
     def _mass(self, gram, query_sq, query_groups, bandwidth, labels, columns, nearest=None, find=True):
         """:func:`class_mass` of a block; ``nearest``: the rows' nearest squared distances, found and written
         there with ``find``, else read (None: found in a temporary)."""
@@ -128,8 +144,11 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
     """
     kde = _Support(support, support_labels, num_classes, support_groups)
     out = np.empty((query.shape[0], num_classes))
-    for lo, *block in kde.blocks(query, query_groups):
-        out[lo:lo + block[0].shape[0]] = kde.shares(*block, bandwidth)
+
+    def fill(lo, gram, *rest):
+        out[lo:lo + gram.shape[0]] = kde.shares(gram, *rest, bandwidth)
+
+    kde.map_blocks(fill, query, query_groups)
     return out
 
 
@@ -150,13 +169,17 @@ def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
 
     def loss(bandwidth: float) -> float:
         nonlocal found
-        chunks = cached if cached is not None else kde.blocks(z, groups)
-        total = 0.0
-        for lo, *block in chunks:
-            rows = slice(lo, lo + block[0].shape[0])
-            probs = kde.label_shares(*block, y[rows], bandwidth, nearest[rows], find=not found)
-            total += _log_loss(probs)
+
+        def block_loss(lo, gram, *rest):
+            rows = slice(lo, lo + gram.shape[0])
+            return _log_loss(kde.label_shares(gram, *rest, y[rows], bandwidth, nearest[rows], find=not found))
+
+        losses = (thread_map(lambda block: block_loss(*block), cached) if cached is not None
+                  else kde.map_blocks(block_loss, z, groups))
         found = True
+        total = 0.0
+        for block in losses:  # summed in block order, as one thread would
+            total += block
         return total / y.size
 
     return loss
