@@ -81,9 +81,8 @@ class NeighbourPool:
 
     def __init__(self, scores: Scores, labels: np.ndarray, targets, distance: str, eps: float):
         logits = scores.logits
-        self.source = (logits, labels, targets, distance)
         self.n, self.width = n, classes = logits.shape
-        self.eps = eps
+        self.labels, self.targets, self.distance, self.eps = labels, targets, distance, eps  # what defines it
         self.total = np.zeros(classes)
         self.logit_scale = 0.0
         kl = distance == "kl"
@@ -91,7 +90,7 @@ class NeighbourPool:
         self.cols32 = np.empty((classes, n), dtype=np.float32) if kl else None  # by class: −ln max(p̂, eps)
         self.col_max = np.empty(n, dtype=np.float32) if kl else None
         self.rows, self.offset = (None, None) if kl else (np.empty((n, classes)), np.empty(n))
-        self.logits, self.log_norm = (logits, np.empty(n)) if kl else (None, None)
+        self.logits, self.log_norm = logits, (np.empty(n) if kl else None)
         self.chunks = neighbour_sums.empty_chunks(n, classes)
         self.members = None  # the rows of chunks, logits and log_norm that are this pool's (None: all, in order)
         for start in range(0, n, BUILD_ROWS):
@@ -118,8 +117,9 @@ class NeighbourPool:
     def _get_state(self) -> dict:
         if self.members is not None:
             raise TypeError("a CV fold's restricted pool is not saved; save the calibrator that owns the whole pool")
-        logits, labels, targets, distance = self.source
-        return {"logits": logits, "labels": labels, "targets": targets, "distance": distance, "eps": self.eps}
+        if not hasattr(self, "labels"):  # loaded from a format-1 file: saved again as it came
+            return dict(vars(self))
+        return {key: getattr(self, key) for key in ("logits", "labels", "targets", "distance", "eps")}
 
     def _set_state(self, state: dict) -> None:
         if "labels" not in state:  # a format-1 file: every attribute was saved as it was
