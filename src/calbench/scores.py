@@ -6,9 +6,11 @@ on demand) and, where the source has them, penultimate-layer embeddings ``[N, D]
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 from scipy.special import log_softmax, softmax
@@ -87,6 +89,24 @@ def check_labels(labels, num_classes: int, n: int | None = None, *, name: str = 
     return y.astype(np.int64, copy=False)
 
 
+class Derivation(NamedTuple):
+    """How a chain's intermediate logits were made: the fitted ``steps`` applied in order to ``logits``.
+
+    A saved LECE pool fitted inside ``ts+lece`` stores these instead of its own float64 logits, which are
+    temperature-scaled and so not float32-exact (:class:`calbench.methods.lece.NeighbourPool`).
+    """
+
+    steps: tuple
+    logits: np.ndarray
+
+    def replay(self) -> np.ndarray:
+        """The derived logits, recomputed by the steps' ``transform``."""
+        scores = Scores(self.logits)
+        for step in self.steps:
+            scores = step.transform(scores)
+        return scores.logits
+
+
 @dataclass(frozen=True, eq=False)
 class Scores:
     """Classifier outputs for ``N`` instances and ``C`` classes.
@@ -95,10 +115,12 @@ class Scores:
     ----------
     logits : float64 ``[N, C]``; any additive constant per row is irrelevant.
     embeddings : float ``[N, D]`` or None; the input of the classifier's last layer.
+    derived_from : :class:`Derivation` or None; set by a chain on the scores its last stage is fitted on.
     """
 
     logits: np.ndarray
     embeddings: np.ndarray | None = None
+    derived_from: Derivation | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "logits", check_logits(self.logits))
@@ -148,6 +170,12 @@ class Scores:
     def with_logits(self, logits) -> "Scores":
         """New logits, same embeddings (used between the stages of a chain)."""
         return Scores(logits, self.embeddings)
+
+    def with_derivation(self, derivation: Derivation) -> "Scores":
+        """The same arrays (no copy, no new checks), marked as made by ``derivation``."""
+        scores = copy.copy(self)
+        object.__setattr__(scores, "derived_from", derivation)
+        return scores
 
 
 def as_scores(x) -> Scores:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.methods.base import Calibrator
-from calbench.scores import Scores
+from calbench.scores import Derivation, Scores
 
 
 class Chain(Calibrator):
@@ -35,10 +35,13 @@ class Chain(Calibrator):
         return self
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
+        source = scores.logits
         for step in self.steps[:-1]:
             scores = step.fit(scores, y, train=train).transform(scores)
             if train is not None:
                 train = (step.transform(train[0]), train[1])
+        if len(self.steps) > 1 and not any("embeddings" in step.needs for step in self.steps[:-1]):
+            scores = scores.with_derivation(Derivation(tuple(self.steps[:-1]), source))
         self.steps[-1].fit(scores, y, train=train)
 
     def _through(self, scores: Scores) -> Scores:

@@ -36,7 +36,7 @@ from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.metrics.proper import NLL_EPS
 from calbench.parallel import thread_map
-from calbench.scores import Scores
+from calbench.scores import Derivation, Scores
 
 #: The paper's grid (§4.2.2), verbatim: neighbourhood proportions q and thresholds t.
 PAPER_GRID = {
@@ -76,13 +76,17 @@ class NeighbourPool:
     pool's probabilities is made; the targets are kept as column chunks for the compiled cache-blocked kernel
     (:mod:`calbench.methods.neighbour_sums`). A CV fold's pool is the whole set's pool :meth:`restricted` to
     the fold's training rows. A saved pool (:mod:`calbench.persist`) holds only what defines it, the logits,
-    labels and settings, and is built again on loading: the same arrays, a file of 1/5 the size.
+    labels and settings, and is built again on loading: the same arrays, a file of 1/5 the size. A pool fitted
+    inside a chain (``ts+lece``) saves the chain's input logits and earlier steps instead of its own logits
+    (``scores.derived_from``) where replaying them gives its logits bit for bit: float32-exact dump logits
+    stay float32 in the file, where the temperature-scaled ones would take float64.
     """
 
     def __init__(self, scores: Scores, labels: np.ndarray, targets, distance: str, eps: float):
         logits = scores.logits
         self.n, self.width = n, classes = logits.shape
         self.labels, self.targets, self.distance, self.eps = labels, targets, distance, eps  # what defines it
+        self.derived_from = scores.derived_from
         self.total = np.zeros(classes)
         self.logit_scale = 0.0
         kl = distance == "kl"
@@ -119,13 +123,24 @@ class NeighbourPool:
             raise TypeError("a CV fold's restricted pool is not saved; save the calibrator that owns the whole pool")
         if not hasattr(self, "labels"):  # loaded from a format-1 file: saved again as it came
             return dict(vars(self))
-        return {key: getattr(self, key) for key in ("logits", "labels", "targets", "distance", "eps")}
+        state = {key: getattr(self, key) for key in ("labels", "targets", "distance", "eps")}
+        derivation = self.derived_from
+        if derivation is not None and np.array_equal(derivation.replay(), self.logits):
+            state["derived_from"] = {"steps": list(derivation.steps), "logits": derivation.logits}
+        else:
+            state["logits"] = self.logits
+        return state
 
     def _set_state(self, state: dict) -> None:
         if "labels" not in state:  # a format-1 file: every attribute was saved as it was
             self.__dict__.update(state)
             return
-        self.__init__(Scores(state["logits"]), state["labels"], state["targets"], state["distance"], state["eps"])
+        if "derived_from" in state:
+            derivation = Derivation(tuple(state["derived_from"]["steps"]), state["derived_from"]["logits"])
+            scores = Scores(derivation.replay()).with_derivation(derivation)
+        else:
+            scores = Scores(state["logits"])
+        self.__init__(scores, state["labels"], state["targets"], state["distance"], state["eps"])
 
     def restricted(self, rows: np.ndarray) -> "NeighbourPool":
         """This pool limited to its rows ``rows``, in that order (a CV fold's training part), sharing the targets,

@@ -225,11 +225,14 @@ class GridSearch(Calibrator):
         self._record(points, np.array([losses for losses, _ in folds]),
                      {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]})
 
-        def fit_best(rows):
-            return clone(self.estimator).set_params(**self.best_params_).fit(scores.subset(rows), y[rows], **fit_kwargs)
+        def fit_best(rows=None):
+            """The best point fitted on rows ``rows``, or on the given scores themselves (no copy, and a
+            chain's derivation kept: ``Scores.derived_from``)."""
+            data, labels = (scores, y) if rows is None else (scores.subset(rows), y[rows])
+            return clone(self.estimator).set_params(**self.best_params_).fit(data, labels, **fit_kwargs)
 
         if not self.ensemble:
-            self.estimators_ = [fit_best(np.arange(y.size))]
+            self.estimators_ = [fit_best()]
             return
         kept = [models.get(self.best_index_) for _, models in folds]
         refitted = iter(thread_map(fit_best, [tr for (tr, _), model in zip(splits, kept) if model is None]))
