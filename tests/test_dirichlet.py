@@ -494,3 +494,20 @@ def test_a_fit_that_separates_its_calibration_data_warns_that_no_optimum_exists(
     with warnings.catch_warnings():
         warnings.simplefilter("error", NoFiniteOptimumWarning)
         make(name, **settings).fit(logits, noisy)
+
+
+def test_a_grid_search_reports_each_kind_of_fold_warning_once():
+    """Separable calibration data make every CV fit of dir_odir warn (folds × points of them, 30 log lines per
+    default-run job on digits): the grid search gathers them into one warning of the same category that says how
+    often it came."""
+    from calbench.convergence import NoFiniteOptimumWarning
+
+    y = np.repeat(np.arange(3), 30)
+    logits = 4.0 * np.eye(3)[y] + 0.1 * np.random.default_rng(0).standard_normal((90, 3))
+    search = make("dir_odir", grid={"reg_lambda": [1.0, 10.0], "reg_mu": [1.0]}, cv={"folds": 3})
+    with pytest.warns(NoFiniteOptimumWarning) as caught:
+        search.fit(logits, y)
+    gathered = [str(w.message) for w in caught if "grid search" in str(w.message)]
+    assert len(gathered) == 1, [str(w.message) for w in caught]
+    assert gathered[0].startswith("dir_odir grid search (3 folds × 2 points): this warning came 6 times in the CV "
+                                  "fits, first as: dir_odir: the training objective fell to")

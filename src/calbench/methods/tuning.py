@@ -27,6 +27,7 @@ import inspect
 import itertools
 import logging
 import time
+import warnings
 
 import numpy as np
 
@@ -193,6 +194,17 @@ class GridSearch(Calibrator):
 
         return fold_done
 
+    def _warn_once_per_kind(self, caught: list, points: int) -> None:
+        """Each kind of warning the CV fits raised (category and source line), once, with how often: a fit
+        that warns on every fold and grid point logged its warning folds × points times (30 lines a job)."""
+        kinds: dict[tuple, list] = {}
+        for record in caught:
+            kinds.setdefault((record.category, record.filename, record.lineno), []).append(record)
+        for (category, _, _), records in kinds.items():
+            count = f"{len(records)} times" if len(records) > 1 else "once"
+            warnings.warn(f"{self.method_name} grid search ({self.folds} folds × {points} points): this warning "
+                          f"came {count} in the CV fits, first as: {records[0].message}", category, stacklevel=4)
+
     def _record(self, points: list[dict], losses: np.ndarray, fixed: dict) -> None:
         """Fitted attributes of the search from the ``[folds, points]`` validation losses."""
         self.cv_losses_ = losses.mean(axis=0)
@@ -219,8 +231,11 @@ class GridSearch(Calibrator):
         progress = self._progress(len(points))
         shared = (self.estimator.grid_shared(scores, y) if hasattr(self.estimator, "grid_losses")
                   and hasattr(self.estimator, "grid_shared") else None)
-        folds = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress, shared),
-                           splits)
+        with warnings.catch_warnings(record=True) as caught:  # the fold threads' warnings too (process-wide)
+            warnings.simplefilter("always")
+            folds = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress,
+                                                               shared), splits)
+        self._warn_once_per_kind(caught, len(points))
         shared = None  # released before the refit
         self._record(points, np.array([losses for losses, _ in folds]),
                      {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]})
