@@ -79,7 +79,8 @@ class NeighbourPool:
     labels and settings, and is built again on loading: the same arrays, a file of 1/5 the size. A pool fitted
     inside a chain (``ts+lece``) saves the chain's input logits and earlier steps instead of its own logits
     (``scores.derived_from``) where replaying them gives its logits bit for bit: float32-exact dump logits
-    stay float32 in the file, where the temperature-scaled ones would take float64.
+    stay float32 in the file, where the temperature-scaled ones would take float64. (The pool then keeps a
+    reference to the chain's input logits, which the caller usually holds anyway.)
     """
 
     def __init__(self, scores: Scores, labels: np.ndarray, targets, distance: str, eps: float):
