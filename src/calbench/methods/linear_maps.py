@@ -29,6 +29,31 @@ from calbench.scores import Scores
 #: no finite minimiser exists there (the digits ResNet's 397 calibration rows under ODIR: 1.5e-10, test NLL 3.7
 #: against the uncalibrated 0.066), and the solver stops only because the decrease has become tiny.
 SEPARABLE_LOSS = 1e-6
+#: Rows per block of :func:`separated_classes` (bounds its copy of the features).
+SEPARATION_BLOCK_ROWS = 4096
+
+
+def separated_classes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The classes j present in ``y`` whose own feature column x[:, j] separates their rows from all others
+    (every row of class j above, or below, every other row's x[:, j]). Where W's diagonal and b are unpenalised
+    (vs, ms, dir, dir_diag), raising w_jj and moving b_j to keep the gap's threshold lowers every row's loss, so
+    the log-loss has no finite minimiser even where other classes overlap (the default run's digits ViT, seed-0
+    split: class 0, vs weight 96, intercept −419, test NLL 0.54 against 0.17 uncalibrated)."""
+    n, k = x.shape
+    own = x[np.arange(n), y]
+    own_low, own_high = np.full(k, np.inf), np.full(k, -np.inf)
+    np.minimum.at(own_low, y, own)
+    np.maximum.at(own_high, y, own)
+    other_low, other_high = np.full(k, np.inf), np.full(k, -np.inf)
+    for start in range(0, n, SEPARATION_BLOCK_ROWS):
+        block, labels = x[start:start + SEPARATION_BLOCK_ROWS].copy(), y[start:start + SEPARATION_BLOCK_ROWS]
+        rows = np.arange(labels.size)
+        block[rows, labels] = np.inf
+        np.minimum(other_low, block.min(axis=0), out=other_low)
+        block[rows, labels] = -np.inf
+        np.maximum(other_high, block.max(axis=0), out=other_high)
+    present = np.bincount(y, minlength=k) > 0
+    return np.flatnonzero(present & ((own_low > other_high) | (own_high < other_low)))
 
 
 class AffineSoftmax(Calibrator):
@@ -65,7 +90,14 @@ class AffineSoftmax(Calibrator):
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
         elif info["loss"] < SEPARABLE_LOSS:
             warnings.warn(self._separable_message(info), NoFiniteOptimumWarning, stacklevel=2)
+        elif self._class_scales_free(x.shape[1]) and (classes := separated_classes(x, y)).size:
+            warnings.warn(self._separated_classes_message(classes), NoFiniteOptimumWarning, stacklevel=2)
         return weights, intercept, info
+
+    def _class_scales_free(self, k: int) -> bool:
+        """Whether the penalty leaves W's diagonal and b free (:func:`separated_classes`)."""
+        penalty = self.penalty(k)
+        return penalty.diag == 0 and penalty.bias == 0
 
     def _diagonal_start(self, x, y):
         """(W, b) of the diagonal map under this penalty (the limit of a strong off-diagonal penalty): a warm
@@ -98,6 +130,16 @@ class AffineSoftmax(Calibrator):
                 f"are separable by this map, so its unpenalised parameters (ODIR: the diagonal of W; vs/ms: all) "
                 f"grow without bound and the fitted map is overconfident rather than calibrated. Use more "
                 f"calibration data, or a method that penalises every parameter (dir_l2) or has one (ts).")
+
+    def _separated_classes_message(self, classes: np.ndarray) -> str:
+        """Names the method, the separated classes and the fix (:func:`separated_classes`)."""
+        method, _ = self._described()
+        feature = "log-probability" if self.uses_log_probs else "logit"
+        return (f"{method}: the calibration rows of class(es) {classes.tolist()} are separated from all others by "
+                f"their own {feature}, so those classes' scale and intercept grow without bound (the fit stopped "
+                f"at an arbitrary, overconfident point: test rows of other classes near the gap get them with "
+                f"probability ≈ 1). Use more calibration data, or a method that penalises the diagonal or the "
+                f"intercept (ms_odir, dir_odir, dir_l2) or has one parameter (ts).")
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         self._set_fitted(*self._solve(self.features(scores), y), scores.num_classes)
