@@ -84,20 +84,17 @@ class AffineSoftmax(Calibrator):
         return np.maximum(scores.log_probs, np.log(self.eps))
 
     def _solve(self, x, y, init=None, shared=None):
-        weights, intercept, info = fit_affine_softmax(x, y, self.penalty(x.shape[1]), self.diagonal, init=init,
+        penalty = self.penalty(x.shape[1])
+        weights, intercept, info = fit_affine_softmax(x, y, penalty, self.diagonal, init=init,
                                                       max_iter=self.max_iter, tol=self.tol, shared=shared)
+        class_scales_free = penalty.diag == 0 and penalty.bias == 0  # W's diagonal and b (separated_classes)
         if not info["converged"]:
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
         elif info["loss"] < SEPARABLE_LOSS:
             warnings.warn(self._separable_message(info), NoFiniteOptimumWarning, stacklevel=2)
-        elif self._class_scales_free(x.shape[1]) and (classes := separated_classes(x, y)).size:
+        elif class_scales_free and (classes := separated_classes(x, y)).size:
             warnings.warn(self._separated_classes_message(classes), NoFiniteOptimumWarning, stacklevel=2)
         return weights, intercept, info
-
-    def _class_scales_free(self, k: int) -> bool:
-        """Whether the penalty leaves W's diagonal and b free (:func:`separated_classes`)."""
-        penalty = self.penalty(k)
-        return penalty.diag == 0 and penalty.bias == 0
 
     def _diagonal_start(self, x, y):
         """(W, b) of the diagonal map under this penalty (the limit of a strong off-diagonal penalty): a warm
