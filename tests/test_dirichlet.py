@@ -247,6 +247,77 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
 
 
+def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features():
+    """Parameter (f, a) adds θ·features[f][:, a] to class a's score: the mean log-loss Hessian over those
+    parameters is mean[(p_a δ_ab − p_a p_b) f f'], built from p(1 − p) on each class's own block (not p − p²,
+    which cancels in float32 on confident rows)."""
+    from calbench.methods.affine_softmax import class_features_hessian
+
+    rng = np.random.default_rng(3)
+    n, k = 50, 4
+    p = rng.dirichlet(np.ones(k), size=n)
+    features = [rng.normal(size=(n, k)), rng.normal(size=(n, 1)), np.ones((1, 1))]
+    full = [np.broadcast_to(f, (n, k)) for f in features]
+    expected = np.zeros((3 * k, 3 * k))
+    for f, ff in enumerate(full):
+        for g, fg in enumerate(full):
+            for a in range(k):
+                for b in range(k):
+                    curvature = p[:, a] * ((a == b) - p[:, b])
+                    expected[f * k + a, g * k + b] = np.mean(curvature * ff[:, a] * fg[:, b])
+    np.testing.assert_allclose(class_features_hessian(p, features), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_cholesky_solver_keeps_its_ridge_relative_to_each_entry():
+    """A Hessian with a strong intercept penalty (curvature 2·10⁶, μ_code = 10⁶) beside weights of curvature
+    10⁻³–1: the preconditioned Hessian stays the identity (a ridge of 1e-7 of the mean diagonal was 0.075
+    there, so P⁻¹H had eigenvalues down to ~0.01, and truncated Newton needed ~90 Hessian-vector products a
+    step on ImageNet-sized ln q̂)."""
+    from calbench.methods.affine_softmax import _cholesky_solver
+
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(8, 8))
+    scales = np.array([1e-3, 1e-2, 0.1, 1.0, 0.5, 2e6, 2e6, 2e6])
+    h = (a @ a.T / 8 + np.eye(8)) * np.sqrt(np.outer(scales, scales))
+    solve = _cholesky_solver(h)
+    preconditioned = np.column_stack([solve(column) for column in h.T])  # P⁻¹H: the identity up to the ridge
+    eigenvalues = np.linalg.eigvals(preconditioned).real
+    assert eigenvalues.min() > 1 - 1e-5 and eigenvalues.max() < 1 + 1e-5
+
+
+@pytest.mark.parametrize("penalty, bound", [(odir_penalty(10.0, 10.0, 30, "code"), 3.0),
+                                            (l2_penalty(0.01, 30, "code"), 400.0)])
+def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
+    """ln q̂ share a large per-row component (−log-normaliser), so the Hessian is stiff along each class's
+    all-ones weight direction (the row sum t of x) and across classes there. The preconditioner treats that
+    direction with the diagonal map's parameters in a dense block (w_aa, γ_a, b_a) and the rest of each row's
+    off-diagonal weights by their diagonal without it: under ODIR P⁻¹H's condition number is 1.4 on this
+    30-class task, against 15.6 for the diagonal-only one it replaced and 15.4 for Jacobi; under a weak L2
+    penalty 268, against 7,971 for Jacobi. P⁻¹ is symmetric positive definite."""
+    from calbench.methods.affine_softmax import _large_map_preconditioner, _single_probs, pack
+
+    rng = np.random.default_rng(0)
+    k, n = 30, 3000
+    z = 3 * np.log(rng.dirichlet(np.full(k, 0.3), size=n))
+    y = sample_categorical(softmax(z / 1.5, axis=1), rng)
+    x = Scores(z).log_probs
+    w, intercept, _ = fit_affine_softmax(x, y, penalty, True)  # the diagonal map, as a full W: the fit's start
+    h = hessian(x, w, intercept, penalty, False)
+    x_single = x.astype(np.float32)
+    precondition = _large_map_preconditioner(x_single, _single_probs(x_single, pack(w, intercept, False)), penalty,
+                                             False, {})
+    p_inv = np.column_stack([precondition(e) for e in np.eye(h.shape[0])])
+    np.testing.assert_allclose(p_inv, p_inv.T, atol=1e-12 * np.abs(p_inv).max())
+    assert np.linalg.eigvalsh(p_inv).min() > 0
+
+    def condition(m):
+        eigenvalues = np.sort(np.linalg.eigvals(m).real)
+        return eigenvalues[-1] / eigenvalues[0]
+
+    jacobi = condition(h / np.diagonal(h)[:, None])
+    assert condition(p_inv @ h) < min(bound, jacobi / 5)
+
+
 @pytest.mark.parametrize("penalty", [odir_penalty(0.5, 0.01, 6), Penalty()])
 def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalty, monkeypatch):
     """Diagonal maps of LARGE_MAP_CLASSES or more classes (``vs`` at 1,000) are finished by truncated Newton

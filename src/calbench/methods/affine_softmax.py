@@ -198,30 +198,48 @@ def loss_hessian(x: np.ndarray, p: np.ndarray, diagonal: bool) -> np.ndarray:
     class a and θ_c on f_c of class b. With G = [p_a f_r] (n × P, grouped by class): −GᵀG plus, within each
     class a, Σᵢ p_a f fᵀ. No n × k × k array is built. The products run in the precision of ``x`` and ``p``
     (float32 for truncated Newton's preconditioner); float64 result."""
+    n, k = x.shape
+    if diagonal:  # class a: w_aa on x_a, then b_a on 1 (θ index a, then k + a)
+        return class_features_hessian(p, [x, np.ones((1, 1), dtype=x.dtype)])
+    classes = np.arange(k)
+    # class a: w_a1 … w_ak on x, then b_a on 1; the features are shared by all classes
+    index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
+    features = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
+    flat = (p[:, :, None] * features[:, None, :]).reshape(n, -1)
+    v = p * (1.0 - p)
+    blocks = ((v[:, :, None] * features[:, None, :]).reshape(n, -1).T @ features).reshape(k, k + 1, k + 1)
+    return _grouped_hessian(flat, blocks, index)
+
+
+def class_features_hessian(p: np.ndarray, features: list[np.ndarray]) -> np.ndarray:
+    """The mean log-loss Hessian over parameters that each act on one feature of one class: parameter
+    (f, a) adds θ·features[f][:, a] to class a's score (each feature broadcast to [n, k]); layout feature-major,
+    index f·k + a (a diagonal map's θ for ``[x, 1]``). As :func:`loss_hessian`: −GᵀG plus each class's block,
+    in the precision of ``p`` and the features; float64 result."""
+    n, k = p.shape
+    m = len(features)
+    flat = np.stack([p * f for f in features], axis=2)  # [n, k, m]: G grouped by class
+    v = p * (1.0 - p)
+    blocks = np.einsum("nam,nal->aml", np.stack([v * f for f in features], axis=2),
+                       np.stack([np.broadcast_to(f, (n, k)) for f in features], axis=2))
+    index = np.arange(m)[None, :] * k + np.arange(k)[:, None]
+    return _grouped_hessian(flat.reshape(n, k * m), blocks, index)
+
+
+def _grouped_hessian(flat: np.ndarray, blocks: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """(blocks − GᵀG) / n for G = ``flat`` grouped by class ([n, k·m]), the per-class ``blocks`` [k, m, m]
+    added on the diagonal, reordered to θ's layout by ``index`` [k, m] (the θ index of each grouped entry)."""
     from scipy.linalg.blas import get_blas_funcs  # lazy: only Newton-sized problems pay its import
 
-    n, k = x.shape
-    classes = np.arange(k)
-    if diagonal:  # class a: w_aa on x_a, then b_a on 1 (θ index a, then k + a)
-        index = np.stack([classes, k + classes], axis=1)
-        px = p * x
-        s_xx, s_x, s_1 = np.einsum("ij,ij->j", px, x), px.sum(axis=0), p.sum(axis=0)
-        blocks = np.stack([np.stack([s_xx, s_x], axis=1), np.stack([s_x, s_1], axis=1)], axis=1)
-        flat = np.stack([px, p], axis=2).reshape(n, 2 * k)
-        del px
-    else:  # class a: w_a1 … w_ak on x, then b_a on 1; the features are shared by all classes
-        index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
-        features = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
-        flat = (p[:, :, None] * features[:, None, :]).reshape(n, -1)
-        blocks = (flat.T @ features).reshape(k, k + 1, k + 1)  # one product gives every class's block
-    m = index.shape[1]
+    n = flat.shape[0]
+    k, m = index.shape
     syrk = get_blas_funcs("syrk", (flat,))
     upper = syrk(-1.0, flat.T, trans=0, lower=0).astype(np.float64)  # −GᵀG; flat.T is Fortran-ordered
     del flat
     h_grouped = np.triu(upper) + np.triu(upper, 1).T
     rows = np.arange(k * m).reshape(k, m)
-    h_grouped[rows[:, :, None], rows[:, None, :]] += blocks
-    order = index.ravel()  # θ index of each grouped entry
+    h_grouped[rows[:, :, None], rows[:, None, :]] = blocks  # Σ p(1 − p) f fᵀ, not Σ p f fᵀ − Σ p² f fᵀ
+    order = index.ravel()
     h = np.empty_like(h_grouped)
     h[np.ix_(order, order)] = h_grouped
     h /= n
@@ -295,66 +313,97 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     would hold 8 GB at 1,000 classes).
 
     A diagonal map gets the inverse of its exact Hessian (:func:`loss_hessian` at ``probs``, an n × 2k × 2k
-    product, plus the penalty's curvature). A full map is preconditioned in coordinates θ = T θ′,
-    bₐ = b′ₐ − w′ₐ·mₐ, where class a's weights no longer couple with its bias (ln q̂ is far from centred): with
-    vₐ = pₐ(1 − pₐ), mₐ = Σ vₐ x / (Σ vₐ + 2μn) (the vₐ-weighted mean of x where the penalty on b is weak)
-    zeroes that part of class a's block of TᵀHT. There, the diagonal of TᵀHT over the off-diagonal weights
-    (of the Schur complement: mean vₐ x_j² + 2λ − m_aj·mean vₐ x_j) and its dense block over the diagonal
-    map's parameters (w′_aa, b′_a), which couple through the softmax; P⁻¹ = T blockdiag(…)⁻¹ Tᵀ. The
-    log-loss parts (two n × k × k and one n × 2k × 2k product, float32) are
-    taken once in ``shared`` and reused with each fit's penalty."""
-    from scipy.linalg import cho_solve  # lazy: only large maps need it
+    product, plus the penalty's curvature). A full map splits each class a's off-diagonal weights (row a of W
+    without w_aa) into their mean direction ũ = 1/√(k−1) (coordinate γₐ, feature t̃ₐ = Σ_{j≠a} x_j/√(k−1))
+    and the rest (Π: minus the row mean). ln q̂ = s − log Σ exp s share a large per-row component, so the
+    Hessian is stiff along γ and couples the classes there through the softmax; at 1,000 classes (ImageNet-
+    sized ln q̂, λ_code = μ_code = 10) the gradient lay almost wholly along γ and a preconditioner without it
+    needed ~260 Hessian-vector products a fit. Blocks:
 
+    * (w_aa, γₐ, bₐ) of every class: the exact dense 3k × 3k Hessian (:func:`class_features_hessian`);
+    * the rest of the off-diagonal weights, in coordinates θ = T θ′ with bₐ = b′ₐ − (Π w′ₐ)·(Π mₐ), where
+      they no longer couple with the bias (vₐ = pₐ(1 − pₐ), mₐ = Σ vₐ x / (Σ vₐ + 2μn)): the diagonal of the
+      Schur complement S (mean vₐ x_j² + 2λ − m_aj·mean vₐ x_j) minus its part along the row's all-ones
+      direction (Nyström, (S u)²/(uᵀ S u)), projected by Π.
+
+    P⁻¹ = T blockdiag(…)⁻¹ Tᵀ. The log-loss parts (three n × k × k products and one n × 3k × 3k, float32) are
+    taken once in ``shared`` and reused with each fit's penalty."""
     k = x_single.shape[1]
     if diagonal:
-        factor = _cholesky(loss_hessian(x_single, probs, diagonal=True) + np.diag(pack(*penalty.curvature(k), True)))
-        return lambda r: cho_solve(factor, r)
+        return _cholesky_solver(loss_hessian(x_single, probs, diagonal=True)
+                                + np.diag(pack(*penalty.curvature(k), True)))
     if "moments" not in shared:
         v = probs * (1.0 - probs)
+        sums = x_single.sum(axis=1, dtype=np.float64)  # t: each row's sum over the features
+        others = (sums[:, None].astype(np.float32) - x_single) / np.float32(np.sqrt(k - 1))  # t̃ₐ: class a's ũ feature
         moments = (v.sum(axis=0, dtype=np.float64), (v.T @ x_single).astype(np.float64),
-                   (v.T @ (x_single * x_single)).astype(np.float64))
-        del v  # before the map block's n × 2k work
-        shared["moments"] = (*moments, loss_hessian(x_single, probs, True))
-    s0, s1, s2, map_block = shared["moments"]  # sums over the rows, and the map block's mean
+                   (v.T @ (x_single * x_single)).astype(np.float64),
+                   (v.T @ (x_single * sums[:, None].astype(np.float32))).astype(np.float64),
+                   v.T.astype(np.float64) @ sums, v.T.astype(np.float64) @ sums**2)
+        del v  # before the coarse block's n × 3k work
+        shared["moments"] = (*moments, class_features_hessian(probs, [x_single, others,
+                                                                      np.ones((1, 1), dtype=np.float32)]))
+        del others
+    s0, s1, s2, s_xt, s_t, s_tt, coarse_block = shared["moments"]
     n = x_single.shape[0]
     pen_w, pen_b = penalty.curvature(k)
-    curvature_b = np.maximum(s0 / n + pen_b, 1e-300)
-    means = s1 / n / curvature_b[:, None]  # mₐ, row a: decouples class a's weights from bₐ exactly
-    h_w = s2 / n + pen_w - s1 / n * means  # the diagonal of the Schur complement
-    inverse_w = 1.0 / np.maximum(h_w, 1e-12 * h_w.max() + 1e-300)  # an entry no row's probability moves
     diag = np.arange(k)
-    m_aa = np.diagonal(means)
-    # TᵀHT over (w′_aa, b′_a): T maps it to (w_aa, b_a) = (w′_aa, b′_a − m_aa w′_aa)
-    transform = np.block([[np.eye(k), np.zeros((k, k))], [-np.diag(m_aa), np.eye(k)]])
-    h_map = transform.T @ (map_block + np.diag(pack(pen_w, pen_b, True))) @ transform
-    factor = _cholesky(h_map)
+    off = ~np.eye(k, dtype=bool)
+    curvature_b = np.maximum(s0 / n + pen_b, 1e-300)
+    means = s1 / n / curvature_b[:, None]  # mₐ, row a: decouples class a's weights from bₐ
+    h_w = s2 / n + pen_w - s1 / n * means  # the diagonal of the Schur complement S
+    # minus its part along the row's common feature t (Nyström: S u (uᵀ S u)⁻¹ uᵀ S, u = ones)
+    along = s_xt / n - means * (s_t / n)[:, None] + pen_w  # S u
+    kappa = s_tt / n - (s_t / n) ** 2 / curvature_b + pen_w.sum(axis=1)  # uᵀ S u
+    h_w = np.maximum(h_w - along * along / kappa[:, None], 1e-3 * h_w)
+    inverse_w = np.where(off, 1.0 / np.maximum(h_w, 1e-12 * h_w.max() + 1e-300), 0.0)
+    projected_means = _off_diagonal_projection(means)
+    pen_coarse = np.concatenate([np.diagonal(pen_w), (pen_w.sum(axis=1) - np.diagonal(pen_w)) / (k - 1), pen_b])
+    coarse_solve = _cholesky_solver(coarse_block + np.diag(pen_coarse))
+    root = np.sqrt(k - 1)
 
     def precondition(r):
         r_w, r_b = r[: k * k].reshape(k, k), r[k * k:]
-        r_w = r_w - means * r_b[:, None]  # Tᵀ r (b′ enters b only)
-        out = r_w * inverse_w
-        out_map = cho_solve(factor, np.concatenate([np.diagonal(r_w), r_b]))
-        out[diag, diag] = out_map[:k]
-        out_b = out_map[k:] - np.sum(means * out, axis=1)  # T u
+        r_off = np.where(off, r_w, 0.0)
+        r_fine = _off_diagonal_projection(r_off) - projected_means * r_b[:, None]  # Tᵀ r (b′ enters b only)
+        out = _off_diagonal_projection(r_fine * inverse_w)
+        coarse = coarse_solve(np.concatenate([np.diagonal(r_w), r_off.sum(axis=1) / root, r_b]))
+        out_b = coarse[2 * k:] - np.sum(projected_means * out, axis=1)  # T u
+        out += np.where(off, (coarse[k: 2 * k] / root)[:, None], 0.0)
+        out[diag, diag] = coarse[:k]
         return np.concatenate([out.ravel(), out_b])
 
     return precondition
 
 
-def _cholesky(h: np.ndarray):
-    """The Cholesky factor (scipy's ``cho_factor``) of ``h`` plus a ridge of 1e-7 of its mean diagonal, tenfold
-    until it is positive definite: the unpenalised softmax is invariant to adding a constant to every b, so the
-    Hessian is singular there (where the gradient is zero), and float32 rounding can make it slightly
-    indefinite. A preconditioner's ridge changes the steps, not the optimum."""
-    from scipy.linalg import LinAlgError, cho_factor
+def _off_diagonal_projection(a: np.ndarray) -> np.ndarray:
+    """Each row of the square ``a`` restricted to its off-diagonal entries, minus their mean (Π of
+    :func:`_large_map_preconditioner`); the diagonal is 0."""
+    k = a.shape[0]
+    out = a - ((a.sum(axis=1) - np.diagonal(a)) / (k - 1))[:, None]
+    np.fill_diagonal(out, 0.0)
+    return out
 
-    scale = np.trace(h) / h.shape[0] + 1e-300
+
+def _cholesky_solver(h: np.ndarray):
+    """r ↦ h⁻¹ r by Cholesky, after symmetric Jacobi scaling (D^(−1/2) h D^(−1/2), D = diag h) plus a ridge of
+    1e-7, tenfold until it is positive definite: the unpenalised softmax is invariant to adding a constant to
+    every b, so the Hessian is singular there (where the gradient is zero), and float32 rounding can make it
+    slightly indefinite. A preconditioner's ridge changes the steps, not the optimum. The scaling keeps the
+    ridge relative to each entry: one relative to the mean diagonal let a strong intercept penalty
+    (μ_code = 10⁶, curvature 2·10⁶) put a ridge of 0.1 on weights of curvature 10⁻²–1, and truncated Newton
+    needed ~90 Hessian-vector products a step instead of a few."""
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    scale = 1.0 / np.sqrt(np.maximum(np.diagonal(h), 1e-300))
+    scaled = h * scale[:, None] * scale[None, :]
     for power in range(-7, 1):
         try:
-            return cho_factor(h + 10.0**power * scale * np.eye(h.shape[0]))
+            factor = cho_factor(scaled + 10.0**power * np.eye(h.shape[0]))
+            return lambda r: scale * cho_solve(factor, scale * r)
         except LinAlgError:
             continue
-    raise LinAlgError("truncated Newton's preconditioner is not positive definite even with a ridge of its mean "
+    raise LinAlgError("truncated Newton's preconditioner is not positive definite even with a ridge of its "
                       "diagonal")
 
 
