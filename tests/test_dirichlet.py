@@ -247,11 +247,15 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
 
 
-def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features():
+@pytest.mark.parametrize("block_rows", [2048, 7])
+def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features(block_rows, monkeypatch):
     """Parameter (f, a) adds θ·features[f][:, a] to class a's score: the mean log-loss Hessian over those
     parameters is mean[(p_a δ_ab − p_a p_b) f f'], built from p(1 − p) on each class's own block (not p − p²,
-    which cancels in float32 on confident rows)."""
+    which cancels in float32 on confident rows); accumulated by blocks of rows, also of 7."""
+    import calbench.methods.affine_softmax as affine
     from calbench.methods.affine_softmax import class_features_hessian
+
+    monkeypatch.setattr(affine, "HESSIAN_BLOCK_ROWS", block_rows)
 
     rng = np.random.default_rng(3)
     n, k = 50, 4

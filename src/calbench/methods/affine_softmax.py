@@ -55,6 +55,9 @@ CG_MIN_RESIDUAL = 1e-4
 # (k + 1)² blocks, which would hold 8 GB at 1,000 classes. Diagonal maps of as many classes (``vs``) are
 # finished by truncated Newton too, with their exact float32 Hessian as the preconditioner.
 LARGE_MAP_CLASSES = NEWTON_CG_MAX_CLASSES + 1
+# The dense Hessian blocks of :func:`class_features_hessian` accumulate over blocks of this many rows (1,000
+# classes × 3 features: 24 MB of float32 a block, where the whole of 20,000 rows held 0.7 GB at once).
+HESSIAN_BLOCK_ROWS = 2048
 
 
 @dataclass(frozen=True)
@@ -205,43 +208,50 @@ def loss_hessian(x: np.ndarray, p: np.ndarray, diagonal: bool) -> np.ndarray:
     # class a: w_a1 … w_ak on x, then b_a on 1; the features are shared by all classes
     index = np.hstack([classes[:, None] * k + classes[None, :], (k * k + classes)[:, None]])
     features = np.hstack([x, np.ones((n, 1), dtype=x.dtype)])
-    flat = (p[:, :, None] * features[:, None, :]).reshape(n, -1)
+    flat = np.hstack([(p[:, :, None] * x[:, None, :]).reshape(n, k * k), p])  # G's columns in θ's layout
     v = p * (1.0 - p)
     blocks = ((v[:, :, None] * features[:, None, :]).reshape(n, -1).T @ features).reshape(k, k + 1, k + 1)
-    return _grouped_hessian(flat, blocks, index)
+    return _hessian_from_gram(_gram_upper(flat), blocks, index, n)
 
 
 def class_features_hessian(p: np.ndarray, features: list[np.ndarray]) -> np.ndarray:
     """The mean log-loss Hessian over parameters that each act on one feature of one class: parameter
     (f, a) adds θ·features[f][:, a] to class a's score (each feature broadcast to [n, k]); layout feature-major,
     index f·k + a (a diagonal map's θ for ``[x, 1]``). As :func:`loss_hessian`: −GᵀG plus each class's block,
-    in the precision of ``p`` and the features; float64 result."""
+    in the precision of ``p`` and the features, by blocks of :data:`HESSIAN_BLOCK_ROWS` rows (G of 1,000
+    classes × 3 features is 12 KB a row); float64 result."""
     n, k = p.shape
     m = len(features)
-    flat = np.stack([p * f for f in features], axis=2)  # [n, k, m]: G grouped by class
-    v = p * (1.0 - p)
-    blocks = np.einsum("nam,nal->aml", np.stack([v * f for f in features], axis=2),
-                       np.stack([np.broadcast_to(f, (n, k)) for f in features], axis=2))
-    index = np.arange(m)[None, :] * k + np.arange(k)[:, None]
-    return _grouped_hessian(flat.reshape(n, k * m), blocks, index)
+    upper, blocks = np.zeros((k * m, k * m)), np.zeros((k, m, m))
+    for start in range(0, n, HESSIAN_BLOCK_ROWS):
+        rows = slice(start, start + HESSIAN_BLOCK_ROWS)
+        p_rows = p[rows]
+        f_rows = [np.broadcast_to(f[rows] if f.shape[0] == n else f, p_rows.shape) for f in features]
+        v_rows = p_rows * (1.0 - p_rows)
+        for i, f in enumerate(f_rows):
+            for j, g in enumerate(f_rows[: i + 1]):
+                blocks[:, i, j] += np.einsum("na,na->a", v_rows * f, g, dtype=np.float64)
+        upper += _gram_upper(np.hstack([p_rows * f for f in f_rows]))  # G's rows in θ's layout
+    lower = np.tril_indices(m, -1)
+    blocks[:, lower[1], lower[0]] = blocks[:, lower[0], lower[1]]
+    return _hessian_from_gram(upper, blocks, np.arange(m)[None, :] * k + np.arange(k)[:, None], n)
 
 
-def _grouped_hessian(flat: np.ndarray, blocks: np.ndarray, index: np.ndarray) -> np.ndarray:
-    """(blocks − GᵀG) / n for G = ``flat`` grouped by class ([n, k·m]), the per-class ``blocks`` [k, m, m]
-    added on the diagonal, reordered to θ's layout by ``index`` [k, m] (the θ index of each grouped entry)."""
+def _gram_upper(flat: np.ndarray) -> np.ndarray:
+    """The upper triangle of flatᵀ flat (BLAS syrk, in the precision of ``flat``), as float64."""
     from scipy.linalg.blas import get_blas_funcs  # lazy: only Newton-sized problems pay its import
 
-    n = flat.shape[0]
-    k, m = index.shape
     syrk = get_blas_funcs("syrk", (flat,))
-    upper = syrk(-1.0, flat.T, trans=0, lower=0).astype(np.float64)  # −GᵀG; flat.T is Fortran-ordered
-    del flat
-    h_grouped = np.triu(upper) + np.triu(upper, 1).T
-    rows = np.arange(k * m).reshape(k, m)
-    h_grouped[rows[:, :, None], rows[:, None, :]] = blocks  # Σ p(1 − p) f fᵀ, not Σ p f fᵀ − Σ p² f fᵀ
-    order = index.ravel()
-    h = np.empty_like(h_grouped)
-    h[np.ix_(order, order)] = h_grouped
+    return syrk(1.0, flat.T, trans=0, lower=0).astype(np.float64)  # flat.T is Fortran-ordered: no copy
+
+
+def _hessian_from_gram(gram_upper: np.ndarray, blocks: np.ndarray, positions: np.ndarray, n: int) -> np.ndarray:
+    """(blocks − GᵀG) / n from the upper triangle of GᵀG (G's columns in θ's layout): each class a's block
+    [m, m] of ``blocks`` [k, m, m] replaces GᵀG's entries at θ indices ``positions[a]``."""
+    h = np.triu(gram_upper)
+    h += np.triu(h, 1).T
+    h *= -1.0
+    h[positions[:, :, None], positions[:, None, :]] = blocks  # Σ p(1 − p) f fᵀ, not Σ p f fᵀ − Σ p² f fᵀ
     h /= n
     return h
 
@@ -330,20 +340,14 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     taken once in ``shared`` and reused with each fit's penalty."""
     k = x_single.shape[1]
     if diagonal:
-        return _cholesky_solver(loss_hessian(x_single, probs, diagonal=True)
-                                + np.diag(pack(*penalty.curvature(k), True)))
+        h = loss_hessian(x_single, probs, diagonal=True)
+        h[np.diag_indices_from(h)] += pack(*penalty.curvature(k), True)
+        return _cholesky_solver(h)
     if "moments" not in shared:
-        v = probs * (1.0 - probs)
         sums = x_single.sum(axis=1, dtype=np.float64)  # t: each row's sum over the features
-        others = (sums[:, None].astype(np.float32) - x_single) / np.float32(np.sqrt(k - 1))  # t̃ₐ: class a's ũ feature
-        moments = (v.sum(axis=0, dtype=np.float64), (v.T @ x_single).astype(np.float64),
-                   (v.T @ (x_single * x_single)).astype(np.float64),
-                   (v.T @ (x_single * sums[:, None].astype(np.float32))).astype(np.float64),
-                   v.T.astype(np.float64) @ sums, v.T.astype(np.float64) @ sums**2)
-        del v  # before the coarse block's n × 3k work
-        shared["moments"] = (*moments, class_features_hessian(probs, [x_single, others,
-                                                                      np.ones((1, 1), dtype=np.float32)]))
-        del others
+        shared["moments"] = (*_row_sum_moments(x_single, probs, sums), class_features_hessian(
+            probs, [x_single, (sums.astype(np.float32)[:, None] - x_single) / np.float32(np.sqrt(k - 1)),
+                    np.ones((1, 1), dtype=np.float32)]))  # features x_a, t̃ₐ = Σ_{j≠a} x_j / √(k−1), 1
     s0, s1, s2, s_xt, s_t, s_tt, coarse_block = shared["moments"]
     n = x_single.shape[0]
     pen_w, pen_b = penalty.curvature(k)
@@ -359,7 +363,10 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
     inverse_w = np.where(off, 1.0 / np.maximum(h_w, 1e-12 * h_w.max() + 1e-300), 0.0)
     projected_means = _off_diagonal_projection(means)
     pen_coarse = np.concatenate([np.diagonal(pen_w), (pen_w.sum(axis=1) - np.diagonal(pen_w)) / (k - 1), pen_b])
-    coarse_solve = _cholesky_solver(coarse_block + np.diag(pen_coarse))
+    coarse_h = coarse_block.copy()
+    coarse_h[np.diag_indices_from(coarse_h)] += pen_coarse
+    coarse_solve = _cholesky_solver(coarse_h)
+    del coarse_h
     root = np.sqrt(k - 1)
 
     def precondition(r):
@@ -374,6 +381,25 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
         return np.concatenate([out.ravel(), out_b])
 
     return precondition
+
+
+def _row_sum_moments(x_single, probs, sums):
+    """With v = p(1 − p), by blocks of :data:`HESSIAN_BLOCK_ROWS` rows: Σ v (per class), vᵀx, vᵀx², vᵀ(x t)
+    (float32 products, float64 sums) and vᵀt, vᵀt² (float64) for the row sums t = ``sums`` of x."""
+    n, k = x_single.shape
+    s0, s_t, s_tt = np.zeros(k), np.zeros(k), np.zeros(k)
+    s1, s2, s_xt = np.zeros((k, k)), np.zeros((k, k)), np.zeros((k, k))
+    for start in range(0, n, HESSIAN_BLOCK_ROWS):
+        rows = slice(start, start + HESSIAN_BLOCK_ROWS)
+        v, x, t = probs[rows] * (1.0 - probs[rows]), x_single[rows], sums[rows]
+        s0 += v.sum(axis=0, dtype=np.float64)
+        s1 += v.T @ x
+        s2 += v.T @ (x * x)
+        s_xt += v.T @ (x * t[:, None].astype(np.float32))
+        v64 = v.astype(np.float64)
+        s_t += t @ v64
+        s_tt += (t * t) @ v64
+    return s0, s1, s2, s_xt, s_t, s_tt
 
 
 def _off_diagonal_projection(a: np.ndarray) -> np.ndarray:
@@ -396,10 +422,13 @@ def _cholesky_solver(h: np.ndarray):
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
     scale = 1.0 / np.sqrt(np.maximum(np.diagonal(h), 1e-300))
-    scaled = h * scale[:, None] * scale[None, :]
+    scaled = h * scale[:, None]
+    scaled *= scale[None, :]
+    diagonal = np.diagonal(scaled).copy()
     for power in range(-7, 1):
+        np.fill_diagonal(scaled, diagonal + 10.0**power)
         try:
-            factor = cho_factor(scaled + 10.0**power * np.eye(h.shape[0]))
+            factor = cho_factor(scaled)  # a copy: a failed attempt must leave ``scaled`` whole
             return lambda r: scale * cho_solve(factor, scale * r)
         except LinAlgError:
             continue
