@@ -198,9 +198,10 @@ def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: 
 def loss_hessian(x: np.ndarray, p: np.ndarray, diagonal: bool) -> np.ndarray:
     """Hessian of the mean log-loss of a full or diagonal map at class probabilities ``p``, in θ's layout:
     (1/n) Σᵢ ∂²/∂θ² of the log-loss, entry (r, c) = mean[(p_a δ_ab − p_a p_b) f_r f_c] for θ_r on feature f_r of
-    class a and θ_c on f_c of class b. With G = [p_a f_r] (n × P, grouped by class): −GᵀG plus, within each
-    class a, Σᵢ p_a f fᵀ. No n × k × k array is built. The products run in the precision of ``x`` and ``p``
-    (float32 for truncated Newton's preconditioner); float64 result."""
+    class a and θ_c on f_c of class b. With G = [p_a f_r] (n × P, θ's layout): −GᵀG, except within each class
+    a, where it is Σᵢ p_a(1 − p_a) f fᵀ (:func:`_hessian_from_gram`). No n × k × k array is built. The
+    products run in the precision of ``x`` and ``p`` (float32 for truncated Newton's preconditioner); float64
+    result."""
     n, k = x.shape
     if diagonal:  # class a: w_aa on x_a, then b_a on 1 (θ index a, then k + a)
         return class_features_hessian(p, [x, np.ones((1, 1), dtype=x.dtype)])
@@ -371,13 +372,13 @@ def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool,
 
     def precondition(r):
         r_w, r_b = r[: k * k].reshape(k, k), r[k * k:]
-        r_off = np.where(off, r_w, 0.0)
-        r_fine = _off_diagonal_projection(r_off) - projected_means * r_b[:, None]  # Tᵀ r (b′ enters b only)
+        r_fine = _off_diagonal_projection(r_w) - projected_means * r_b[:, None]  # Tᵀ r (b′ enters b only)
         out = _off_diagonal_projection(r_fine * inverse_w)
-        coarse = coarse_solve(np.concatenate([np.diagonal(r_w), r_off.sum(axis=1) / root, r_b]))
+        r_gamma = (r_w.sum(axis=1) - np.diagonal(r_w)) / root  # along each row's off-diagonal mean direction
+        coarse = coarse_solve(np.concatenate([np.diagonal(r_w), r_gamma, r_b]))
         out_b = coarse[2 * k:] - np.sum(projected_means * out, axis=1)  # T u
-        out += np.where(off, (coarse[k: 2 * k] / root)[:, None], 0.0)
-        out[diag, diag] = coarse[:k]
+        out += (coarse[k: 2 * k] / root)[:, None]
+        out[diag, diag] = coarse[:k]  # w_aa: the coarse block's, replacing what the line above added
         return np.concatenate([out.ravel(), out_b])
 
     return precondition
@@ -417,7 +418,7 @@ def _cholesky_solver(h: np.ndarray):
     every b, so the Hessian is singular there (where the gradient is zero), and float32 rounding can make it
     slightly indefinite. A preconditioner's ridge changes the steps, not the optimum. The scaling keeps the
     ridge relative to each entry: one relative to the mean diagonal let a strong intercept penalty
-    (μ_code = 10⁶, curvature 2·10⁶) put a ridge of 0.1 on weights of curvature 10⁻²–1, and truncated Newton
+    (μ_code = 10⁶, curvature 2·10⁶) put a ridge of 0.1 on weights of curvature 10⁻³–1, and truncated Newton
     needed ~90 Hessian-vector products a step instead of a few."""
     from scipy.linalg import LinAlgError, cho_factor, cho_solve
 
