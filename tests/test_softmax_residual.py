@@ -8,6 +8,7 @@ from scipy.special import logsumexp, softmax
 from calbench.data.synthetic import sample_categorical
 from calbench.methods import make
 from calbench.methods.affine_softmax import (
+    Penalty,
     _objective_residual,
     _single_probs,
     affine_logits,
@@ -130,15 +131,16 @@ def test_hessian_diagonal_from_the_residual_equals_the_exact_hessians(penalty, d
 
 
 def test_single_precision_probabilities_equal_scipy_softmax():
-    """Truncated Newton's float32 σ(W x + b) (:func:`_single_probs`), full and diagonal maps."""
+    """Truncated Newton's float32 σ(W x + b) (:func:`_single_probs`, from the float64 residual), full and
+    diagonal maps."""
     rng = np.random.default_rng(5)
-    x = np.log(rng.dirichlet(np.ones(6), size=50))
+    x, y = np.log(rng.dirichlet(np.ones(6), size=50)), rng.integers(0, 6, 50)
     theta = pack(np.eye(6) + 0.3 * rng.normal(size=(6, 6)), rng.normal(size=6), False)
     for diagonal, t in [(False, theta), (True, theta[[0, 7, 14, 21, 28, 35, 36, 37, 38, 39, 40, 41]])]:
         expected = softmax(affine_logits(x, *unpack(t, 6, diagonal), diagonal), axis=1)
-        probs = _single_probs(x.astype(np.float32), t, diagonal)
+        probs = _single_probs(_objective_residual(t, x, y, Penalty(), diagonal)[2], y)
         assert probs.dtype == np.float32
-        np.testing.assert_allclose(probs, expected, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(probs, expected, rtol=1e-7, atol=1e-12)
     v = rng.normal(size=42)
     probs = softmax(affine_logits(x, *unpack(theta, 6, False), False), axis=1)
     exact = hessian(x, *unpack(theta, 6, False), l2_penalty(1.0, 6), False) @ v

@@ -300,15 +300,16 @@ def cmd_compile(args) -> int:
 
 
 def _compile_affine_softmax(x: np.ndarray) -> None:
-    """The affine-softmax solver's float32 row passes (methods/softmax_residual.py): truncated Newton's
-    probabilities and Hessian-vector products, which only fits of 17 classes or more reach (``ms`` in
-    :data:`COMPILED_METHODS` compiles the float64 objective and prediction)."""
-    from calbench.methods.affine_softmax import Penalty, _single_probs, hessian_vector, pack
+    """The affine-softmax solver's float32 row pass (methods/softmax_residual.py): truncated Newton's
+    Hessian-vector products, which only fits of 17 classes or more reach (``ms`` in :data:`COMPILED_METHODS`
+    compiles the float64 objective and prediction)."""
+    from scipy.special import softmax
+
+    from calbench.methods.affine_softmax import Penalty, hessian_vector, pack
 
     k = x.shape[1]
-    theta = pack(np.eye(k), np.zeros(k), False)
     single = x.astype(np.float32)
-    hessian_vector(single, _single_probs(single, theta), Penalty(), theta)
+    hessian_vector(single, softmax(single, axis=1), Penalty(), pack(np.eye(k), np.zeros(k), False))
 
 
 # -- argument parsing ---------------------------------------------------------------------------------------
