@@ -298,7 +298,7 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
     off-diagonal weights by their diagonal without it: under ODIR P⁻¹H's condition number is 1.4 on this
     30-class task, against 15.6 for the diagonal-only one it replaced and 15.4 for Jacobi; under a weak L2
     penalty 268, against 7,971 for Jacobi. P⁻¹ is symmetric positive definite."""
-    from calbench.methods.affine_softmax import _large_map_preconditioner, _single_probs, pack
+    from calbench.methods.affine_softmax import _large_map_preconditioner, _objective_residual, _single_probs, pack
 
     rng = np.random.default_rng(0)
     k, n = 30, 3000
@@ -308,8 +308,8 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
     w, intercept, _ = fit_affine_softmax(x, y, penalty, True)  # the diagonal map, as a full W: the fit's start
     h = hessian(x, w, intercept, penalty, False)
     x_single = x.astype(np.float32)
-    precondition = _large_map_preconditioner(x_single, _single_probs(x_single, pack(w, intercept, False)), penalty,
-                                             False, {})
+    probs = _single_probs(_objective_residual(pack(w, intercept, False), x, y, penalty, False)[2], y)
+    precondition = _large_map_preconditioner(x_single, probs, penalty, False, {})
     p_inv = np.column_stack([precondition(e) for e in np.eye(h.shape[0])])
     np.testing.assert_allclose(p_inv, p_inv.T, atol=1e-12 * np.abs(p_inv).max())
     assert np.linalg.eigvalsh(p_inv).min() > 0
@@ -491,6 +491,31 @@ def test_default_grid_is_the_authors_range_at_one_lambda_per_decade():
     assert coarse_odir_grid(100, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
     assert coarse_odir_grid(1000, "code")["reg_lambda"][0] == pytest.approx(10.0)
     assert coarse_odir_grid(1000, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
+
+
+@pytest.mark.filterwarnings("ignore::calbench.methods.base.MissingClassWarning")  # 3 rows a class
+def test_from_1000_classes_every_mu_of_the_range_pins_the_intercepts():
+    """From 1,000 classes the default grid keeps one μ (μ_code = 10, the range's lowest; linear_maps._mu_powers):
+    each intercept's penalty curvature 2μ ≥ 20 dwarfs the mean log-loss's (≤ 1/4, about 1/k), so μ_code = 10,
+    10⁴ and 10⁶ (the three the grid had) fit the same map: |bₐ| ≤ |∂loss/∂bₐ|/(2μ) at μ_code = 10 and the
+    outputs of the three agree to 1e-4."""
+    assert coarse_odir_grid(1000, "code")["reg_mu"] == pytest.approx([10.0])
+    assert coarse_odir_grid(1000)["reg_mu"] == pytest.approx([1000 * 10.0])  # paper scale: μ_paper = k·μ_code
+    rng = np.random.default_rng(3)
+    k, n = 1000, 3000
+    z = 2 * rng.normal(size=(n, k))
+    z[np.arange(n), rng.integers(0, k, n)] += 9.0  # 1,000-class logits, overconfident by 1.5
+    y = sample_categorical(softmax(z / 1.5, axis=1), rng)
+    probs = []
+    for mu in (10.0, 1e4, 1e6):
+        est = make("ms_odir", grid=None, reg_lambda=1e6, reg_mu=mu, reg_scale="code")
+        est.fit(z, y)
+        probs.append(est.predict_proba(z))
+        grad_b = probs[-1].mean(axis=0) - np.bincount(y, minlength=k) / n  # the log-loss's, at the fit
+        np.testing.assert_allclose(est.intercept_, -grad_b / (2 * mu), atol=1e-6 / mu)  # optimality in b
+        assert np.abs(est.intercept_).max() < 1e-3
+    np.testing.assert_allclose(probs[0], probs[2], atol=1e-4)
+    np.testing.assert_allclose(probs[1], probs[2], atol=1e-4)
 
 
 def test_bad_settings_raise_clear_errors():
