@@ -285,6 +285,9 @@ def test_kcal_logits_uses_logits_and_dimension_min_h_32():
         make("kcal", **FAST).fit(strip(cal), cal[1], train=(strip(train), train[1]))
     with pytest.raises(ValueError, match="learns from the training split"):
         make("kcal", **FAST).fit(cal[0], cal[1])
+    small = (Scores(train[0].logits[:60], train[0].embeddings[:60]), train[1][:60])
+    with pytest.raises(ValueError, match="training split has 60 rows, no more than batch_size=64"):
+        make("kcal", **FAST).fit(cal[0], cal[1], train=small)
 
 
 def test_bad_settings_are_named():  # checked before torch is needed

@@ -49,29 +49,32 @@ def write_test_index(dump_path, seed: int, split: dict, output) -> None:
         np.save(f, split_pool(labels, seed, **split)[1])
 
 
-def load_split(dump_path, seed: int, split: dict | None = None, test_index=None) -> dict:
+def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
     """The calibration and test data of ``dump_path`` for ``seed``.
 
     Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index"}`` where each part holds the
-    dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``) and the indices
-    locate the rows within their group (``all`` for pools, else their own group). ``test_index``: a pool's
-    test rows where they are known (a calibrate job stores them beside its predictions), which spares
-    drawing the split again (and importing scikit-learn, ~1 s per job); the rest of the pool is the cal part.
+    dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``; ``fields``: only those
+    named, ``logits`` and ``labels`` always) and the indices locate the rows within their group (``all`` for
+    pools, else their own group). ``test_index``: a pool's test rows where they are known (a calibrate job
+    stores them beside its predictions), which spares drawing the split again (and importing scikit-learn,
+    ~1 s per job); the rest of the pool is the cal part.
     """
     groups = store.list_groups(dump_path)
+    if fields is not None:
+        fields = {"logits", "labels", *fields}
     if f"seed{seed}/cal" in groups:
-        cal, test = (_read(dump_path, f"seed{seed}/{part}") for part in ("cal", "test"))
+        cal, test = (_read(dump_path, f"seed{seed}/{part}", fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
                 "test_index": np.arange(len(test["labels"]))}
     if "cal" in groups and "test" in groups:
-        cal, test = (_read(dump_path, part) for part in ("cal", "test"))
+        cal, test = (_read(dump_path, part, fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
                 "test_index": np.arange(len(test["labels"]))}
     if "all" in groups:
         if not split:
             raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
                              "or {cal_fraction: f} in config")
-        pool = _read(dump_path, "all")
+        pool = _read(dump_path, "all", fields)
         if test_index is None:
             cal_index, test_index = split_pool(pool["labels"], seed, **split)
         else:
@@ -81,6 +84,7 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None)
     raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
 
 
-def _read(dump_path, group: str) -> dict:
-    """One group of a dump, checked (a dump written by another tool may hold NaN, bad labels, ...)."""
-    return store.validate_split(store.read_group(dump_path, group), f"{dump_path}:{group}")
+def _read(dump_path, group: str, fields=None) -> dict:
+    """One group of a dump (all fields, or those named), checked (a dump written by another tool may hold NaN,
+    bad labels, ...)."""
+    return store.validate_split(store.read_group(dump_path, group, fields), f"{dump_path}:{group}")

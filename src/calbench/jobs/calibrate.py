@@ -14,7 +14,8 @@ log = logging.getLogger("calbench")
 
 
 def _scores(part: dict) -> Scores:
-    return Scores(part["logits"], part.get("embeddings"))
+    """The part's scores; its float32 logits and embeddings leave ``part`` (Scores holds float64 logits)."""
+    return Scores(part.pop("logits"), part.pop("embeddings", None))
 
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
@@ -28,14 +29,15 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     1,000 classes × 25,000 rows). ``test_index``: a pooled source's test rows for ``seed`` as drawn by
     :func:`calbench.data.splits.write_test_index` (default: drawn here).
     """
-    data = splits.load_split(dump, seed, split, test_index=test_index)
     estimator = build_method(method, settings, seed)
+    fields = ["embeddings"] if "embeddings" in estimator.needs else []  # with logits and labels; never true_probs
+    data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
     train = None
     if "train" in estimator.needs:
-        train_part = store.read_group(dump, "train")
+        train_part = store.read_group(dump, "train", fields=["logits", "labels", *fields])
         train = (_scores(train_part), train_part["labels"])
     try:
         estimator.fit(cal, data["cal"]["labels"], train=train)

@@ -303,6 +303,10 @@ class KCal(Calibrator):
         if x_train.shape[1] != x_cal.shape[1]:
             raise ValueError(f"{self.method_name}: training {self.feature} have {x_train.shape[1]} columns, "
                              f"calibration {self.feature} {x_cal.shape[1]}; they must come from the same model")
+        if len(train_y) <= self.batch_size:  # an episode's prediction batch would leave no background point
+            raise ValueError(f"{self.method_name}: the training split has {len(train_y)} rows, no more than "
+                             f"batch_size={self.batch_size}, so an episode has no background points; set "
+                             f"batch_size below {len(train_y)} or give a larger training split")
         k = self.num_classes_
         d = min(x_cal.shape[1], int(self.dim))
         loo = np.arange(y.size)
