@@ -30,14 +30,14 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     :func:`calbench.data.splits.write_test_index` (default: drawn here).
     """
     estimator = build_method(method, settings, seed)
-    fields = ["embeddings"] if "embeddings" in estimator.needs else []  # with logits and labels; never true_probs
+    fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
     data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
     train = None
     if "train" in estimator.needs:
-        train_part = store.read_group(dump, "train", fields=["logits", "labels", *fields])
+        train_part = store.read_group(dump, "train", fields=fields)
         train = (_scores(train_part), train_part["labels"])
     try:
         estimator.fit(cal, data["cal"]["labels"], train=train)
