@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 from threadpoolctl import threadpool_info, threadpool_limits
 
@@ -14,13 +16,26 @@ def _blas_threads() -> set[int]:
 
 
 def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(monkeypatch):
-    """A notebook without OMP_NUM_THREADS: BLAS at 2 threads outside, 1 inside the fold threads."""
+    """A notebook without OMP_NUM_THREADS: BLAS at 2 threads outside, 1 inside the worker threads."""
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
     with threadpool_limits(limits=2, user_api="blas"):
         assert _blas_threads() == {2}
         inside = calbench.parallel.thread_map(lambda _: _blas_threads(), range(4))
         assert inside == [{1}] * 4
         assert _blas_threads() == {2}
+
+
+def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
+    """Five folds on two cores: four on the workers with one BLAS thread each, then the fifth in the calling
+    thread with two (issue 12: it ran with one core idle). Which item it is depends on the count only."""
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+    caller = threading.get_ident()
+    for outside in (1, 2):
+        with threadpool_limits(limits=outside, user_api="blas"):
+            seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident() == caller),
+                                                range(5))
+            assert seen == [({1}, False)] * 4 + [({2}, True)]
+            assert _blas_threads() == {outside}
 
 
 def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatch):
@@ -49,3 +64,14 @@ def test_one_vs_rest_maps_fitted_in_threads_equal_the_serial_fits(monkeypatch):
         monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 1)
         serial = make(method, **settings).fit(z, y).predict_proba(z)
         np.testing.assert_array_equal(threaded, serial)
+
+
+def test_a_map_inside_a_worker_runs_in_that_worker(monkeypatch):
+    """Nested maps (a fold's own blocks) do not start threads of their own: the outer workers have the cores."""
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+
+    def outer(_):
+        me = threading.get_ident()
+        return {ident == me for ident in calbench.parallel.thread_map(lambda _: threading.get_ident(), range(4))}
+
+    assert calbench.parallel.thread_map(outer, range(4)) == [{True}] * 4

@@ -2,19 +2,23 @@
 
 While worker threads run, BLAS is limited to one thread each (threadpoolctl): the workers already use
 the cores, and BLAS's own threads on top of them oversubscribe the machine (issue 17: a dir_odir grid
-search took 72 s with OpenBLAS's default threads and 3 s with ``OMP_NUM_THREADS=1`` on 2 cores).
+search took 72 s with OpenBLAS's default threads and 3 s with ``OMP_NUM_THREADS=1`` on 2 cores). An item
+left to run alone gets every core for its BLAS calls: five CV folds on two cores ran in three rounds, the last
+with one core idle (issue 12).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Iterable, TypeVar
 
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 T = TypeVar("T")
 R = TypeVar("R")
+_worker = threading.local()  # .active: this thread runs an item of thread_map
 
 
 def available_cores() -> int:
@@ -26,11 +30,30 @@ def available_cores() -> int:
 
 
 def thread_map(function: Callable[[T], R], items: Iterable[T]) -> list[R]:
-    """``[function(i) for i in items]`` on up to :func:`available_cores` threads (one BLAS thread each),
-    results in order; with one worker, in the calling thread and BLAS as configured."""
+    """``[function(i) for i in items]`` on up to :func:`available_cores` threads, results in order; in the
+    calling thread, BLAS as configured, where one worker would do or where the caller is itself a worker of
+    this function (the cores are taken).
+
+    The workers run BLAS on one thread each. Where the items would end in a round of one (five CV folds on
+    two cores), the last item runs after the others, in the calling thread, with BLAS on every core. Which
+    item does is fixed by the count, not by timing: float32 products on several BLAS threads round
+    differently from one thread, and a rerun must repeat the results bit for bit. The caller's BLAS setting
+    is restored on return."""
     items = list(items)
-    workers = min(len(items), available_cores())
-    if workers <= 1:
+    cores = available_cores()
+    workers = min(len(items), cores)
+    if workers <= 1 or getattr(_worker, "active", False):
         return [function(item) for item in items]
-    with threadpool_limits(limits=1), ThreadPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(function, items))
+    alone = len(items) % workers == 1
+    controller = ThreadpoolController()
+
+    def run(item):
+        _worker.active = True
+        return function(item)
+
+    with controller.limit(limits=1), ThreadPoolExecutor(max_workers=workers) as pool:
+        results = list(pool.map(run, items[:-1] if alone else items))
+    if alone:
+        with controller.limit(limits=cores):
+            results.append(function(items[-1]))
+    return results
