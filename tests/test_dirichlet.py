@@ -638,3 +638,16 @@ def test_a_class_separated_by_its_own_logit_warns_where_its_scale_and_intercept_
     assert model.fit_info_["loss"] > 0.1 and len(separated) == int(warns), separated
     assert all(m.startswith(f"{name}: the calibration rows of class(es) [0] are separated from all others by their "
                             "own logit") for m in separated)
+
+
+def test_dir_l2_warns_when_every_lambda_of_its_grid_is_too_strong():
+    """The penalty weights are open-ended: a Dir-L2 grid of strong λ only (the default one's situation at 1,000
+    classes, docs/methods_parametric.md) picks its weakest λ, still falling steeply there, and says so."""
+    from calbench.methods.tuning import GridEdgeWarning
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 4, 600)
+    z = rng.normal(size=(600, 4)) + 3.0 * np.eye(4)[y]
+    with pytest.warns(GridEdgeWarning, match=r"dir_l2: the 5-fold CV nll is lowest at the smallest reg_lambda "
+                                             r"of the grid, 10 .*grid: \{reg_lambda: \[\.\.\.\]\}"):
+        make("dir_l2", grid={"reg_lambda": [10.0, 100.0, 1000.0]}).fit(z, y)

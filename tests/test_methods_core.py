@@ -235,6 +235,41 @@ def test_grid_search_picks_the_best_point_and_can_average_fold_models():
         GridSearch(Skipping(), {"t": [1.0, 2.0]}, folds=3).fit(data["logits"], data["labels"])
 
 
+def test_grid_search_warns_when_its_optimum_is_at_an_open_end_of_the_grid():
+    """GridEdgeWarning: the chosen value is the grid's last of an open-ended hyperparameter and the loss still
+    falls there (by more than EDGE_RISE); not inside the grid, not on a plateau, not for a bounded one."""
+    import warnings
+
+    from calbench.methods.tuning import GridEdgeWarning
+
+    data = planted_temperature(1000, np.random.default_rng(4), temperature=2.0)
+
+    class Fixed(type(make("uncal"))):
+        """Softmax of logits / t for a fixed t; t is open-ended."""
+
+        open_ended_params = ("t",)
+
+        def __init__(self, t=1.0):
+            self.t = t
+
+        def _predict_proba(self, scores):
+            return Scores(scores.logits / self.t).probs
+
+    with pytest.warns(GridEdgeWarning, match=r"lowest at the largest t of the grid, 1 \(.*at 0.5\).*past 1"):
+        GridSearch(Fixed(), {"t": [0.25, 0.5, 1.0]}, folds=3).fit(data["logits"], data["labels"])
+
+    class Bounded(Fixed):
+        open_ended_params = ()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        assert GridSearch(Fixed(), {"t": [0.5, 1.0, 2.0, 4.0]}, folds=3).fit(
+            data["logits"], data["labels"]).best_params_ == {"t": 2.0}
+        plateau = GridSearch(Fixed(), {"t": [1.9999, 2.0, 4.0]}, folds=3).fit(data["logits"], data["labels"])
+        assert plateau.best_params_ == {"t": 1.9999}  # the end, 1e-6 below the next: no warning
+        GridSearch(Bounded(), {"t": [0.25, 0.5, 1.0]}, folds=3).fit(data["logits"], data["labels"])
+
+
 def test_grid_helpers():
     assert expand_grid({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
     with pytest.raises(ValueError, match="grid.a: expected a non-empty list"):

@@ -69,6 +69,9 @@ class Calibrator:
     needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
         when a class has no calibration example; ``fit`` then refuses such a calibration set. False
         (methods that cope): ``fit`` warns with :class:`MissingClassWarning`. None: the labels are unused.
+    open_ended_params : hyperparameters whose range has no natural end (penalty weights): a grid search warns
+        (:class:`~calbench.methods.tuning.GridEdgeWarning`) when its optimum lies at the end of the grid's
+        values of one of them with the CV loss still falling there.
     _parameter_constraints : the allowed values of each setting (:mod:`calbench.methods.constraints`),
         checked by :func:`~calbench.methods.make` and at :meth:`fit`.
     """
@@ -81,6 +84,7 @@ class Calibrator:
     #: them reruns the method's jobs (see ``registry.source_files``).
     lazy_modules: tuple[str, ...] = ()
     needs_every_class: bool | None = False
+    open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
 
     # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
