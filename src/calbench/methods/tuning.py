@@ -251,7 +251,7 @@ class GridSearch(Calibrator):
                     f"of the grid, {best[name]:.4g} ({chosen:.5g}; {next_loss:.5g} at {points[inwards][name]:.4g}), "
                     f"so the best {name} may lie beyond it. Extend the grid past {best[name]:.4g} "
                     f"(grid: {{{name}: [...]}} in the method's settings), or prefer a method whose optimum "
-                    f"the grid brackets.", GridEdgeWarning, stacklevel=3)
+                    f"the grid brackets.", GridEdgeWarning, stacklevel=4)
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
