@@ -648,6 +648,6 @@ def test_dir_l2_warns_when_every_lambda_of_its_grid_is_too_strong():
     rng = np.random.default_rng(3)
     y = rng.integers(0, 4, 600)
     z = rng.normal(size=(600, 4)) + 3.0 * np.eye(4)[y]
-    with pytest.warns(GridEdgeWarning, match=r"dir_l2: the 5-fold CV nll is lowest at the smallest reg_lambda "
+    with pytest.warns(GridEdgeWarning, match=r"dir_l2: the 5-fold CV log-loss is lowest at the smallest reg_lambda "
                                              r"of the grid, 10 .*grid: \{reg_lambda: \[\.\.\.\]\}"):
         make("dir_l2", grid={"reg_lambda": [10.0, 100.0, 1000.0]}).fit(z, y)

@@ -45,6 +45,7 @@ log = logging.getLogger(__name__)
 # 0.36 above temperature scaling's; the ODIR grids there end on the plateau of their strongest λ, where the map
 # is diagonal (the next value 3e-8 and 1.8e-5 higher for ms_odir and dir_odir; within 1e-4 on CIFAR-100).
 EDGE_RISE = 1e-3
+SCORING_NAMES = {"nll": "log-loss", "brier": "Brier score"}
 
 # The fitted models a fold keeps for the ensemble, its lowest-loss ones first (Dirichlet: all 24 maps of
 # 100 × 101 weights at 100 classes, 2 MB; the best 8 of 18 at 1,000 classes, 8 MB each).
@@ -246,8 +247,9 @@ class GridSearch(Calibrator):
             end, inwards = ("smallest", line[1]) if self.best_index_ == line[0] else ("largest", line[-2])
             chosen, next_loss = self.cv_losses_[self.best_index_], self.cv_losses_[inwards]
             if next_loss - chosen > EDGE_RISE * abs(chosen):
+                loss = SCORING_NAMES[self.scoring]
                 warnings.warn(
-                    f"{self.method_name}: the {self.folds}-fold CV {self.scoring} is lowest at the {end} {name} "
+                    f"{self.method_name}: the {self.folds}-fold CV {loss} is lowest at the {end} {name} "
                     f"of the grid, {best[name]:.4g} ({chosen:.5g}; {next_loss:.5g} at {points[inwards][name]:.4g}), "
                     f"so the best {name} may lie beyond it. Extend the grid past {best[name]:.4g} "
                     f"(grid: {{{name}: [...]}} in the method's settings), or prefer a method whose optimum "
