@@ -38,6 +38,17 @@ def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
             assert _blas_threads() == {outside}
 
 
+def test_a_process_granted_one_thread_keeps_every_item_on_one_blas_thread(monkeypatch):
+    """A Snakemake job declares one thread and shares the cores with the job beside it (share_cores): its fifth
+    fold runs on a worker with one BLAS thread, as the other four."""
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(calbench.parallel, "_granted_threads", None)
+    calbench.parallel.share_cores(1)
+    caller = threading.get_ident()
+    seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident() == caller), range(5))
+    assert seen == [({1}, False)] * 5
+
+
 def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatch):
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 400)
