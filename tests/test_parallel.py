@@ -29,6 +29,7 @@ def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
     """Five folds on two cores: four on the workers with one BLAS thread each, then the fifth in the calling
     thread with two (issue 12: it ran with one core idle). Which item it is depends on the count only."""
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+    monkeypatch.setattr(calbench.parallel, "_granted_threads", None)  # a library call: no share_cores
     caller = threading.get_ident()
     for outside in (1, 2):
         with threadpool_limits(limits=outside, user_api="blas"):
