@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import warnings
 from pathlib import Path
 
 
@@ -28,7 +29,11 @@ def _validate(path) -> int:
     except ConfigError as err:
         print(f"{path}: {err}")
         return 1
-    problems = config_problems(config, deep=True)
+    with warnings.catch_warnings(record=True) as caught:  # coarse probabilities: reported, not a problem
+        warnings.simplefilter("always")
+        problems = config_problems(config, deep=True)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"{path}: warning: {message}")
     for problem in problems:
         print(f"{path}: {problem}")
     if problems:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +23,13 @@ SCORE_KEYS = ("logits", "probs", "scores")
 
 # -- reading and writing arrays ----------------------------------------------------------------------------
 def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
-    """An array from ``.npy``, ``.npz`` (its only array, or one named in ``keys``) or ``.csv`` (comma-separated,
-    no header)."""
+    """An array from ``.npy``, ``.npz`` (its only array, or one named in ``keys``) or ``.csv`` (comma-separated;
+    a first line that is not numbers is a header and skipped)."""
+    from calbench.data.where import shown
+
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise FileNotFoundError(f"{shown(path)}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
@@ -36,13 +39,24 @@ def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
                 names = list(archive.files)
                 chosen = names if len(names) == 1 else [k for k in keys if k in names][:1]
                 if not chosen:
-                    raise ValueError(f"{path}: holds arrays {names}; name the wanted one {' or '.join(keys)}")
+                    raise ValueError(f"holds arrays {names}; name the wanted one {' or '.join(keys)}")
                 return archive[chosen[0]]
         if suffix == ".csv":
-            return np.loadtxt(path, delimiter=",", ndmin=2)
+            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=int(_csv_has_header(path)))
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot read ({err})") from None
     raise ValueError(f"{path}: unknown file type {suffix!r}; use .npy, .npz or .csv")
+
+
+def _csv_has_header(path: Path) -> bool:
+    """True when the first line of a CSV file holds a field that is not a number (column names)."""
+    with open(path) as f:
+        first = f.readline()
+    try:
+        [float(field) for field in first.split(",") if field.strip()]
+    except ValueError:
+        return True
+    return False
 
 
 def write_array(path, array: np.ndarray) -> None:
@@ -62,7 +76,7 @@ def write_array(path, array: np.ndarray) -> None:
 def read_scores(path, kind: str, embeddings=None, fix: str | None = None) -> Scores:
     """Scores from a file of logits or (``kind="probs"``) probabilities, checked against the declared kind;
     ``fix`` is the advice given when they do not look like that kind."""
-    from calbench.data.importers import convert_scores
+    from calbench.scores import convert_scores
 
     logits = convert_scores(read_array(path), "probs" if kind == "probs" else "logits", str(path), fix)
     return Scores(logits, None if embeddings is None else read_array(embeddings, ("embeddings",)))
@@ -116,18 +130,21 @@ def cmd_fit(args) -> int:
 
 
 def cmd_apply(args) -> int:
-    from calbench.persist import load, read_header
+    from calbench.persist import EXTENSION, load, read_header
+    from calbench.scores import input_scores
 
+    if Path(args.calibrator).suffix.lower() in (".npy", ".npz", ".csv") and args.scores.endswith(EXTENSION):
+        raise ValueError(f"{args.calibrator} is a score file and {args.scores} a calibrator: the calibrator comes "
+                         f"first: calbench apply {args.scores} {args.calibrator} -o {args.output}")
     header = read_header(args.calibrator)
     array = read_array(args.scores)
     if array.ndim == 2 and array.shape[1] != header["num_classes"]:
         raise ValueError(f"{args.scores}: has {array.shape[1]} columns, but {args.calibrator} was fitted on "
                          f"{header['num_classes']} classes; pass scores of the same classifier")
     cal = load(args.calibrator)
-    kind = header["input_kind"]
-    scores = read_scores(args.scores, kind, args.embeddings,
-                         f"{args.calibrator} was fitted on {kind}: pass the classifier's {kind}, or refit it "
-                         + ("without" if kind == "probs" else "with") + " `calbench fit --probs`")
+    embeddings = None if args.embeddings is None else read_array(args.embeddings, ("embeddings",))
+    # the same conversion as the loaded calibrator's predict_proba on a plain array (Calibrator._check_scores)
+    scores = input_scores(array, cal.input_kind_, embeddings, where=str(args.scores), owner=str(args.calibrator))
     probs = cal.predict_proba(scores)
     write_array(args.output, np.log(probs) if args.log else probs)
     print(f"{header['method']}: calibrated {scores.n} rows -> {args.output}")
@@ -355,8 +372,13 @@ def add_subcommands(sub) -> None:
 
 def run(args) -> int:
     """Run a parsed subcommand of this module; user errors become one line on stderr and exit status 2."""
-    try:
-        return args.handler(args)
-    except (ValueError, FileNotFoundError) as err:
-        print(f"calbench {args.command}: error: {err}", file=sys.stderr)
-        return 2
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            status = args.handler(args)
+        except (ValueError, FileNotFoundError) as err:
+            print(f"calbench {args.command}: error: {err}", file=sys.stderr)
+            status = 2
+    for message in dict.fromkeys(str(w.message) for w in caught):  # one line each, after the command's output
+        print(f"calbench {args.command}: warning: {message}", file=sys.stderr)
+    return status

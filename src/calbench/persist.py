@@ -200,10 +200,9 @@ def _checksum(tree, arrays: dict) -> str:
 
 def method_name(cal) -> str:
     """Registered name of a calibrator, ``a+b`` for a chain (the name ``make`` takes)."""
-    steps = getattr(cal, "steps", None)
-    if steps is not None:
-        return "+".join(method_name(step) for step in steps)
-    return getattr(cal, "method_name", type(cal).__name__)
+    from calbench.methods.base import method_label
+
+    return method_label(cal)
 
 
 def chosen_settings(cal) -> dict:
@@ -256,7 +255,9 @@ def _open(path) -> tuple[dict, dict]:
 
     path = Path(path)
     if not path.is_file():
-        raise FileNotFoundError(f"{path}: no such calibrator file")
+        from calbench.data.where import shown
+
+        raise FileNotFoundError(f"{shown(path)}: no such calibrator file")
     try:
         with safe_open(str(path), framework="np") as f:
             metadata = f.metadata() or {}

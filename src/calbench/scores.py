@@ -43,6 +43,98 @@ def looks_like_probs(arr: np.ndarray, atol: float = 1e-3) -> bool:
                 and np.allclose(arr.sum(axis=1), 1.0, rtol=0, atol=atol))
 
 
+class CoarseProbabilitiesWarning(UserWarning):
+    """Probabilities carry too little precision to calibrate on: rounded on export (every value a multiple of
+    10⁻ᵈ) or holding many exact zeros. Methods fitted on their logarithm see an exact zero as a log-probability
+    of ln(:data:`PROB_FLOOR`) = −708 and fit the rounding instead of the classifier."""
+
+
+#: Share of rows with an exact-zero probability above which :func:`coarse_probs_text` warns (float32
+#: softmax outputs of the CIFAR networks in ../shared/data hold none).
+ZERO_ROWS_WARN = 0.01
+#: Decimals up to which rounding is detected (every value equal to its rounding to that many decimals).
+ROUNDED_MAX_DECIMALS = 6
+#: What a user can do about coarse probabilities.
+COARSE_FIX = "export the logits, or the probabilities unrounded (float32 or float64, as the softmax returns them)"
+
+#: Per kind of scores a calibrator was fitted on, what to do when it is given the other kind.
+KIND_FIX = {
+    "logits": "pass the classifier's logits, or refit it on probabilities (`calbench fit --probs`; in Python "
+              "calbench.save(cal, path, input_kind='probs'))",
+    "probs": "pass the classifier's probabilities (the softmax of its logits), or refit it on logits "
+             "(`calbench fit` without --probs)",
+}
+
+
+def looks_like_percentages(arr: np.ndarray, atol: float = 0.1) -> bool:
+    """True when every row of the ``[N, C]`` array lies in [0, 100] and sums to 100 within ``atol`` (and it is
+    not already a probability matrix)."""
+    return bool(arr.min() >= 0 and arr.max() <= 100 and arr.max() > 1
+                and np.allclose(arr.sum(axis=1), 100.0, rtol=0, atol=atol))
+
+
+def rounded_decimals(probs: np.ndarray) -> int | None:
+    """The fewest decimals ``d`` ≤ :data:`ROUNDED_MAX_DECIMALS` to which every entry is rounded (equal to
+    ``round(p, d)`` to float32 precision), or None."""
+    for decimals in range(ROUNDED_MAX_DECIMALS + 1):
+        if np.allclose(probs, np.round(probs, decimals), rtol=1e-6, atol=0):
+            return decimals
+    return None
+
+
+def coarse_probs_text(probs: np.ndarray) -> str | None:
+    """Why ``probs`` (``[N, C]`` probabilities) cannot support calibration, or None: values rounded to at most
+    :data:`ROUNDED_MAX_DECIMALS` decimals, or more than :data:`ZERO_ROWS_WARN` of the rows with an exact zero."""
+    decimals = rounded_decimals(probs)
+    zero_rows = float((probs == 0).any(axis=1).mean())
+    if decimals is None and zero_rows <= ZERO_ROWS_WARN:
+        return None
+    found = [f"every value is rounded to {decimals} decimals"] if decimals is not None else []
+    if zero_rows:
+        found.append(f"{(probs == 0).mean():.0%} of the values ({zero_rows:.0%} of the rows) are exact zeros")
+    return (f"{' and '.join(found)}: methods fitted on log-probabilities (ts, vs, dir, ...) see a zero as "
+            f"ln(p) = {np.log(PROB_FLOOR):.0f} and fit the rounding, not the classifier (temperature scaling on "
+            "CIFAR-10 probabilities rounded to 4 decimals fits T = 91 instead of 2 and raises the confidence ECE "
+            f"from 5.5 % to 20 %); {COARSE_FIX}")
+
+
+def convert_scores(values, declared: str, where: str, fix: str | None = None) -> np.ndarray:
+    """Logits from scores declared as ``logits`` (checked, as they are) or ``probs`` (their logarithm, see
+    :func:`log_of_probs`), checking that the declaration fits the data: probability rows declared as logits,
+    percentages, or non-probabilities declared as ``probs`` are an error; coarse probabilities warn
+    (:class:`CoarseProbabilitiesWarning`). ``fix`` is the advice that ends a mismatch message (default: the
+    config key to change)."""
+    arr = check_logits(values, name=where)  # numeric, 2-D, finite
+    if declared not in ("logits", "probs"):
+        raise ValueError(f"{where}: scores must be 'logits' or 'probs', got {declared!r}")
+    if looks_like_percentages(arr):
+        then = "" if declared == "probs" else ", then " + (fix or "declare `scores: probs`")
+        raise ValueError(f"{where}: every row lies in [0, 100] and sums to 100, so these look like percentages; "
+                         f"divide them by 100{then}")
+    if declared == "probs":
+        if not looks_like_probs(arr):
+            raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
+                             "(values outside [0, 1] or rows not summing to 1); "
+                             + (fix or "declare `scores: logits`"))
+        coarse = coarse_probs_text(arr)
+        if coarse:
+            warnings.warn(f"{where}: {coarse}", CoarseProbabilitiesWarning, stacklevel=2)
+        return log_of_probs(arr)
+    if arr.shape[0] > 1 and looks_like_probs(arr):
+        raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
+                         + (fix or "declare `scores: probs` so they are converted to log-probabilities"))
+    return arr
+
+
+def input_scores(values, kind: str, embeddings=None, *, where: str = "scores",
+                 owner: str = "this calibrator") -> "Scores":
+    """Scores of a saved calibrator's input: ``values`` of the ``kind`` it was fitted on (``logits``/``probs``),
+    converted as at fit time; the other kind is an error naming the fix. ``calbench apply`` and a loaded
+    calibrator's ``predict_proba`` both read their input here."""
+    fix = f"{owner} was fitted on {kind}: {KIND_FIX[kind]}"
+    return Scores(convert_scores(values, kind, where, fix), embeddings)
+
+
 def log_of_probs(probs: np.ndarray, floor: float = PROB_FLOOR) -> np.ndarray:
     """``log(max(p, floor))``: log-probabilities used as logits (see :data:`PROB_FLOOR`)."""
     return np.log(np.maximum(probs, floor))
@@ -67,19 +159,35 @@ def check_logits(logits, *, name: str = "logits") -> np.ndarray:
     return arr
 
 
+def labels_shape_problem(shape: tuple, num_classes: int | None, n: int | None = None) -> str | None:
+    """What is wrong with a label array of ``shape`` beside ``n`` rows of ``num_classes`` scores, with the fix;
+    None for a vector of ``n`` entries. Read from shapes alone, so that ``snakemake -n`` checks it from the
+    ``.npy`` headers."""
+    if len(shape) == 2 and shape[1] == 1:
+        return (f"expected a 1-D vector of class indices, got shape {shape}; save the labels as a vector "
+                "(labels.ravel())")
+    if len(shape) == 2 and shape[1] == num_classes and shape[1] > 1:
+        return (f"expected a 1-D vector of class indices, got shape {shape}, which looks one-hot; save the class "
+                "indices (labels.argmax(axis=1))")
+    if len(shape) != 1:
+        return f"expected a 1-D vector of class indices, got shape {shape}"
+    if n is not None and shape[0] != n:
+        return f"has {shape[0]} entries but the scores have {n} rows; labels and scores must list the same rows"
+    return None
+
+
 def check_labels(labels, num_classes: int, n: int | None = None, *, name: str = "labels") -> np.ndarray:
     """Return ``labels`` as an int64 vector with values in ``[0, num_classes)`` or raise."""
     y = np.asarray(labels)
-    if y.ndim != 1:
-        raise ValueError(f"{name}: expected a 1-D vector of class indices, got shape {y.shape}")
+    problem = labels_shape_problem(y.shape, num_classes, n)
+    if problem:
+        raise ValueError(f"{name}: {problem}")
     if not np.issubdtype(y.dtype, np.integer):
         if np.issubdtype(y.dtype, np.floating) and np.all(np.mod(y, 1) == 0):
             y = y.astype(np.int64)
         else:
             raise ValueError(f"{name}: expected integer class indices, got dtype {y.dtype}; "
                              "store labels as integers 0..C-1 (not one-hot, not class names)")
-    if n is not None and y.shape[0] != n:
-        raise ValueError(f"{name}: has {y.shape[0]} entries but the scores have {n} rows")
     if y.size and (y.min() < 0 or y.max() >= num_classes):
         raise ValueError(
             f"{name}: values must lie in [0, {num_classes}) for {num_classes} classes, "

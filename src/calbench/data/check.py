@@ -2,23 +2,35 @@
 
 ``python -m calbench validate`` runs the deep check (every file read as the dump job reads it:
 shapes, finite values, label range, declared ``scores`` kind against the content); ``snakemake -n``
-runs the cheap one (missing files and, for ``npy`` files, shapes and split sizes from the file
-headers). Download sources are checked by checksum when fetched, synthetic and model sources need no
-file, so both check ``type: import`` sources only.
+runs the cheap one (missing files and, for ``npy`` files, from the file headers: the score matrices' shapes,
+labels that are a vector with one entry per row (not ``(N, 1)``, not one-hot) and split sizes). Download
+sources are checked by checksum when fetched, synthetic and model sources need no file, so both check
+``type: import`` sources only.
 """
 
 from __future__ import annotations
 
 from calbench.data import importers
 from calbench.data.splits import check_split
+from calbench.scores import labels_shape_problem
 
 
 def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -> list[str]:
     """Splits present, labels beside logits, one class count, split sizes within the pool."""
     problems = []
     for name, fields in shapes.items():
+        key = f"{origin}.files" + ("" if name == "all" else f".{name}")  # a pool's files sit right under files
         if "logits" not in fields or "labels" not in fields:
-            problems.append(f"{origin}.files.{name}: needs both logits and labels, found {sorted(fields)}")
+            problems.append(f"{key}: needs both logits and labels, found {sorted(fields)}")
+            continue
+        logits = fields["logits"]
+        if len(logits) != 2:
+            problems.append(f"{key}.logits: expected a 2-D array [n_samples, n_classes], got shape "
+                            f"{logits}")
+            continue
+        problem = labels_shape_problem(fields["labels"], logits[1], logits[0])
+        if problem:
+            problems.append(f"{key}.labels: {problem}")
     if "all" in shapes:
         labels = shapes["all"].get("labels")
         if not split:
@@ -52,7 +64,8 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing]
     try:
-        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split"))
+        shapes = importers.npy_shapes(importers.npy_fields(files, entry.get("scores", "logits"), origin))
+        return _layout_problems(origin, shapes, entry.get("split"))
     except ValueError as err:
         return [f"{origin}: {err}"]
 

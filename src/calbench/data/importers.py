@@ -3,7 +3,8 @@
 Layouts (see config/README.md):
 
 * ``npy``: one file per field, ``files: {logits: a.npy, labels: b.npy}`` (a pool) or per split
-  ``files: {cal: {logits: .., labels: ..}, test: {...}}``; optional ``embeddings``.
+  ``files: {cal: {logits: .., labels: ..}, test: {...}}``; optional ``embeddings``. A source declared
+  ``scores: probs`` may name its score file ``probs`` instead of ``logits`` (also in ``npz`` arrays).
 * ``npz``: ``files: {archive: x.npz}`` with arrays ``logits``/``labels`` (a pool) or
   ``{split}_{field}`` (``cal_logits``, ``test_labels``, ``train_embeddings``, ...).
 * ``pickle``: ``files: {archive: x.p}`` holding ``((logits_val, y_val), (logits_test, y_test))``, the
@@ -22,9 +23,37 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data.store import validate_split
-from calbench.scores import check_logits, log_of_probs, looks_like_probs
+from calbench.data.where import shown
+from calbench.scores import convert_scores
 
 SPLITS = ("train", "cal", "test", "all")
+#: The fields a split may hold; ``probs`` is the score field's other name for ``scores: probs`` sources.
+FIELDS = ("logits", "labels", "embeddings", "true_probs")
+
+
+def npy_fields(files: dict, scores: str, origin: str) -> dict:
+    """An ``npy`` source's ``files`` with the score field named ``logits`` (``probs`` accepted where the source
+    declares ``scores: probs``); a layout that is neither a pool ``{field: path}`` nor splits
+    ``{split: {field: path}}`` is an error naming the key and the fix."""
+    pooled = any(not isinstance(value, dict) for value in files.values())
+    if pooled:
+        return _rename_probs(files, scores, f"{origin}.files")
+    return {split: _rename_probs(fields, scores, f"{origin}.files.{split}") if split in SPLITS else fields
+            for split, fields in files.items()}
+
+
+def _rename_probs(fields: dict, scores: str, where: str) -> dict:
+    unknown = sorted(set(fields) - {*FIELDS, "probs"})
+    if unknown:
+        raise ValueError(f"{where}: unknown key {unknown[0]!r}; a split names the files of {FIELDS} (the score file "
+                         "`probs` where the source declares `scores: probs`), or the files form splits "
+                         f"{{cal: {{...}}, test: {{...}}}} with split names in {SPLITS}")
+    if "probs" not in fields:
+        return dict(fields)
+    if scores != "probs" or "logits" in fields:
+        raise ValueError(f"{where}.probs: a score file named `probs` needs `scores: probs` and no `logits` beside "
+                         "it; declare `scores: probs`, or name the key `logits` for logits")
+    return {("logits" if key == "probs" else key): value for key, value in fields.items()}
 
 
 def _load_npy(path) -> np.ndarray:
@@ -34,26 +63,8 @@ def _load_npy(path) -> np.ndarray:
         raise ValueError(f"{path}: cannot read as .npy ({err})") from None
 
 
-def convert_scores(logits: np.ndarray, declared: str, where: str, fix: str | None = None) -> np.ndarray:
-    """Turn declared ``probs`` into log-probabilities; check that the declaration fits the data. ``fix``
-    replaces the advice that ends a mismatch message (default: the config key to change)."""
-    arr = check_logits(logits, name=where)  # numeric, 2-D, finite
-    if declared == "probs":
-        if not looks_like_probs(arr):
-            raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
-                             "(values outside [0, 1] or rows not summing to 1); "
-                             + (fix or "declare `scores: logits`"))
-        return log_of_probs(arr)
-    if declared == "logits":
-        if arr.shape[0] > 1 and looks_like_probs(arr):
-            raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
-                             + (fix or "declare `scores: probs` so they are converted to log-probabilities"))
-        return arr
-    raise ValueError(f"{where}: scores must be 'logits' or 'probs', got {declared!r}")
-
-
 def _from_npy(files: dict) -> dict[str, dict]:
-    if "logits" in files:
+    if not any(isinstance(value, dict) for value in files.values()):
         return {"all": {field: _load_npy(path) for field, path in files.items()}}
     return {split: {field: _load_npy(path) for field, path in fields.items()} for split, fields in files.items()}
 
@@ -63,7 +74,7 @@ def _from_npz(archive) -> dict[str, dict]:
         data = dict(np.load(archive, allow_pickle=False))
     except (ValueError, OSError) as err:
         raise ValueError(f"{archive}: cannot read as .npz ({err})") from None
-    if "logits" in data:
+    if "logits" in data or "probs" in data:
         return {"all": data}
     groups: dict[str, dict] = {}
     for key, arr in data.items():
@@ -100,6 +111,11 @@ def read_files(fmt: str, files: dict, scores: str, origin: str) -> dict[str, dic
 def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict[str, dict], list[Exception]]:
     """The checked groups of :func:`read_files` and every problem found (one per missing file or bad
     split; a split with a problem is left out of the groups)."""
+    if fmt == "npy":
+        try:
+            files = npy_fields(files, scores, origin)
+        except ValueError as err:
+            return {}, [err]
     readers = {"npy": lambda: _from_npy(files), "npz": lambda: _from_npz(files["archive"]),
                "pickle": lambda: _from_pickle(files["archive"])}
     if fmt not in readers:
@@ -115,6 +131,12 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
         return {}, [err]
     groups, problems = {}, []
     for split, arrays in raw.items():
+        if "probs" in arrays:
+            try:
+                arrays = _rename_probs(arrays, scores, f"{origin}: {_file_of(fmt, files, split, 'probs')}:{split}")
+            except ValueError as err:
+                problems.append(err)
+                continue
         missing_fields = [f for f in ("logits", "labels") if f not in arrays]
         if missing_fields:
             problems.append(ValueError(f"{origin}.files: split {split!r} has no {' and no '.join(missing_fields)}; "
@@ -132,19 +154,20 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
 
 def missing_files(files: dict, origin: str) -> list[FileNotFoundError]:
     """One error per file of ``files`` that does not exist."""
-    return [FileNotFoundError(f"{origin}.files: {path} does not exist") for path in _paths(files)
+    return [FileNotFoundError(f"{origin}.files: {shown(path)} does not exist") for path in _paths(files)
             if not Path(path).exists()]
 
 
 def npy_shapes(files: dict) -> dict[str, dict]:
-    """``{split: {field: shape}}`` of an ``npy`` source read from the file headers only (memory-mapped)."""
+    """``{split: {field: shape}}`` of an ``npy`` source (``files`` as :func:`npy_fields` returns them) read from
+    the file headers only (memory-mapped)."""
     def shape(path):
         try:
             return np.load(path, mmap_mode="r", allow_pickle=False).shape
         except (ValueError, OSError) as err:
             raise ValueError(f"{path}: cannot read as .npy ({err})") from None
 
-    if "logits" in files:
+    if not any(isinstance(value, dict) for value in files.values()):
         return {"all": {field: shape(path) for field, path in files.items()}}
     return {split: {field: shape(path) for field, path in fields.items()} for split, fields in files.items()}
 

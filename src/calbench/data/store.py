@@ -3,7 +3,8 @@
 A dump holds one group per split: ``train``/``cal``/``test`` (fixed splits), ``all`` (one pool,
 re-split per seed by :mod:`calbench.data.splits`), or ``seed{s}/cal`` and ``seed{s}/test`` (data
 drawn afresh per seed, as the LECE paper's synthetic study does). Each group holds ``logits``
-float32 [N, C], ``labels`` int64 [N] and optionally ``embeddings`` float32 [N, D] and
+float32 [N, C] (float64 where float32 would round them: the log-probabilities of imported
+probabilities), ``labels`` int64 [N] and optionally ``embeddings`` float32 [N, D] and
 ``true_probs`` float64 [N, C]. Readers open files with HDF5 file locking off so that they work
 on network file systems.
 """
@@ -41,7 +42,7 @@ def validate_split(arrays: dict, where: str) -> dict:
     if "logits" not in arrays or "labels" not in arrays:
         raise ValueError(f"{where}: needs 'logits' and 'labels', found {sorted(arrays)}")
     logits = check_logits(arrays["logits"], name=f"{where}/logits")
-    out = {"logits": logits.astype(np.float32),
+    out = {"logits": _narrow(logits),
            "labels": check_labels(arrays["labels"], logits.shape[1], logits.shape[0], name=f"{where}/labels")}
     for field in ("embeddings", "true_probs"):
         if arrays.get(field) is not None:
@@ -52,6 +53,13 @@ def validate_split(arrays: dict, where: str) -> dict:
                 raise ValueError(f"{where}/{field}: contains NaN or infinite values")
             out[field] = arr
     return out
+
+
+def _narrow(logits: np.ndarray) -> np.ndarray:
+    """float32 where that holds ``logits`` exactly (a network's float32 outputs), else float64: a rounded copy
+    would make the benchmark's calibrator see other inputs than ``calbench apply`` does on the same file."""
+    single = logits.astype(np.float32)
+    return single if np.array_equal(single, logits) else logits
 
 
 def _create(group, name: str, arr: np.ndarray) -> None:
@@ -112,33 +120,28 @@ def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_la
     in-sample (calibration split) probabilities only where ``cal_probs`` is given (nothing in calbench
     reads them; ``calibrate_job(keep_cal_outputs=True)`` asks for them).
 
-    Probabilities are stored as float32 natural logarithms (``test/logprobs``, ``cal/logprobs``; an
-    exact 0 is −inf), compressed: at 1,000 classes × 25,000 rows that is about 77 MB per split
-    instead of 200 MB of float64, and it moves no default metric by more than 1e-8 (docs/runtime.md).
+    Probabilities are stored as the float64 array the calibrator returned (``test/probs``, ``cal/probs``),
+    compressed, so that the metrics of the tables are those of ``predict_proba`` bit for bit: a narrower copy
+    breaks the ties of isotonic and binning outputs differently and so changes predicted classes.
     """
     with atomic_path(path) as tmp, h5py.File(tmp, "w", locking=False) as f:
         if cal_probs is not None:
-            _create(f, "cal/logprobs", _log32(cal_probs))
+            _create(f, "cal/probs", np.asarray(cal_probs, dtype=np.float64))
         _create(f, "cal/index", np.asarray(cal_index, dtype=np.int64))
-        _create(f, "test/logprobs", _log32(test_probs))
+        _create(f, "test/probs", np.asarray(test_probs, dtype=np.float64))
         _create(f, "test/index", np.asarray(test_index, dtype=np.int64))
         _create(f, "test/labels", np.asarray(test_labels, dtype=np.int64))
         for key, value in attrs.items():
             f.attrs[key] = value if isinstance(value, (int, float, str)) else json.dumps(value)
 
 
-def _log32(probs) -> np.ndarray:
-    with np.errstate(divide="ignore"):
-        return np.log(np.asarray(probs, dtype=np.float64)).astype(np.float32)
-
-
 def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
-    """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (from ``logprobs``,
-    or a ``probs`` dataset written before they were stored as logarithms). Files written without the
-    in-sample outputs have no ``cal`` probabilities: asking for them says how to get them."""
+    """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (also from the float32
+    ``logprobs`` of files written by earlier versions). Files written without the in-sample outputs have no
+    ``cal`` probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
     if part == "cal" and not {"logprobs", "probs"} & set(arrays):
-        raise KeyError(f"{path}: holds no calibration-split outputs (cal/logprobs); they are stored only on "
+        raise KeyError(f"{path}: holds no calibration-split outputs (cal/probs); they are stored only on "
                        "request: rerun calibrate_job with keep_cal_outputs=True")
     if "logprobs" in arrays:
         arrays["probs"] = np.exp(arrays.pop("logprobs").astype(np.float64))

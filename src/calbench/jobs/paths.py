@@ -3,7 +3,7 @@
 
 DUMP = "results/dumps/{source}.h5"
 MODEL = "results/models/{source}/model.pt"
-SPLIT = "results/splits/{source}/seed{seed}.npy"
+SPLIT = "results/splits/{source}/seed{seed}.test_rows.npy"
 CALIBRATED = "results/calibrated/{source}/{method}/seed{seed}.h5"
 CALIBRATOR = "results/calibrators/{source}/{method}/seed{seed}.safetensors"
 METRICS = "results/metrics/{source}/{method}/seed{seed}.json"

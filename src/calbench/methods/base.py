@@ -21,7 +21,7 @@ import numpy as np
 
 from calbench.methods.constraints import check_settings
 from calbench.metrics.proper import log_loss_rows
-from calbench.scores import PROB_EPS, Scores, as_scores, check_labels
+from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
 
 
 class MissingClassWarning(UserWarning):
@@ -51,6 +51,14 @@ def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | N
     missing = text.rpartition("(")[2]  # "classes 2)": the same text for every fold of a grid search
     warnings.warn(f"{who} was fitted without calibration examples of some classes ({missing}; their probabilities "
                   "come from the scores alone", MissingClassWarning, stacklevel=3)
+
+
+def method_label(cal) -> str:
+    """Registered name of a calibrator, ``a+b`` for a chain (the name ``make`` takes), for messages and files."""
+    steps = getattr(cal, "steps", None)
+    if steps is not None:
+        return "+".join(method_label(step) for step in steps)
+    return getattr(cal, "method_name", type(cal).__name__)
 
 
 class Calibrator:
@@ -121,8 +129,11 @@ class Calibrator:
         return self
 
     def __repr__(self) -> str:
+        """scikit-learn's form (the settings); a fitted grid search adds the point it chose, since its
+        ``estimator`` shows the unfitted template's values."""
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params(deep=False).items())
-        return f"{type(self).__name__}({args})"
+        chosen = getattr(self, "best_params_", None)
+        return f"{type(self).__name__}({args})" + (f" [fitted: best_params_={chosen!r}]" if chosen else "")
 
     # -- the rest of scikit-learn's estimator protocol -----------------------------------------------------
     def __sklearn_tags__(self):
@@ -154,7 +165,7 @@ class Calibrator:
     def score(self, scores, y, sample_weight=None) -> float:
         """Minus the mean log-loss of the calibrated probabilities (higher is better), the default score of
         scikit-learn's model selection."""
-        scores = as_scores(scores)
+        scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
         return -float(np.average(log_loss_rows(self.predict_proba(scores), y), weights=sample_weight))
 
@@ -168,8 +179,7 @@ class Calibrator:
         check_settings(self._parameter_constraints, self.get_params(deep=False))
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
-        check_every_class(y, scores.num_classes, getattr(self, "method_name", type(self).__name__),
-                          self.needs_every_class)
+        check_every_class(y, scores.num_classes, method_label(self), self.needs_every_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:
@@ -191,7 +201,7 @@ class Calibrator:
             raise NotFittedError(f"{type(self).__name__} is not fitted yet; call fit(scores, y) first")
         if scores.num_classes != self.num_classes_:
             raise ValueError(
-                f"{type(self).__name__} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
+                f"{method_label(self)} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
             )
         return self._predict_proba(scores)
 
@@ -201,7 +211,7 @@ class Calibrator:
         The default takes the logarithm of :meth:`predict_proba` floored at :data:`PROB_EPS`; methods
         that produce logits (temperature scaling, matrix scaling) override it to pass them on unfloored.
         """
-        scores = as_scores(scores)
+        scores = self._check_scores(scores)
         return Scores.from_probs(self.predict_proba(scores), scores.embeddings, floor=PROB_EPS)
 
     def fitted_summary(self) -> dict:
@@ -209,7 +219,10 @@ class Calibrator:
         return {}
 
     def _check_scores(self, scores) -> Scores:
-        scores = as_scores(scores)
+        """``scores`` as :class:`Scores`; a plain array given to a loaded calibrator (``input_kind_`` set by
+        :func:`calbench.load`) is read as the kind it was fitted on, as ``calbench apply`` reads it."""
+        kind = getattr(self, "input_kind_", None)
+        scores = as_scores(scores) if kind is None or isinstance(scores, Scores) else input_scores(scores, kind)
         if "embeddings" in self.needs and scores.embeddings is None:
             raise ValueError(
                 f"{type(self).__name__} needs embeddings, but the scores carry none; "

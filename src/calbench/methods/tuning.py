@@ -300,7 +300,7 @@ class GridSearch(Calibrator):
 
     def transform(self, scores) -> Scores:
         if len(self.estimators_) == 1:
-            return self.estimators_[0].transform(scores)
+            return self.estimators_[0].transform(self._check_scores(scores))
         return super().transform(scores)
 
     def fitted_summary(self) -> dict:
