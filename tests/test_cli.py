@@ -123,8 +123,10 @@ def test_recommend_names_the_winner_its_interval_significance_and_file(tmp_path,
     a = next(line for line in out if line.startswith("src_a:"))
     b = next(line for line in out if line.startswith("src_b:"))
     # src_a: mean 0.52, t-interval of 5 seeds with std 0.0158: half width t(0.975, 4)·0.0158/√5 = 0.0196
-    assert a.startswith("src_a: ts 0.52 ± 0.01963; significantly better than dir 0.64"), a
-    assert "not significantly better than uncal" in b, b
+    assert a.startswith("src_a: ts 0.520 [0.500, 0.540] over seeds; significantly better than the runner-up dir "
+                        "0.640"), a
+    assert "not significantly better than the runner-up uncal" in b, b
+    assert out[out.index(b) + 1] == "    not significantly worse: uncal"
     assert f"saved calibrator: {saved}" in "\n".join(out)
     assert "(missing" in "\n".join(out)  # src_b's file does not exist in this fake run
 

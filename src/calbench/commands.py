@@ -152,65 +152,63 @@ def cmd_apply(args) -> int:
 
 
 # -- recommend ----------------------------------------------------------------------------------------------
-def recommend(long, metric: str, level: float = 0.95) -> list[dict]:
-    """Per source: the best method by mean ``metric`` over seeds, its ``level`` t-interval of the mean, the
-    runner-up, and a paired t-test over the seeds the two share (two-sided)."""
-    from scipy import stats
-
-    from calbench.metrics import lookup
-
-    family, _ = lookup(metric)
-    sub = long[long["metric"] == metric]
-    if sub.empty:
-        raise ValueError(f"metric {metric!r} is not in the results; available: {sorted(long['metric'].unique())}")
-    out = []
-    for source, rows in sub.groupby("source", sort=True):
-        table = rows.pivot_table(index="seed", columns="method", values="value")
-        means = table.mean()
-        order = means.sort_values(ascending=not family.higher_is_better).index
-        best = order[0]
-        values = table[best].dropna()
-        half = (stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1) / np.sqrt(values.size)
-                if values.size > 1 else np.nan)
-        record = {"source": source, "method": best, "mean": float(means[best]), "half_width": float(half),
-                  "seeds": int(values.size), "seed": int(values.index.min()), "runner_up": None, "p_value": np.nan}
-        if len(order) > 1:
-            pair = table[[best, order[1]]].dropna()
-            record["runner_up"], record["runner_up_mean"] = order[1], float(means[order[1]])
-            diff = pair[best] - pair[order[1]]
-            record["pairs"] = int(pair.shape[0])
-            if pair.shape[0] > 1 and diff.std(ddof=1) > 0:
-                record["p_value"] = float(stats.ttest_rel(pair[best], pair[order[1]]).pvalue)
-        out.append(record)
-    return out
-
-
 def cmd_recommend(args) -> int:
     import pandas as pd
+
+    from calbench.jobs import paths
+    from calbench.report.choice import compare, scale_note, shown
 
     results = Path(args.results)
     table = results / "tables" / "metrics_long.csv"
     if not table.is_file():
         raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
                                 "results directory of a finished run")
-    direction = "higher" if _higher_is_better(args.metric) else "lower"
-    print(f"{args.metric} ({direction} is better), mean ± {args.level:.0%} t-interval over seeds; "
-          f"significance: paired t-test against the runner-up at alpha = {args.alpha}")
-    for rec in recommend(pd.read_csv(table), args.metric, args.level):
-        interval = f" ± {rec['half_width']:.4g}" if np.isfinite(rec["half_width"]) else " (one seed, no interval)"
-        line = f"{rec['source']}: {rec['method']} {rec['mean']:.4g}{interval}"
-        if rec["runner_up"] is None:
-            line += "; the only method"
-        elif np.isnan(rec["p_value"]):
-            why = "fewer than 2 shared seeds" if rec["pairs"] < 2 else "the same difference on every seed"
-            line += f"; runner-up {rec['runner_up']} {rec['runner_up_mean']:.4g}, no paired test ({why})"
-        else:
-            verdict = "significantly better than" if rec["p_value"] < args.alpha else "not significantly better than"
-            line += f"; {verdict} {rec['runner_up']} {rec['runner_up_mean']:.4g} (p = {rec['p_value']:.3g})"
-        saved = results / "calibrators" / rec["source"] / rec["method"] / f"seed{rec['seed']}.safetensors"
-        print(line)
-        print(f"    saved calibrator: {saved}" + ("" if saved.is_file() else " (missing: rerun the workflow)"))
+    long = pd.read_csv(table)
+    available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
+    wanted = available if args.all_metrics else [args.metric]
+    for metric in wanted:
+        if metric not in available:
+            raise ValueError(f"metric {metric!r} is not in {table}; it holds {', '.join(available)} "
+                             "(`calbench metrics` explains each id)")
+
+    def outputs(source, method, seed):
+        return results / paths.CALIBRATED.removeprefix("results/").format(source=source, method=method, seed=seed)
+
+    print(f"best method per source; interval: {args.level:.0%}, over seeds (t) where a source has several, else "
+          f"over its test rows ({args.resamples} bootstrap resamples, the same for every method); a method is "
+          f"'not significantly worse' when a two-sided paired test against the best gives p >= {args.alpha}")
+    for metric in wanted:
+        direction = "higher" if _higher_is_better(metric) else "lower"
+        print(f"\n{metric}{scale_note(metric)}, {direction} is better, values as in the tables")
+        for rec in compare(long, metric, outputs, args.level, args.resamples):
+            _print_choice(rec, args.alpha, shown)
+            if not args.all_metrics:
+                saved = results / "calibrators" / rec["source"] / rec["method"] / f"seed{rec['seed']}.safetensors"
+                print(f"    saved calibrator: {saved}" + ("" if saved.is_file() else " (missing: rerun the workflow)"))
     return 0
+
+
+def _print_choice(rec: dict, alpha: float, shown) -> None:
+    """Two lines per source: the best method with its interval and the verdict against the runner-up; the
+    methods not significantly worse than it."""
+    metric = rec["metric"]
+    line = f"{rec['source']}: {rec['method']} {shown(metric, rec['value'])}"
+    if rec["basis"] is not None and np.isfinite(rec["low"]):
+        line += f" [{shown(metric, rec['low'])}, {shown(metric, rec['high'])}] over {rec['basis']}"
+    else:
+        line += " (no interval: one seed and no calibrated outputs to resample)"
+    if not rec["others"]:
+        print(line + "; the only method")
+        return
+    method, value, p_value = rec["others"][0]
+    if np.isnan(p_value):
+        line += f"; runner-up {method} {shown(metric, value)}, no paired test"
+    else:
+        verdict = "significantly better than" if p_value < alpha else "not significantly better than"
+        line += f"; {verdict} the runner-up {method} {shown(metric, value)} (p = {p_value:.3g})"
+    print(line)
+    close = [m for m, _, p in rec["others"] if np.isfinite(p) and p >= alpha]
+    print(f"    not significantly worse: {', '.join(close) if close else 'none'}")
 
 
 def _higher_is_better(metric: str) -> bool:
@@ -359,11 +357,15 @@ def add_subcommands(sub) -> None:
     apply.add_argument("-o", "--output", required=True, help="calibrated probabilities (.npy or .csv)")
     apply.set_defaults(handler=cmd_apply)
 
-    rec = sub.add_parser("recommend", help="the best method per source of a finished run")
+    rec = sub.add_parser("recommend", help="the best method per source of a finished run, with intervals and tests")
     rec.add_argument("results", nargs="?", default="results", help="results directory of a finished run")
     rec.add_argument("--metric", default="nll", help="metric id to rank by (default nll)")
+    rec.add_argument("--all-metrics", action="store_true",
+                     help="every metric of the run: the winner per metric and the methods not significantly worse")
     rec.add_argument("--level", type=float, default=0.95, help="confidence level of the interval")
     rec.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test")
+    rec.add_argument("--resamples", type=int, default=1000,
+                     help="bootstrap resamples of the test rows for one-seed sources (default 1000)")
     rec.set_defaults(handler=cmd_recommend)
 
     sub.add_parser("compile", help="compile the numba kernels once (make does it after installing)"

@@ -16,14 +16,14 @@ from calbench.report.simplex import simplex_figure
 
 
 def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
-                    scheme: str = "ew", max_classes: int = 10) -> None:
+                    scheme: str = "em", max_classes: int = 10) -> None:
     """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
     tables = {}
     for method, path in calibrated.items():
         out = store.read_calibrated(path, "test")
         tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
     write_csv(pd.concat(tables.values(), ignore_index=True), table)
-    reliability_figure(tables, target, figure, source, max_classes)
+    reliability_figure(tables, target, figure, source, max_classes, scheme)
 
 
 def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None = None,

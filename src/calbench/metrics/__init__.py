@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.metrics import definitions as _definitions  # noqa: F401  (registers the metric ids)
-from calbench.metrics.bootstrap import bootstrap_intervals
+from calbench.metrics.bootstrap import bootstrap_intervals, bootstrap_values
 from calbench.metrics.registry import MetricContext, known_patterns, lookup
 from calbench.scores import check_labels, check_logits
 
@@ -63,22 +63,38 @@ def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=Non
     Rows of ``probs`` must be non-negative and sum to 1 (:func:`check_probs`; ``method`` names
     the calibrator in its error).
     """
+    ctx, families = _context(probs, labels, ids, true_probs, seed, uncal_probs, method)
+    out = {metric_id: float(family.function(ctx, **groups)) for metric_id, family, groups in families}
+    if bootstrap:
+        out.update(bootstrap_intervals(ctx, families, dict(out), bootstrap, level, interval))
+    return out
+
+
+def resampled(probs, labels, ids, resamples: int, seed: int = 0) -> dict[str, tuple[float, np.ndarray]]:
+    """``{id: (value, values on each of the resamples)}``: the bootstrap distribution of each metric over
+    resamples of the rows that depend only on the number of rows, ``resamples`` and ``seed``, so that two
+    methods' outputs on the same rows give paired values (``calbench recommend``'s test on one seed)."""
+    ctx, families = _context(probs, labels, ids, None, seed, None, None)
+    draws = bootstrap_values(ctx, families, resamples)
+    return {metric_id: (float(family.function(ctx, **groups)), draws[metric_id])
+            for metric_id, family, groups in families}
+
+
+def _context(probs, labels, ids, true_probs, seed, uncal_probs, method):
+    """The checked :class:`MetricContext` and ``(id, family, groups)`` of every id."""
     probs = check_probs(probs, method)
     labels = check_labels(labels, probs.shape[1], probs.shape[0])
     ctx = MetricContext(probs, labels, _optional(true_probs, probs.shape, "true_probs"), seed,
                         _optional(uncal_probs, probs.shape, "uncal_probs"))
-    out, families = {}, []
+    families = []
     for metric_id in ids:
         family, groups = lookup(metric_id)
         if family.needs_true_probs and ctx.true_probs is None:
             raise ValueError(f"metric {metric_id!r} needs the true calibration map (a synthetic source's true_probs)")
         if family.needs_uncal_probs and ctx.uncal_probs is None:
             raise ValueError(f"metric {metric_id!r} needs the uncalibrated probabilities (pass uncal_probs=...)")
-        out[metric_id] = float(family.function(ctx, **groups))
         families.append((metric_id, family, groups))
-    if bootstrap:
-        out.update(bootstrap_intervals(ctx, families, dict(out), bootstrap, level, interval))
-    return out
+    return ctx, families
 
 
 def check_metric_ids(ids) -> None:
@@ -87,4 +103,4 @@ def check_metric_ids(ids) -> None:
         lookup(metric_id)
 
 
-__all__ = ["evaluate", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
+__all__ = ["evaluate", "resampled", "check_probs", "check_metric_ids", "known_patterns", "lookup"]

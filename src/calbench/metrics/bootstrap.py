@@ -44,12 +44,10 @@ def _take(ctx: MetricContext, idx: np.ndarray, families) -> MetricContext:
 METHODS = ("basic", "percentile")
 
 
-def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples: int, level: float,
-                        method: str = "basic") -> dict[str, float]:
-    """``{id.ci_low, id.ci_high}`` for each ``(id, family, groups)`` in ``families``."""
-    if not 0 < level < 1 or resamples < 2 or method not in METHODS:
-        raise ValueError(f"bootstrap needs ≥ 2 resamples, 0 < level < 1 and a method in {METHODS}; "
-                         f"got {resamples}, {level}, {method!r}")
+def bootstrap_values(ctx: MetricContext, families, resamples: int) -> dict[str, np.ndarray]:
+    """``{id: values on each of the R resamples}`` for each ``(id, family, groups)`` in ``families``; the
+    resamples depend only on ``n``, ``resamples`` and ``ctx.seed``, so two outputs on the same rows (two
+    methods) are resampled alike and their differences are paired."""
     n = ctx.labels.size
     idx = resample_indices(n, resamples, ctx.seed)
     rows = np.repeat(np.arange(resamples), n)
@@ -67,10 +65,25 @@ def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples
             resampled = _take(ctx, i, [f for _, f, _ in others])
             per_resample.append([f.function(resampled, **g) for _, f, g in others])
         values.update((m, column) for (m, _, _), column in zip(others, np.array(per_resample).T))
+    return {metric_id: np.asarray(values[metric_id], dtype=np.float64) for metric_id, _, _ in families}
+
+
+def interval(estimate: float, values: np.ndarray, level: float, method: str = "basic") -> tuple[float, float]:
+    """The ``level`` interval of ``estimate`` from its resampled ``values`` (``basic`` or ``percentile``)."""
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2])
+    if method == "basic":
+        low, high = 2 * estimate - high, 2 * estimate - low
+    return float(low), float(high)
+
+
+def bootstrap_intervals(ctx: MetricContext, families, estimates: dict, resamples: int, level: float,
+                        method: str = "basic") -> dict[str, float]:
+    """``{id.ci_low, id.ci_high}`` for each ``(id, family, groups)`` in ``families``."""
+    if not 0 < level < 1 or resamples < 2 or method not in METHODS:
+        raise ValueError(f"bootstrap needs ≥ 2 resamples, 0 < level < 1 and a method in {METHODS}; "
+                         f"got {resamples}, {level}, {method!r}")
     out = {}
-    for metric_id, _, _ in families:
-        low, high = np.quantile(values[metric_id], [(1 - level) / 2, (1 + level) / 2])
-        if method == "basic":
-            low, high = 2 * estimates[metric_id] - high, 2 * estimates[metric_id] - low
-        out[f"{metric_id}.ci_low"], out[f"{metric_id}.ci_high"] = float(low), float(high)
+    for metric_id, values in bootstrap_values(ctx, families, resamples).items():
+        out[f"{metric_id}.ci_low"], out[f"{metric_id}.ci_high"] = interval(estimates[metric_id], values, level,
+                                                                          method)
     return out

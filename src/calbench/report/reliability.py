@@ -65,7 +65,7 @@ def target_scores(probs: np.ndarray, labels: np.ndarray, target: str) -> tuple[n
     raise ValueError(f"reliability target must be one of {TARGETS}, got {target!r}")
 
 
-def reliability_bins(probs, labels, target: str = "conf", n_bins: int = 15, scheme: str = "ew",
+def reliability_bins(probs, labels, target: str = "conf", n_bins: int = 15, scheme: str = "em",
                      method: str = "") -> pd.DataFrame:
     """Per-bin numbers of a diagram, one row per (target column, bin); columns :data:`COLUMNS`.
 
@@ -151,9 +151,20 @@ def _panel_axes(fig, row: int, col: int, n_rows: int):
     return ax, fig.add_axes((left / width, hist_bottom / height, ax_width / width, unit / height))
 
 
+SCHEME_NAMES = {"em": "equal-mass", "ew": "equal-width"}
+
+
+def binning_text(target: str, n_bins: int, scheme: str) -> str:
+    """``15 equal-mass bins, as the tables' ece.conf.em15.l1``: what a figure's ECE values are."""
+    text = f"{n_bins} {SCHEME_NAMES[scheme]} bins, as the tables' ece.{target}.{scheme}{n_bins}.l1"
+    return text + (" (the mean of the classes' values)" if target == "cw" else "")
+
+
 def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, source: str = "",
-                       max_classes: int = 10) -> None:
-    """Methods side by side (columns); for ``cw`` one row per class (the first ``max_classes``)."""
+                       max_classes: int = 10, scheme: str = "em") -> None:
+    """Methods side by side (columns); for ``cw`` one row per class (the first ``max_classes``). The title
+    names the binning (``scheme``: ``em`` equal mass, the default of the tables' ECE, or ``ew``), so that the
+    panels' ECE values can be matched to a table."""
     methods = list(tables)
     if not methods:
         raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
@@ -169,6 +180,8 @@ def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, sourc
             else:
                 j = name.removeprefix("class")
                 draw_reliability(ax, ax_hist, sub, f"{method}, class {j}", f"p̂_{j}", f"frequency of class {j}")
-    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams",
+    n_bins = int(tables[methods[0]]["bin"].max()) + 1
+    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams, "
+                 f"{binning_text(target, n_bins, scheme)}",
                  y=1 - LAYOUT["suptitle_top"] / fig.get_size_inches()[1])
     save_figure(fig, path, crop=False)
