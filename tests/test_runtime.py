@@ -1,7 +1,9 @@
-"""results/tables/runtime.md: fit/predict seconds from the calibrated files, peak memory from benchmark files."""
+"""results/tables/runtime.md: fit/predict seconds from the calibrated files, peak memory from the calibrate jobs'
+benchmark files and the evaluate jobs' own record (their metrics JSON)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -22,20 +24,23 @@ def _job_files(tmp_path, method, seed, fit, predict, rss, fitted=None):
                             **({"fitted": fitted} if fitted is not None else {})})
     bench = tmp_path / f"{method}{seed}.tsv"
     bench.write_text(BENCH_HEADER + f"1.0\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t1\t1\n")
-    return calibrated, bench
+    metrics = tmp_path / f"{method}{seed}.json"
+    peak = {} if rss == "NA" else {"peak_rss_mb": rss / 2}  # the evaluate job's own peak
+    metrics.write_text(json.dumps({"source": "s", "method": method, "seed": seed, "acc": 1.0, **peak}))
+    return calibrated, bench, metrics
 
 
 def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
     jobs = [("s", "ts", 0), ("s", "ts", 1), ("s", "uncal", 0)]
     files = [_job_files(tmp_path, "ts", 0, 0.2, 0.01, 100), _job_files(tmp_path, "ts", 1, 0.4, 0.03, 300),
              _job_files(tmp_path, "uncal", 0, 0.0, 0.001, "NA")]
-    cal, bench = zip(*files)
-    frame = runtime_frame(jobs, cal, bench, bench)
+    cal, bench, metrics = zip(*files)
+    frame = runtime_frame(jobs, cal, bench, metrics)
     assert frame["fit_s"].tolist() == [0.2, 0.4, 0.0] and np.isnan(frame["calibrate_mb"].iloc[2])
     out = tmp_path / "runtime.md"
-    write_runtime_table(jobs, cal, bench, bench, out, method_order=["uncal", "ts"])
+    write_runtime_table(jobs, cal, bench, metrics, out, method_order=["uncal", "ts"])
     rows = [line for line in out.read_text().splitlines() if line.startswith("| s |")]
-    assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 200 | – |"]
+    assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 100 | – |"]
 
 
 def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):
@@ -45,9 +50,9 @@ def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):
     jobs = [("s", "lece", seed) for seed in range(3)] + [("s", "ts+lece", 0)]
     files = [_job_files(tmp_path, "lece", seed, 1.0, 0.1, 100, fitted) for seed, fitted in enumerate(lece)]
     files.append(_job_files(tmp_path, "ts+lece", 0, 1.0, 0.1, 100, chain))
-    cal, bench = zip(*files)
+    cal, bench, metrics = zip(*files)
     out = tmp_path / "runtime.md"
-    write_runtime_table(jobs, cal, bench, bench, out)
+    write_runtime_table(jobs, cal, bench, metrics, out)
     chosen = [line.split(" | ")[-1] for line in out.read_text().splitlines() if line.startswith("| s |")]
     assert chosen == ["q=0.05, t=0 (2/3) |", "lece: t=0.01 (1/1) |"]
 

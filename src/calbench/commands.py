@@ -243,8 +243,44 @@ def method_facts(name: str) -> dict:
         cost = f"tuned by {cv['folds']}-fold cross-validated grid search (seconds to minutes)"
     else:
         cost = "one fit (well under a second to seconds)"
-    return {"summary": _plain((cls.__doc__ or "").strip().splitlines()[0]), "settings": settings, "input": inputs,
+    return {"summary": summary(cls), "settings": settings, "input": inputs,
             "keeps_argmax": bool(cls.preserves_argmax), "cost": cost, "grid": cls.default_grid}
+
+
+def summary(cls) -> str:
+    """The first sentence of a class docstring's first paragraph, as plain text: a sentence ends at a full stop
+    followed by a capital letter outside parentheses ("(Alg. 1). Fitted: ..." ends after "(Alg. 1).")."""
+    import re
+
+    paragraph = " ".join((cls.__doc__ or "").strip().split("\n\n")[0].split())
+    for end in re.finditer(r"\.(?=\s+[A-Z(])", paragraph):
+        if paragraph.count("(", 0, end.start()) == paragraph.count(")", 0, end.start()):
+            return _plain(paragraph[:end.end()])
+    return _plain(paragraph)
+
+
+def exports_to_torch(name: str) -> bool | None:
+    """Whether ``calbench.torch`` turns a fitted ``name`` into a torch module (None without torch): the exporter
+    is asked about an instance fitted on a few rows, so the answer is the exporter's own."""
+    from calbench.methods import make, method_class
+
+    try:
+        from calbench.torch import calibration_module
+    except ImportError:
+        return None
+    cls = method_class(name)
+    if {"train", "embeddings"} & set(cls.needs):
+        return False
+    rng = np.random.default_rng(0)
+    logits, labels = rng.normal(size=(60, 3)) * 2, np.arange(60) % 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cal = make(name, **({"grid": None} if cls.default_grid is not None else {})).fit(logits, labels)
+    try:
+        calibration_module(cal)
+    except ValueError:
+        return False
+    return True
 
 
 def cmd_methods(args) -> int:
@@ -252,15 +288,19 @@ def cmd_methods(args) -> int:
 
     for name in available():
         facts = method_facts(name)
-        print(f"{name:14s} {facts['summary']}")
+        print(textwrap.fill(facts["summary"], width=110, initial_indent=f"{name:14s} ", subsequent_indent=" " * 15,
+                            break_on_hyphens=False))
         if not args.verbose:
             continue
         settings = ", ".join(f"{k}={v!r}" for k, v in facts["settings"].items()) or "none"
         grid = facts["grid"]
         grid_text = ("none" if grid is None else "a function of the number of classes" if callable(grid)
                      else ", ".join(f"{k} in {v}" for k, v in grid.items()))
+        torch_export = {True: "yes (calbench.torch.calibrated)", False: "no (apply with predict_proba or "
+                        "calbench apply)", None: "unknown: torch is not installed"}[exports_to_torch(name)]
         for label, value in (("settings", settings), ("default grid", grid_text), ("input", facts["input"]),
-                             ("keeps argmax", "yes" if facts["keeps_argmax"] else "no"), ("cost", facts["cost"])):
+                             ("keeps argmax", "yes" if facts["keeps_argmax"] else "no"), ("cost", facts["cost"]),
+                             ("exports to torch", torch_export)):
             print(textwrap.fill(f"{label}: {value}", width=110, initial_indent="    ", subsequent_indent="      "))
     return 0
 

@@ -10,7 +10,7 @@ rule runtime_table:
     input:
         calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
         calibrate_benchmarks=[paths.CALIBRATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
-        evaluate_benchmarks=[paths.EVALUATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
+        metrics=metric_files(),
     output:
         report(
             "results/tables/runtime.md",

@@ -21,6 +21,8 @@ import numpy as np
 from calbench.data.atomic import atomic_path
 from calbench.scores import check_labels, check_logits
 
+#: Key of a metrics JSON (results/metrics/...) that is not a metric: the evaluate job's own peak memory in MB.
+PEAK_KEY = "peak_rss_mb"
 FIELDS = {"logits": np.float32, "labels": np.int64, "embeddings": np.float32, "true_probs": np.float64}
 
 

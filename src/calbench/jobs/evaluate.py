@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from calbench.data import splits, store
 from calbench.data.atomic import write_text_atomic
+from calbench.data.store import PEAK_KEY
 from calbench.metrics import evaluate, lookup
 from calbench.scores import Scores
 
@@ -30,5 +32,14 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
                       uncal_probs=uncal_probs, bootstrap=int(bootstrap.get("samples", 0)),
                       level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"),
                       method=f"{method}, {calibrated}:test/probs")
-    record = {"source": source, "method": method, "seed": seed, **values}
+    record = {"source": source, "method": method, "seed": seed, **values, PEAK_KEY: peak_rss_mb()}
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (MB): an evaluate job ends within Snakemake's first
+    benchmark sample, whose ``max_rss`` then shows the freshly started process (0-2 MB)."""
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux

@@ -22,7 +22,7 @@ def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str =
     write_text_atomic(out, comparison_markdown(long, source, table))
 
 
-def write_runtime_table(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, output,
+def write_runtime_table(jobs, calibrated_files, calibrate_benchmarks, metric_files, output,
                         method_order=None) -> None:
-    frame = runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks)
+    frame = runtime_frame(jobs, calibrated_files, calibrate_benchmarks, metric_files)
     write_text_atomic(output, runtime_markdown(frame, method_order))

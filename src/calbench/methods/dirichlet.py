@@ -83,7 +83,8 @@ class DirichletDiagonal(Dirichlet):
 
 @register("dir_l2")
 class DirichletL2(DirichletBase):
-    """Dir-L2: full Dirichlet calibration with the L2 penalty of :func:`l2_penalty`."""
+    """Dir-L2: full Dirichlet calibration with an L2 penalty on its weights and intercepts (Dirichlet paper §3),
+    λ tuned by cross-validation. The penalty is :func:`l2_penalty`."""
 
     default_grid = staticmethod(l2_default_grid)
     default_cv = {"folds": 5, "ensemble": True}
@@ -102,7 +103,8 @@ class DirichletL2(DirichletBase):
 
 @register("dir_odir")
 class DirichletODIR(ODIRTuned, DirichletBase):
-    """Dir-ODIR: full Dirichlet calibration with the ODIR penalty, tuned as :class:`ODIRTuned` says."""
+    """Dir-ODIR: full Dirichlet calibration with the ODIR penalty (off-diagonal and intercept regularisation,
+    Dirichlet paper §3), λ and μ tuned by cross-validation. The tuning is :class:`ODIRTuned`'s."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):

@@ -81,7 +81,9 @@ def _simplex_constraint():
 
 @register("ets")
 class EnsembleTemperatureScaling(Calibrator):
-    """ETS with fitted ``temperature_`` and ``weights_`` (w₁ temperature-scaled, w₂ raw, w₃ uniform)."""
+    """Ensemble temperature scaling (Mix-n-Match paper Eq. 5): a fitted mix of the temperature-scaled, the raw
+    and the uniform probabilities; preserves the argmax. Fitted ``temperature_`` and ``weights_`` (w₁
+    temperature-scaled, w₂ raw, w₃ uniform)."""
 
     preserves_argmax = True
     _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}

@@ -33,7 +33,8 @@ class VectorScaling(MatrixScaling):
 
 @register("ms_odir")
 class MatrixScalingODIR(ODIRTuned, AffineSoftmax):
-    """σ(W z + b) on logits with the ODIR penalty (Dirichlet paper §3), tuned as :class:`ODIRTuned` says."""
+    """σ(W z + b) on logits with the ODIR penalty (Dirichlet paper §3), λ and μ tuned by cross-validation.
+    The tuning is :class:`ODIRTuned`'s."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  max_iter: int = 1000, tol: float = 1e-10):

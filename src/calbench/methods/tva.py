@@ -168,7 +168,7 @@ class _BinaryTopVersusAll(Calibrator):
 @register("tva_hist")
 class TopVersusAllHistogram(_BinaryTopVersusAll):
     """TvA histogram binning: ``n_bins`` equal-mass bins of the confidence, ĉ = accuracy of the bin
-    (an empty bin keeps the confidence); the binning of ``hist`` (:class:`HistogramBinning`)."""
+    (an empty bin keeps the confidence), binned as ``hist`` bins."""
 
     binary_class = HistogramBinning
 

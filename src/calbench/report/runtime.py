@@ -1,6 +1,7 @@
 """Cost of each method: fit and predict seconds (timed inside the calibrate job, HDF5 attributes
-``fit_seconds``/``predict_seconds``) and the peak memory of its jobs (``max_rss`` of Snakemake's
-``benchmark:`` files), folded into ``results/tables/runtime.md`` with the grid point that tuned methods
+``fit_seconds``/``predict_seconds``) and the peak memory of its jobs (calibrate: ``max_rss`` of Snakemake's
+``benchmark:`` files; evaluate, which ends before the benchmark's second sample: the job's own peak, key
+``peak_rss_mb`` of its metrics JSON), folded into ``results/tables/runtime.md`` with the grid point that tuned methods
 chose (attribute ``fitted``: the calibrator's ``fitted_summary()``)."""
 
 from __future__ import annotations
@@ -8,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calbench.data import store
+from calbench.data.store import PEAK_KEY
 
 
 def _max_rss(benchmark_file) -> float:
@@ -31,15 +34,16 @@ def chosen_point(fitted: dict) -> str:
     return "; ".join(f"{stage}: {point}" for stage, point in stages if point)
 
 
-def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks) -> pd.DataFrame:
+def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, metric_files) -> pd.DataFrame:
     """One row per (source, method, seed) job with its timings and peak memory."""
     rows = []
-    for (source, method, seed), calibrated, cal_bench, eval_bench in zip(
-            jobs, calibrated_files, calibrate_benchmarks, evaluate_benchmarks, strict=True):
+    for (source, method, seed), calibrated, cal_bench, metrics in zip(
+            jobs, calibrated_files, calibrate_benchmarks, metric_files, strict=True):
         attrs = store.read_attrs(calibrated)
+        evaluate_mb = json.loads(Path(metrics).read_text()).get(PEAK_KEY, np.nan)
         rows.append({"source": source, "method": method, "seed": seed,
                      "fit_s": float(attrs["fit_seconds"]), "predict_s": float(attrs["predict_seconds"]),
-                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": _max_rss(eval_bench),
+                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": float(evaluate_mb),
                      "chosen": chosen_point(json.loads(attrs.get("fitted", "{}")))})
     return pd.DataFrame(rows)
 

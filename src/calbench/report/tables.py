@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from calbench.data.atomic import write_text_atomic
+from calbench.data.store import PEAK_KEY
 from calbench.metrics import lookup
 
 ID_COLUMNS = ("source", "method", "seed")
@@ -26,7 +27,7 @@ def long_table(metric_files) -> pd.DataFrame:
     for path in metric_files:
         record = json.loads(Path(path).read_text())
         ids = {k: record[k] for k in ID_COLUMNS}
-        rows += [{**ids, "metric": k, "value": v} for k, v in record.items() if k not in ID_COLUMNS]
+        rows += [{**ids, "metric": k, "value": v} for k, v in record.items() if k not in (*ID_COLUMNS, PEAK_KEY)]
     frame = pd.DataFrame(rows, columns=[*ID_COLUMNS, "metric", "value"])
     return frame.sort_values([*ID_COLUMNS, "metric"], kind="stable").reset_index(drop=True)
 
