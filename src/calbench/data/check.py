@@ -64,8 +64,11 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing]
     try:
-        shapes = importers.npy_shapes(importers.npy_fields(files, entry.get("scores", "logits"), origin))
-        return _layout_problems(origin, shapes, entry.get("split"))
+        files = importers.npy_fields(files, entry.get("scores", "logits"), origin)
+    except ValueError as err:  # names the key itself
+        return [str(err)]
+    try:
+        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split"))
     except ValueError as err:
         return [f"{origin}: {err}"]
 
