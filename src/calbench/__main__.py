@@ -38,7 +38,9 @@ def _validate(path) -> int:
         print(f"{path}: {problem}")
     if problems:
         return 1
-    print(f"{path}: valid ({len(config['sources'])} sources, {len(config['methods'])} methods; files checked)")
+    warned = len(dict.fromkeys(str(w.message) for w in caught))
+    print(f"{path}: valid ({len(config['sources'])} sources, {len(config['methods'])} methods; files checked"
+          + (f"; {warned} warning{'s' * (warned > 1)} above)" if warned else ")"))
     return 0
 
 
