@@ -93,9 +93,9 @@ def coarse_probs_text(probs: np.ndarray) -> str | None:
     if zero_rows:
         found.append(f"{(probs == 0).mean():.0%} of the values ({zero_rows:.0%} of the rows) are exact zeros")
     return (f"{' and '.join(found)}: methods fitted on log-probabilities (ts, vs, dir, ...) see a zero as "
-            f"ln(p) = {np.log(PROB_FLOOR):.0f} and fit the rounding, not the classifier (temperature scaling on "
-            "CIFAR-10 probabilities rounded to 4 decimals fits T = 91 instead of 2 and raises the confidence ECE "
-            f"from 5.5 % to 20 %); {COARSE_FIX}")
+            f"ln(p) = {np.log(PROB_FLOOR):.0f} and fit the rounding, not the classifier (on a CIFAR-10 network's "
+            "probabilities rounded to 4 decimals, temperature scaling fits T = 3.6 instead of 1.6 and leaves a "
+            f"confidence ECE of 8.8 % instead of 1.4 %, worse than the uncalibrated 4.3 %); {COARSE_FIX}")
 
 
 def convert_scores(values, declared: str, where: str, fix: str | None = None) -> np.ndarray:
