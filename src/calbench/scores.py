@@ -107,13 +107,16 @@ def convert_scores(values, declared: str, where: str, fix: str | None = None) ->
     arr = check_logits(values, name=where)  # numeric, 2-D, finite
     if declared not in ("logits", "probs"):
         raise ValueError(f"{where}: scores must be 'logits' or 'probs', got {declared!r}")
+    def said(kind: str) -> str:  # a config declares the kind; a command or a loaded calibrator expects it
+        return f"declared `scores: {kind}`" if fix is None else f"expected {kind}"
+
     if looks_like_percentages(arr):
         then = "" if declared == "probs" else ", then " + (fix or "declare `scores: probs`")
         raise ValueError(f"{where}: every row lies in [0, 100] and sums to 100, so these look like percentages; "
                          f"divide them by 100{then}")
     if declared == "probs":
         if not looks_like_probs(arr):
-            raise ValueError(f"{where}: declared `scores: probs` but rows are not probability vectors "
+            raise ValueError(f"{where}: {said('probs')} but rows are not probability vectors "
                              "(values outside [0, 1] or rows not summing to 1); "
                              + (fix or "declare `scores: logits`"))
         coarse = coarse_probs_text(arr)
@@ -121,7 +124,7 @@ def convert_scores(values, declared: str, where: str, fix: str | None = None) ->
             warnings.warn(f"{where}: {coarse}", CoarseProbabilitiesWarning, stacklevel=2)
         return log_of_probs(arr)
     if arr.shape[0] > 1 and looks_like_probs(arr):
-        raise ValueError(f"{where}: declared `scores: logits` but every row is a probability vector; "
+        raise ValueError(f"{where}: {said('logits')} but every row is a probability vector; "
                          + (fix or "declare `scores: probs` so they are converted to log-probabilities"))
     return arr
 
