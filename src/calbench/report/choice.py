@@ -4,8 +4,10 @@ against every other method (``calbench recommend``; docs/choosing.md).
 With several seeds, the seeds are the replicates: a t-interval of the mean over seeds and a two-sided paired
 t-test over the seeds two methods share. With one seed, the test rows are: the metric on R bootstrap
 resamples of the test rows (Davison & Hinkley 1997, §5.2-5.3), the same resamples for every method, gives the
-best method's basic interval and, per other method, the two-sided paired bootstrap test of "no difference"
-(twice the smaller share of resampled differences on either side of zero; Efron & Tibshirani 1993, §16.4).
+best method's basic interval and, per other method, a two-sided paired bootstrap test of "no difference":
+twice the smaller share of resampled differences on either side of zero, the level at which the percentile
+interval of the difference starts to exclude zero (Efron & Tibshirani 1993, "An Introduction to the
+Bootstrap", ch. 16).
 """
 
 from __future__ import annotations
