@@ -364,3 +364,13 @@ def test_a_loaded_grid_search_shows_the_chosen_point_and_errors_name_the_method(
     assert repr(loaded).endswith(f" [fitted: best_params_={loaded.best_params_!r}]")
     with pytest.raises(ValueError, match="^dir_odir was fitted on 4 classes, got scores with 3"):
         loaded.predict_proba(part["logits"][:, :3])
+
+
+def test_recommend_counts_methods_equal_on_every_seed_as_not_worse():
+    """Methods that keep the argmax tie on accuracy seed by seed: no t-test applies, and they are no worse."""
+    from calbench.report.choice import compare
+
+    rows = [("s", m, seed, "acc", 0.9 + 0.01 * seed - (0.02 if m == "vs" else 0)) for seed in range(3)
+            for m in ("ts", "uncal", "vs")]
+    (rec,) = compare(pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]), "acc")
+    assert rec["basis"] == "seeds" and rec["others"][0][2] == 1.0 and rec["others"][1][0] == "vs"

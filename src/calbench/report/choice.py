@@ -61,8 +61,10 @@ def _over_seeds(table: pd.DataFrame, order: list, level: float) -> dict:
     for method in order[1:]:
         pair = table[[order[0], method]].dropna()
         diff = pair[order[0]] - pair[method]
-        p_value = (float(stats.ttest_rel(pair[order[0]], pair[method]).pvalue)
-                   if pair.shape[0] > 1 and diff.std(ddof=1) > 0 else np.nan)
+        if pair.shape[0] > 1 and diff.std(ddof=1) > 0:
+            p_value = float(stats.ttest_rel(pair[order[0]], pair[method]).pvalue)
+        else:  # equal on every shared seed (methods that keep the argmax, for accuracy): no difference at all
+            p_value = 1.0 if pair.shape[0] > 1 and not diff.any() else np.nan
         others.append((method, float(table[method].mean()), p_value))
     return {"low": best.mean() - half, "high": best.mean() + half, "basis": "seeds", "others": others}
 
