@@ -46,7 +46,7 @@ def test_load_fills_every_schema_default_at_every_depth(tmp_path):
                                                      "repeats": 10, "metrics": ["ece.conf.em15.l1", "acc"], "seed": 0}
     # a figure's lists default to the config's own; `null` switches a section off
     assert resolved["figures"] == {"reliability": {"sources": ["my_model"], "methods": ["uncal", "ts"],
-                                                   "targets": ["conf", "cw"], "bins": 15, "scheme": "ew",
+                                                   "targets": ["conf", "cw"], "bins": 15, "scheme": "em",
                                                    "max_classes": 10}}
     assert "bootstrap" not in config and config["figures"]["critical_difference"] is None  # input untouched
 
@@ -55,7 +55,7 @@ def test_the_default_config_resolves_as_the_rules_used_to_fill_it():
     """The defaults report_common.smk and config.py filled before (the default run is unchanged)."""
     resolved = load(REPO / "config" / "config.yaml")
     figures = resolved["figures"]
-    assert figures["reliability"] == {"bins": 15, "scheme": "ew", "targets": ["conf", "cw"], "max_classes": 10,
+    assert figures["reliability"] == {"bins": 15, "scheme": "em", "targets": ["conf", "cw"], "max_classes": 10,
                                       "methods": ["uncal", "ts", "ts+lece", "dir_odir", "kcal"],
                                       "sources": list(resolved["sources"])}
     assert figures["simplex"]["divisions"] == 15

@@ -81,7 +81,7 @@ def _calibrated(path, probs, labels, index=None):
 
 def test_reliability_job_writes_figure_and_csv(tmp_path):
     files = {m: _calibrated(tmp_path / f"{m}.h5", PROBS, LABELS) for m in ("a", "b+c")}
-    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4)
+    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4, scheme="ew")
     assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
     table = pd.read_csv(tmp_path / "conf.csv")
     assert sorted(set(table["method"])) == ["a", "b+c"]
