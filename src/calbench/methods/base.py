@@ -208,6 +208,39 @@ class Calibrator:
         """Small fitted parameters worth recording with the results (JSON-serialisable)."""
         return {}
 
+    # -- torch export: each class describes its own computation ------------------------------------------
+    #: The methods that compute a calibrator's output, each with the export method that must mirror it: a
+    #: class that overrides the former below the class that defines the latter has no valid export.
+    _torch_mirrors: dict = {"predict_proba": "torch_stage", "_predict_proba": "torch_stage",
+                            "transform": "torch_stage"}
+
+    def torch_stage(self):
+        """This fitted calibrator's computation as a torch module (:mod:`calbench.methods.torch_stages`):
+        ``forward`` gives what :meth:`transform` passes on, ``proba`` what :meth:`predict_proba` returns.
+        Methods that keep calibration data, a step function or a table have none (this default)."""
+        raise ValueError(f"{self._export_name()} cannot be exported to torch: it is not a parametric map (it keeps "
+                         "calibration data, a step function or a table); apply it with predict_proba or "
+                         "`calbench apply` instead")
+
+    def to_torch(self):
+        """:meth:`torch_stage`, refused where this class computes differently from the class that defines
+        its export (a subclass that overrides ``_predict_proba``, ``transform`` or ``features`` but not the
+        export method that mirrors it)."""
+        if not hasattr(self, "num_classes_"):
+            raise ValueError(f"expected a fitted calibrator, got {self!r}; fit it (or calbench.load it) first")
+        for computes, exports in self._torch_mirrors.items():
+            compute_owner, export_owner = _owner(type(self), computes), _owner(type(self), exports)
+            if export_owner is Calibrator:
+                break  # the default torch_stage refuses
+            if not issubclass(export_owner, compute_owner):
+                raise ValueError(f"{self._export_name()} cannot be exported to torch: {compute_owner.__name__} "
+                                 f"overrides {computes} but its {exports} is {export_owner.__name__}'s; define "
+                                 f"{compute_owner.__name__}.{exports} to export it")
+        return self.torch_stage()
+
+    def _export_name(self) -> str:
+        return getattr(self, "method_name", type(self).__name__)
+
     def _check_scores(self, scores) -> Scores:
         scores = as_scores(scores)
         if "embeddings" in self.needs and scores.embeddings is None:
@@ -222,6 +255,11 @@ class Calibrator:
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         raise NotImplementedError
+
+
+def _owner(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO that defines attribute ``name``."""
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
 def clone(estimator):

@@ -17,7 +17,7 @@ from pathlib import Path
 _REGISTRY: dict[str, type] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Modules of this package that hold infrastructure, not methods.
-_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints"}
+_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints", "torch_stages"}
 
 
 def register(name: str):
