@@ -2,9 +2,9 @@
 
 ``python -m calbench validate`` runs the deep check (every file read as the dump job reads it:
 shapes, finite values, label range, declared ``scores`` kind against the content); ``snakemake -n``
-runs the cheap one (missing files and, for ``npy`` files, shapes and split sizes from the file
-headers). Download sources are checked by checksum when fetched, synthetic and model sources need no
-file, so both check ``type: import`` sources only.
+runs the cheap one (missing files, for ``npy`` files shapes and split sizes from the file headers, and
+a pickle's contents, read by the unpickler that runs no code). Download sources are checked by checksum
+when fetched, synthetic and model sources need no file, so both check ``type: import`` sources only.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
         return _layout_problems(origin, shapes, entry.get("split"))
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
-        return [str(err) for err in missing]
+        return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)]
     try:
         return _layout_problems(origin, importers.npy_shapes(files), entry.get("split"))
     except ValueError as err:
