@@ -1,6 +1,6 @@
 """The one place that reads a workflow config: :func:`load`.
 
-``load`` validates the config against ``workflow/schemas/config.schema.yaml`` (JSON Schema 2020-12),
+``load`` validates the config against the package's ``config.schema.yaml`` (JSON Schema 2020-12),
 fills every default from that schema alone, fills the defaults that depend on the config itself
 (a figure's sources default to every source), cross-checks figures, studies and the paper comparison
 against the config's sources, methods and metrics, and checks each method's settings against the
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -22,7 +23,8 @@ from calbench.methods import make, split_chain
 from calbench.methods.constraints import InvalidSetting
 from calbench.metrics import check_metric_ids
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: The config schema, package data: found through the installed package, as the workflow finds it too.
+SCHEMA = resources.files("calbench") / "config.schema.yaml"
 #: Sections that are on when present; ``null`` (e.g. ``figures: {simplex: null}``) means absent.
 OPTIONAL_SECTIONS = ("paper_comparison", "bootstrap", "figures", "studies")
 
@@ -46,8 +48,8 @@ def _describe(error) -> str:
     return error.message
 
 
-def load_schema(path=SCHEMA_PATH) -> dict:
-    return yaml.safe_load(Path(path).read_text())
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
 
 
 def _read(path) -> dict:
@@ -159,7 +161,7 @@ def _resolve_figures_and_studies(config: dict) -> None:
         _check_names("paper_comparison.source", [comparison["source"]], sources, "sources")
 
 
-def load(config, schema_path=SCHEMA_PATH) -> dict:
+def load(config) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
     Raises :class:`ConfigError` with a one-line message on the first problem. The result has every
@@ -168,7 +170,7 @@ def load(config, schema_path=SCHEMA_PATH) -> dict:
     """
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
-    schema = load_schema(schema_path)
+    schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
     _check_methods(config)

@@ -18,7 +18,7 @@ from calbench.methods import method_class, source_files, split_chain
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
 try:
-    _resolved = load(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+    _resolved = load(config)  # the schema shipped inside the package (calbench.config.SCHEMA)
 except ConfigError as err:
     raise WorkflowError(f"calbench: invalid config: {err}") from None
 config.clear()
