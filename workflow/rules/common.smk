@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 
 import calbench.data as _calbench_data
 import calbench.metrics as _calbench_metrics
-from calbench.config import ConfigError, chain_settings, load
+from calbench.config import ConfigError, chain_settings, load, method_runs_on
 from calbench.data.check import config_problems
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
@@ -52,33 +52,10 @@ def source_seeds(source):
     return SOURCES[source].get("seeds", config["seeds"])
 
 
-def source_has_embeddings(source):
-    entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
-        return True
-    files = entry.get("files", {})
-    return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
-
-
-def source_has_train(source):
-    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
-    one (``files.train``), and synthetic networks with ``n_train``."""
-    entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained"):
-        return entry.get("sizes", {}).get("train") != 0
-    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
-
-
-def method_runs_on(method, source):
-    """Methods that need embeddings (a training split) run only on sources that have them."""
-    needs = set().union(*(method_class(p).needs for p in split_chain(method)))
-    return ("embeddings" not in needs or source_has_embeddings(source)) and (
-        "train" not in needs or source_has_train(source))
-
-
 def jobs():
-    """Every (source, method, seed) the config asks for."""
-    return [(s, m, seed) for s in SOURCES for m in METHODS if method_runs_on(m, s) for seed in source_seeds(s)]
+    """Every (source, method, seed) the config asks for (calbench.config.method_runs_on)."""
+    return [(s, m, seed) for s in SOURCES for m in METHODS if method_runs_on(m, SOURCES[s])
+            for seed in source_seeds(s)]
 
 
 def metric_files():

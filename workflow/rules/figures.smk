@@ -15,7 +15,7 @@ def figure_seed(source):
 
 
 def figure_methods(section, source):
-    return [m for m in section["methods"] if method_runs_on(m, source)]
+    return [m for m in section["methods"] if method_runs_on(m, SOURCES[source])]
 
 
 def figure_calibrated(section, source):

@@ -8,7 +8,8 @@ LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
 
 
 def learning_curve_jobs():
-    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"] if method_runs_on(m, s)]
+    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"]
+            if method_runs_on(m, SOURCES[s])]
 
 
 def learning_curve_figures():
