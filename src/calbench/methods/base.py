@@ -80,9 +80,6 @@ class Calibrator:
     default_grid: dict | None = None
     default_cv: dict = {}
     preserves_argmax: bool = False
-    #: calbench modules the method imports inside functions (e.g. torch code); listed so that editing
-    #: them reruns the method's jobs (see ``registry.source_files``).
-    lazy_modules: tuple[str, ...] = ()
     needs_every_class: bool | None = False
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}

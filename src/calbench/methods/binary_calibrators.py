@@ -87,8 +87,6 @@ class BetaOneVsRest(_MapOneVsRest):
 
 class _PiecewiseMixin:
     logit_space = False
-    #: the compiled loss and its exp, imported by maps1d/piecewise.py when a map is fitted
-    lazy_modules = ("calbench.maps1d.piecewise_kernel", "calbench.vector_exp")
     _parameter_constraints = {"loss": [Options(*LOSSES)], "seed": [Interval("int", 0)],
                               "n_folds": [Interval("int", 1)], "max_pieces": [None, Interval("int", 1)]}
 
