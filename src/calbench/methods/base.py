@@ -38,6 +38,13 @@ def missing_classes_text(y: np.ndarray, num_classes: int) -> str | None:
     return f"{missing.size} of {num_classes} classes have none among the {y.size} calibration labels (classes {shown})"
 
 
+def check_not_empty(scores: Scores, who: str) -> None:
+    """Refuse an empty calibration set (no method can fit on zero rows)."""
+    if scores.n == 0:
+        raise ValueError(f"{who}: the calibration set is empty (0 rows of scores and labels); fit needs labelled "
+                         "calibration rows")
+
+
 def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | None = True) -> None:
     """Raise (``needs`` True) or warn (False) when some class of ``[0, num_classes)`` has no label in ``y``."""
     text = None if needs is None else missing_classes_text(y, num_classes)
@@ -165,8 +172,8 @@ class Calibrator:
         check_settings(self._parameter_constraints, self.get_params(deep=False))
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
-        check_every_class(y, scores.num_classes, getattr(self, "method_name", type(self).__name__),
-                          self.needs_every_class)
+        check_not_empty(scores, self._export_name())
+        check_every_class(y, scores.num_classes, self._export_name(), self.needs_every_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:
@@ -236,7 +243,9 @@ class Calibrator:
         return self.torch_stage()
 
     def _export_name(self) -> str:
-        return getattr(self, "method_name", type(self).__name__)
+        """The registered name (a grid search's: its estimator's), else the class name."""
+        return getattr(self, "method_name", None) or getattr(getattr(self, "estimator", None), "method_name",
+                                                             type(self).__name__)
 
     def _check_scores(self, scores) -> Scores:
         scores = as_scores(scores)
