@@ -173,7 +173,7 @@ def test_check_is_fitted_and_unfitted_errors():
 # -- scikit-learn's common estimator checks ------------------------------------------------------------------
 #: Checks that do not apply to a calibrator, whose input is a score matrix with one column per class: labels
 #: must be the column indices 0..C-1, ``transform`` hands :class:`Scores` to a chain's next stage, and scores are
-#: dense. They are not generated; what they check on such inputs is in
+#: dense numpy arrays. They are not generated; what they check on such inputs is in
 #: test_fit_returns_self_keeps_params_pickles_and_is_row_wise.
 LABELS = "feeds labels that are not column indices 0..C-1 (more labels than columns, strings, floats, 2-D)"
 TRANSFORM = "compares transform outputs as arrays; transform returns Scores for a chain's next stage"
@@ -186,6 +186,7 @@ NOT_APPLICABLE = {
                      "check_transformer_data_not_an_array"], TRANSFORM),
     **dict.fromkeys(["check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimator_sparse_tag"],
                     "score matrices are dense; sparse input is refused with calbench's own message"),
+    "check_array_api_input": "calibrators compute with numpy; array-API namespaces (torch, cupy) are not inputs",
 }
 #: Checks that run and are expected to fail (strict: one that starts passing fails the suite): bad input is
 #: refused, with calbench's own message where the check asks for scikit-learn's wording.
