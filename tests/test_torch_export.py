@@ -181,9 +181,13 @@ def test_a_model_ending_in_softmax_is_read_as_the_calibrator_was_fitted(data, tm
                 got = ctorch.calibrated(model, on_probs, outputs=outputs)(x_test).numpy()
                 np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5, err_msg=outputs)
         on_logits = make("dir").fit(z_cal, y_cal)
-        with pytest.raises(RuntimeError, match="the model outputs probabilities .* fitted on logits; pass the model "
-                                               "without its final softmax"):
+        with pytest.raises(ValueError, match="the model outputs probabilities .* fitted on logits; pass the model "
+                                             "without its final softmax"):
             ctorch.calibrated(softmax_net, on_logits)(x_test)
+        wrapped = ctorch.calibrated(softmax_net, on_logits)
+        exported = torch.export.export(wrapped, (x_test[:4],), dynamic_shapes=({0: torch.export.Dim.AUTO},)).module()
+        with pytest.raises(RuntimeError, match="the model outputs probabilities"):
+            exported(x_test)
     with pytest.raises(ValueError, match="outputs='probs' declares probabilities .* fitted on logits"):
         ctorch.calibrated(softmax_net, on_logits, outputs="probs")
     with pytest.raises(ValueError, match="outputs: expected one of"):

@@ -63,11 +63,23 @@ class Calibration(nn.Module):
             z = _torch.where(probs_given, _torch.log(_torch.clamp(x, min=self.floor)),
                              _torch.clamp(_torch.log_softmax(x, dim=1), min=self.log_floor))
         else:
-            _torch._assert_async(~probs_given, self.mixed_kinds)
+            self._refuse_probabilities(probs_given)
             z = x
         probs = self.stage.proba(z)
         out = _torch.log(probs) if self.log else probs
         return out.to(outputs.dtype)
+
+
+    def _refuse_probabilities(self, probs_given: Tensor) -> None:
+        """A ValueError (eager, TorchScript: the batch is read on the host, no device-side assert), a runtime
+        assertion in a ``torch.export``/``torch.compile`` graph."""
+        if _torch.jit.is_scripting():
+            if bool(probs_given):
+                raise ValueError(self.mixed_kinds)
+        elif _torch.compiler.is_compiling() or _torch.compiler.is_exporting():
+            _torch._assert_async(~probs_given, self.mixed_kinds)
+        elif bool(probs_given):
+            raise ValueError(self.mixed_kinds)
 
 
 _MIXED_KINDS = ("calibration head: the model outputs probabilities (rows in [0, 1] summing to 1), but the "
