@@ -155,7 +155,7 @@ def test_console_script_entry_point_is_main():
     assert subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True).returncode == 0
 
 
-@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:FutureWarning")
+@pytest.mark.filterwarnings("error::FutureWarning")
 def test_readme_use_the_winner_runs_as_written(tmp_path, monkeypatch, capsys):
     """README's "Use the winner" blocks, run as written in a fresh directory (in this process: each
     ``calbench ...`` line through ``main``, the ``python -c`` and Python code through ``exec``)."""

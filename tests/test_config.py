@@ -7,7 +7,6 @@ import pytest
 from calbench.config import ConfigError, load
 from conftest import REPO
 
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 BASE = {"seeds": [0], "sources": {"s": {"type": "synthetic", "task": "lece3", "n_cal": 100, "n_test": 100}},
         "methods": ["uncal", "ts"], "metrics": ["acc", "nll"]}
 

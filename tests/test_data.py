@@ -2,10 +2,12 @@
 
 import hashlib
 import pickle
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pytest
+import yaml
 
 from calbench.data import download, splits, store, synthetic
 from calbench.data.sources import build_groups, make_dump
@@ -164,6 +166,49 @@ def test_import_nn_calibration_pickle(tmp_path):
     (tmp_path / "junk.p").write_bytes(pickle.dumps({"not": "a tuple"}))
     with pytest.raises(ValueError, match="expected the NN_calibration pickle"):
         build_groups("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
+
+
+class _Planted:
+    """Unpickling this creates a file: what a crafted data file could do to a plain ``pickle.load``."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))
+
+
+def test_a_crafted_pickle_is_refused_without_running_it_by_validate_and_a_dry_run(tmp_path):
+    """A `format: pickle` source is read by an unpickler that builds only numpy arrays, tuples, lists and numbers:
+    a pickle that names anything else (here a function that creates a file) is refused by `calbench validate`
+    and `snakemake -n` with the file and the reason, and nothing runs. Real arrays (protocols 2 and 5) load."""
+    import subprocess
+    import sys
+
+    from conftest import run_snakemake
+
+    z, y = _logits(80, c=10)
+    for protocol in (2, 5):
+        with open(tmp_path / "ok.p", "wb") as fh:
+            pickle.dump(((z[:30], y[:30].reshape(-1, 1)), (z[30:], y[30:])), fh, protocol=protocol)
+        groups = build_groups("m", {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "ok.p")}},
+                              [0])
+        np.testing.assert_array_equal(groups["cal"]["logits"], z[:30])
+    planted = tmp_path / "planted"
+    with open(tmp_path / "crafted.p", "wb") as fh:
+        pickle.dump(((z[:30], _Planted(planted)), (z[30:], y[30:])), fh)
+    crafted = {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "crafted.p")}}
+    config = {"seeds": [0], "methods": ["ts"], "metrics": ["nll"], "sources": {"m": crafted}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    validate = subprocess.run([sys.executable, "-m", "calbench", "validate", str(tmp_path / "config.yaml")],
+                              capture_output=True, text=True, cwd=tmp_path)
+    dry = run_snakemake(tmp_path / "run", config, "-n", check=False)
+    for result in (validate, dry):
+        assert result.returncode != 0
+        assert "crafted.p" in result.stdout + result.stderr
+        assert "pathlib" in result.stdout + result.stderr and "nothing in a data file may run code" in (
+            result.stdout + result.stderr).replace("\n", " ")
+    assert not planted.exists()
 
 
 def test_probabilities_import_as_floored_log_probabilities_and_mismatches_are_errors(tmp_path):

@@ -151,13 +151,11 @@ def test_kde_ece_converges_to_true_ce_on_mix_n_match_synthetic_task(beta):
     assert errors[8192] < 0.005
 
 
-def test_kde_ece_conventions_differ_only_in_bandwidth_and_are_fast():
-    import time
+def test_kde_ece_conventions_differ_only_in_bandwidth():
+    """Its cost on 10,000 rows is measured by `make bench` (calbench.perf.metrics.kde_ece_10k), not here."""
     rng = np.random.default_rng(2)
     z, y = _mnm_task(10_000, 0.5, -1.5, rng)
-    start = time.perf_counter()
     paper = kde_ece(z, y)
-    assert time.perf_counter() - start < 1.0
     code = kde_ece(z, y, convention="mnm_code")
     assert paper == pytest.approx(code, abs=0.01)
     assert kde_ece(z, y, "l2") >= paper  # the root mean square dominates the mean absolute error

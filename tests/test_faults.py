@@ -14,10 +14,9 @@ from calbench.data import download, sources
 from calbench.jobs.calibrate import calibrate_job
 from calbench.methods import Calibrator, make
 from calbench.methods.base import MissingClassWarning
-from conftest import REPO, run_snakemake
+from conftest import run_snakemake
 from workflow_helpers import tiny_config
 
-SCHEMA = REPO / "workflow" / "schemas" / "config.schema.yaml"
 RNG = np.random.default_rng(0)
 LOGITS = RNG.normal(size=(40, 4))
 LABELS = np.arange(40) % 4

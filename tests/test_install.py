@@ -1,12 +1,18 @@
-"""The base install (issue 17 point 7): without the `models` extra (torch, torchvision, timm, mlxtend)
-every non-model method and metric imports and runs, and KCal says how to get torch."""
+"""The package as installed: a wheel in a fresh virtual environment validates a config, fits and applies (its
+data files ship inside it); and without the `models` extra (torch, torchvision, timm, mlxtend) every non-model
+method and metric imports and runs, and KCal says how to get torch."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import sysconfig
+import zipfile
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,3 +66,54 @@ def test_every_method_and_metric_runs_without_the_models_extra(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("ok")
+
+
+def _run(args, cwd, env):
+    done = subprocess.run([str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{args}: {done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done.stdout
+
+
+def test_the_wheel_installed_in_a_fresh_environment_validates_fits_and_applies(tmp_path):
+    """Build the wheel from the sources, install it (no dependencies) into a new virtual environment whose
+    dependencies come from this one's site-packages, and run `calbench validate`, `fit` and `apply` there,
+    outside the repository and without PYTHONPATH: the calbench that runs is the wheel's."""
+    tree = tmp_path / "tree"
+    shutil.copytree(REPO / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md", "LICENSE"):
+        shutil.copy(REPO / name, tree / name)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w",
+          tmp_path / "dist", tree], tmp_path, env)
+    (wheel,) = (tmp_path / "dist").glob("calbench-*.whl")
+    assert "calbench/config.schema.yaml" in zipfile.ZipFile(wheel).namelist()
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path, env)
+    python = venv / "bin" / "python"
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    site = Path(_run([python, "-c", purelib], tmp_path, env).strip())
+    (site / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # this one's packages
+    _run([python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", wheel], tmp_path, env)
+    work = tmp_path / "work"
+    work.mkdir()
+    where = _run([python, "-c", "import calbench; print(calbench.__file__)"], work, env)
+    assert Path(where.strip()).is_relative_to(site), where
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 600)
+    z = 3.0 * (rng.normal(size=(600, 4)) + 1.5 * np.eye(4)[y])
+    np.save(work / "cal.npy", z[:400])
+    np.save(work / "y.npy", y[:400])
+    np.save(work / "test.npy", z[400:])
+    np.save(work / "logits.npy", z)
+    np.save(work / "labels.npy", y)
+    config = {"seeds": [0], "methods": ["ts", "dir_odir"], "metrics": ["nll", "ece.conf.em15.l1"],
+              "sources": {"mine": {"type": "import", "format": "npy", "files": {"logits": "logits.npy",
+                                                                                 "labels": "labels.npy"},
+                                   "split": {"cal_size": 400}}}}
+    (work / "my.yaml").write_text(yaml.safe_dump(config))
+    calbench = venv / "bin" / "calbench"
+    assert "valid" in _run([calbench, "validate", "my.yaml"], work, env)
+    _run([calbench, "fit", "ts", "--scores", "cal.npy", "--labels", "y.npy", "-o", "ts.safetensors"], work, env)
+    _run([calbench, "apply", "ts.safetensors", "test.npy", "-o", "probs.npy"], work, env)
+    probs = np.load(work / "probs.npy")
+    assert probs.shape == (200, 4) and np.allclose(probs.sum(axis=1), 1.0)

@@ -7,7 +7,7 @@ from scipy.special import log_softmax
 
 from calbench import Scores
 from calbench.data.synthetic import planted_temperature
-from calbench.methods import Chain, GridSearch, available, make, source_files
+from calbench.methods import Chain, GridSearch, available, code_files, make
 from calbench.methods.tuning import expand_grid, fold_loss
 from conftest import shared_data
 
@@ -196,14 +196,14 @@ def test_chain_fits_each_stage_on_the_previous_output():
     np.testing.assert_allclose(chain.predict_proba(data["logits"]), first.predict_proba(data["logits"]), atol=1e-6)
 
 
-def test_source_files_name_the_modules_of_every_stage():
-    files = source_files("uncal+ts")
+def test_code_files_name_the_modules_of_every_stage():
+    files = code_files("uncal+ts")
     assert any(f.endswith("methods/temperature.py") for f in files)
     assert any(f.endswith("methods/uncal.py") for f in files)
     assert any(f.endswith("methods/base.py") for f in files)
     assert any(f.endswith("calbench/vector_exp.py") for f in files)  # ts's compiled passes use its exp
     assert {"maps1d/piecewise_kernel.py", "calbench/vector_exp.py"} <= {  # PL's lazily imported kernel
-        "/".join(f.split("/")[-2:]) for f in source_files("pl3_conf")}
+        "/".join(f.split("/")[-2:]) for f in code_files("pl3_conf")}
 
 
 def test_grid_search_picks_the_best_point_and_can_average_fold_models():

@@ -173,6 +173,44 @@ def test_timm_weights_offline_mentions_hf_hub_offline(tmp_path, monkeypatch):
     assert "weights: /path/to/file" in text
 
 
+class _Planted:
+    """Unpickling this creates a file: what a crafted weights file could do to ``torch.load(weights_only=False)``."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        from pathlib import Path
+
+        return (Path.touch, (Path(self.path),))
+
+
+def test_weights_and_checkpoints_load_tensors_only_and_refuse_a_crafted_file(tmp_path):
+    """Model weights (`weights:`), trained models and checkpoints load with ``weights_only=True``: the project's
+    own files (state dicts, optimiser and schedule states, plain values) load; a file holding any other object is
+    refused naming the file and the fix, and does not run."""
+    from calbench.models.errors import load_tensors
+
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters())
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1.0)
+    model(torch.randn(4, 3)).sum().backward()
+    optimizer.step()
+    schedule.step()
+    own = {"fingerprint": "f", "epoch": 1, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+           "schedule": schedule.state_dict(), "mean": [0.5], "std": [0.25], "entry": {"model": "x", "sizes": {}}}
+    torch.save(own, tmp_path / "own.pt")
+    assert load_tensors(tmp_path / "own.pt", "checkpoint")["schedule"] == schedule.state_dict()
+    planted = tmp_path / "planted"
+    torch.save({"model": model.state_dict(), "extra": _Planted(planted)}, tmp_path / "crafted.pt")
+    with pytest.raises(ValueError, match=r"sources.s.weights: .*crafted.pt holds objects other than tensors .* "
+                                         r"Save a state dict of tensors"):
+        architectures._read_state_dict(tmp_path / "crafted.pt", "sources.s")
+    with pytest.raises(ValueError, match="training checkpoint: .*crafted.pt holds objects other than tensors"):
+        training._load_checkpoint(tmp_path / "crafted.pt", "f")
+    assert not planted.exists()
+
+
 def test_pretrained_source_rejects_a_head_of_other_classes(tmp_path):
     net = architectures.build("timm:vit_tiny_patch16_224", 7, kwargs=TINY_VIT)
     torch.save(net.state_dict(), tmp_path / "w.pth")

@@ -92,10 +92,70 @@ def test_adding_a_metric_reruns_evaluation_and_aggregation_only(done):
 
 @pytest.mark.parametrize("method", ["vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "ts+dir_odir"])
 def test_editing_the_affine_softmax_solver_reruns_the_affine_map_methods(method):
-    """The solver (methods/affine_softmax.py) is two imports away from dirichlet.py/scaling.py: through the
-    estimator module linear_maps.py, whose imports source_files follows."""
-    from calbench.methods import source_files
+    """The solver (methods/affine_softmax.py) is two imports away from dirichlet.py/scaling.py, its compiled
+    passes (softmax_residual.py) three: the import closure follows them."""
+    from calbench.methods import code_files
 
-    files = source_files(method)
-    assert any(f.endswith("methods/affine_softmax.py") for f in files), files
-    assert any(f.endswith("methods/linear_maps.py") for f in files), files
+    files = code_files(method)
+    for module in ("affine_softmax.py", "linear_maps.py", "softmax_residual.py"):
+        assert any(f.endswith(f"methods/{module}") for f in files), (module, files)
+
+
+def _expected_after_editing(relative: str) -> set[tuple[str, str]]:
+    """The jobs of the tiny run that an edit of src/calbench/``relative`` must schedule, from the code inputs
+    (each rule's script closure, and each method's) and the dependencies between the rules."""
+    from calbench.imports import code_files
+    from calbench.methods import code_files as method_files
+
+    def touches(files):
+        return any(Path(f).relative_to(REPO / "src" / "calbench").as_posix() == relative for f in files)
+
+    def script(name):
+        return code_files(scripts=[REPO / "workflow" / "scripts" / f"{name}.py"])
+
+    if touches(script("dump_source")):
+        return _jobs_of(*METHODS) | {("dump_source", "tiny")}
+    calibrated = [m for m in METHODS if touches(script("calibrate")) or touches(method_files(m))]
+    jobs = _jobs_of(*calibrated) if calibrated else set()
+    if touches(script("evaluate")):
+        jobs |= _jobs_of(*METHODS, rules=("evaluate",))
+    jobs |= {(rule, "") for rule in ("aggregate", "runtime_table") if touches(script(rule.replace("_table", "")))}
+    return jobs
+
+
+def test_an_edit_reruns_exactly_the_jobs_whose_code_imports_the_file(done):
+    """Each file in the closure of the methods' code (their class modules' imports, lazy ones too, e.g. the
+    compiled passes of ts) and a few outside it: appending a comment schedules exactly the jobs whose rule's
+    code input (the closure of its script's and method's calbench imports) holds the file, and their
+    downstream; a file outside every closure schedules nothing."""
+    from calbench.methods import code_files as method_files
+
+    package = done[0] / "src" / "calbench"
+    root = REPO / "src" / "calbench"
+    inside = sorted({Path(f).relative_to(root).as_posix() for m in METHODS for f in method_files(m)})
+    outside = ["methods/lece.py", "methods/affine_softmax.py", "report/simplex.py", "metrics/kcal.py"]
+    assert "vector_exp.py" in inside and not set(outside) & set(inside)
+    scheduled_nothing = []
+    for relative in inside + outside:
+        module = package / relative
+        undo = _edit_file(module, module.read_text() + "\n# an edit\n")
+        expected = _expected_after_editing(relative)
+        assert _planned_after(done, undo) == expected, relative
+        scheduled_nothing += [] if expected else [relative]
+    assert "methods/lece.py" in scheduled_nothing and "report/simplex.py" in scheduled_nothing
+
+
+def test_every_rule_that_runs_a_script_declares_that_scripts_import_closure():
+    """No rule runs calbench code without a code input derived from it: each ``script:`` rule's ``input`` has
+    ``script_code("<its script>")`` (or ``method_code``, which adds the method's closure to it)."""
+    import re
+
+    rules = {}
+    for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
+        for block in re.split(r"\n\s*rule ", path.read_text())[1:]:
+            script = re.search(r'script:\s*"\.\./scripts/(\w+)\.py"', block)
+            if script:
+                rules[block.split(":")[0]] = (script[1], re.search(r'code=(?:script|method)_code\("(\w+)"\)', block))
+    assert len(rules) == len(list((REPO / "workflow" / "scripts").glob("*.py"))), sorted(rules)
+    assert {rule: code and code[1] for rule, (script, code) in rules.items()} == {
+        rule: script for rule, (script, _) in rules.items()}

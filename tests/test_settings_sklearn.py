@@ -174,26 +174,30 @@ def test_check_is_fitted_and_unfitted_errors():
 
 # -- scikit-learn's common estimator checks ------------------------------------------------------------------
 #: Checks that do not apply to a calibrator, whose input is a score matrix with one column per class: labels
-#: must be the column indices 0..C-1, and ``transform`` hands :class:`Scores` to a chain's next stage. What
-#: they check on such inputs is in test_fit_returns_self_keeps_params_pickles_and_is_row_wise.
+#: must be the column indices 0..C-1, ``transform`` hands :class:`Scores` to a chain's next stage, and scores are
+#: dense numpy arrays. They are not generated; what they check on such inputs is in
+#: test_fit_returns_self_keeps_params_pickles_and_is_row_wise.
 LABELS = "feeds labels that are not column indices 0..C-1 (more labels than columns, strings, floats, 2-D)"
 TRANSFORM = "compares transform outputs as arrays; transform returns Scores for a chain's next stage"
-OWN_MESSAGE = "refused with calbench's own message (it asks for message wording we do not use)"
-SKIPPED = {
+NOT_APPLICABLE = {
     **dict.fromkeys(["check_estimators_overwrite_params", "check_estimators_fit_returns_self",
                      "check_readonly_memmap_input", "check_classifier_data_not_an_array", "check_classifiers_classes",
                      "check_classifiers_train", "check_supervised_y_2d"], LABELS),
     **dict.fromkeys(["check_estimators_pickle", "check_fit_idempotent", "check_methods_sample_order_invariance",
                      "check_methods_subset_invariance", "check_transformer_general",
                      "check_transformer_data_not_an_array"], TRANSFORM),
-    **dict.fromkeys(["check_fit2d_1feature", "check_n_features_in_after_fitting", "check_fit2d_predict1d",
-                     "check_complex_data", "check_dtype_object", "check_classifiers_regression_target",
-                     "check_requires_y_none"], OWN_MESSAGE + ": one column, 1-D, complex, object, float labels, None"),
     **dict.fromkeys(["check_estimator_sparse_array", "check_estimator_sparse_matrix", "check_estimator_sparse_tag"],
                     "score matrices are dense; sparse input is refused with calbench's own message"),
-    "check_estimators_empty_data_messages": "an empty calibration set is not refused by every method yet "
-                                            "(input checks of issue 17 point 5)",
+    "check_array_api_input": "calibrators compute with numpy; array-API namespaces (torch, cupy) are not inputs",
 }
+#: Checks that run and are expected to fail (strict: one that starts passing fails the suite): bad input is
+#: refused, with calbench's own message where the check asks for scikit-learn's wording.
+OWN_MESSAGE = dict.fromkeys(
+    ["check_fit2d_1feature", "check_n_features_in_after_fitting", "check_fit2d_predict1d", "check_complex_data",
+     "check_dtype_object", "check_classifiers_regression_target", "check_requires_y_none",
+     "check_estimators_empty_data_messages"],
+    "refused with calbench's own message, not the wording the check matches (one column, 1-D, complex, object, "
+    "float labels, None, zero features; zero rows: test_every_method_refuses_an_empty_calibration_set)")
 #: Argmax-preserving maps cannot predict the one class seen in fit (issue 17 point 5 covers a missing class).
 ONE_LABEL = {"check_classifiers_one_label": "keeps the classifier's argmax, which a single label cannot change"}
 #: One method of each kind (scaling, linear map, one-vs-rest, neighbours), a grid search and a chain; the
@@ -212,20 +216,33 @@ def _checked_estimators():
 
 
 def _expected_failures(est):
-    return {**SKIPPED, **(ONE_LABEL if isinstance(est, Chain) else CHECKED[est.method_name])}
+    return {**OWN_MESSAGE, **(ONE_LABEL if isinstance(est, Chain) else CHECKED[est.method_name])}
 
 
 def _checks():
-    """Every check of scikit-learn's suite for each estimator; those listed above are skipped, not run (their
-    failure tracebacks through estimator_checks.py cost pytest ~1 s each to format)."""
+    """Every check of scikit-learn's suite that applies, for each estimator; the expected failures are
+    xfail(strict=True) with their reason."""
     for est in _checked_estimators():
         label = getattr(est, "method_name", type(est).__name__)
-        for estimator, check in estimator_checks_generator(est, expected_failed_checks=_expected_failures(est),
-                                                            mark="skip"):
+        for param in estimator_checks_generator(est, expected_failed_checks=_expected_failures(est), mark="xfail",
+                                                xfail_strict=True):
+            estimator, check = param.values if hasattr(param, "values") else param
             name = getattr(check, "func", check).__name__
-            yield pytest.param(estimator, check, id=f"{type(est).__name__}:{label}-{name}")
+            if name not in NOT_APPLICABLE:
+                marks = param.marks if hasattr(param, "marks") else ()
+                yield pytest.param(estimator, check, marks=marks, id=f"{type(est).__name__}:{label}-{name}")
 
 
 @pytest.mark.parametrize("estimator,check", _checks())
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("name", available())
+def test_every_method_refuses_an_empty_calibration_set(name):
+    """Zero rows (scikit-learn's check_estimators_empty_data_messages, first half): a clear error naming the
+    method, for every registered method (embeddings given, for those that need them)."""
+    from calbench import Scores
+
+    with pytest.raises(ValueError, match=f"{name}: the calibration set is empty"):
+        make(name).fit(Scores(np.empty((0, 3)), np.empty((0, 4))), np.empty(0, dtype=np.int64))

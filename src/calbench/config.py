@@ -1,10 +1,11 @@
 """The one place that reads a workflow config: :func:`load`.
 
-``load`` validates the config against ``workflow/schemas/config.schema.yaml`` (JSON Schema 2020-12),
+``load`` validates the config against the package's ``config.schema.yaml`` (JSON Schema 2020-12),
 fills every default from that schema alone, fills the defaults that depend on the config itself
 (a figure's sources default to every source), cross-checks figures, studies and the paper comparison
-against the config's sources, methods and metrics, and checks each method's settings against the
-constraints its class declares (``_parameter_constraints``). Every error is one line naming the key
+against the config's sources, methods and metrics, checks each method's settings against the
+constraints its class declares (``_parameter_constraints``), and refuses what no job can produce (a
+true-map metric without a synthetic source, a method whose inputs no source has). Every error is one line naming the key
 and what is allowed, so the message alone says how to fix the config. The workflow's rule files
 and the command line only read its result.
 """
@@ -13,16 +14,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from importlib import resources
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from calbench.methods import make, split_chain
+from calbench.methods import make, method_class, split_chain
 from calbench.methods.constraints import InvalidSetting
-from calbench.metrics import check_metric_ids
+from calbench.metrics import check_metric_ids, lookup
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+#: The config schema, package data: found through the installed package, as the workflow finds it too.
+SCHEMA = resources.files("calbench") / "config.schema.yaml"
 #: Sections that are on when present; ``null`` (e.g. ``figures: {simplex: null}``) means absent.
 OPTIONAL_SECTIONS = ("paper_comparison", "bootstrap", "figures", "studies")
 
@@ -46,8 +49,8 @@ def _describe(error) -> str:
     return error.message
 
 
-def load_schema(path=SCHEMA_PATH) -> dict:
-    return yaml.safe_load(Path(path).read_text())
+def load_schema() -> dict:
+    return yaml.safe_load(SCHEMA.read_text())
 
 
 def _read(path) -> dict:
@@ -130,6 +133,70 @@ def _check_metrics(where: str, ids) -> None:
         raise ConfigError(f"config key {where}: {err}") from None
 
 
+def source_has_true_map(entry: dict) -> bool:
+    """Synthetic sources know the true calibration map (``true_probs``; ``true_ce.*``, ``cmee.*``)."""
+    return entry["type"] == "synthetic"
+
+
+def source_has_embeddings(entry: dict) -> bool:
+    """Model sources and the ``imagenet_like`` network dump embeddings; imports may carry them."""
+    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
+        return True
+    files = entry.get("files", {})
+    return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
+
+
+def source_has_train(entry: dict) -> bool:
+    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
+    one (``files.train``), and synthetic networks with ``n_train``."""
+    if entry["type"] in ("train", "pretrained"):
+        return entry.get("sizes", {}).get("train") != 0
+    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
+
+
+def method_needs(method: str) -> set[str]:
+    """What the stages of ``method`` read beyond the logits: ``embeddings`` and/or ``train``."""
+    return set().union(*(method_class(p).needs for p in split_chain(method))) - {"logits"}
+
+
+def method_runs_on(method: str, entry: dict) -> bool:
+    """Methods that need embeddings (a training split) run only on sources that have them."""
+    needs = method_needs(method)
+    return ("embeddings" not in needs or source_has_embeddings(entry)) and (
+        "train" not in needs or source_has_train(entry))
+
+
+def _source_list(sources: dict, names) -> str:
+    return ", ".join(f"{name} ({sources[name]['type']})" for name in names)
+
+
+def _check_true_map_metrics(where: str, metrics, sources: dict, names) -> None:
+    """A metric that compares with the true calibration map needs a source that has one among ``names``."""
+    if any(source_has_true_map(sources[name]) for name in names):
+        return
+    for metric in metrics:
+        if lookup(metric)[0].needs_true_probs:
+            raise ConfigError(f"config key {where}: {metric} compares with the true calibration map, which only "
+                              "synthetic sources know, and none of the sources has one: "
+                              f"{_source_list(sources, names)}; drop {metric} or add a `type: synthetic` source")
+
+
+def _check_combinations(config: dict) -> None:
+    """Refuse what no job can produce: a metric of the true map without a synthetic source, a method that no
+    source has the inputs of (KCal: embeddings and a training split)."""
+    sources = config["sources"]
+    _check_true_map_metrics("metrics", config["metrics"], sources, list(sources))
+    for method in config["methods"]:
+        if not any(method_runs_on(method, entry) for entry in sources.values()):
+            needs = " and ".join("a training split" if n == "train" else n for n in sorted(method_needs(method)))
+            raise ConfigError(f"config key methods: {method} needs {needs}, which none of the sources has: "
+                              f"{_source_list(sources, sources)}; drop {method}, or add a source that has them (a "
+                              "`train` source, or import files with `embeddings` and a `train` split)")
+    curve = config.get("studies", {}).get("learning_curve")
+    if curve is not None:
+        _check_true_map_metrics("studies.learning_curve.metrics", curve["metrics"], sources, curve["sources"])
+
+
 def _resolve_figures_and_studies(config: dict) -> None:
     """Fill the defaults that are the config's own lists, and check every name against them."""
     sources, methods, metrics = list(config["sources"]), list(config["methods"]), list(config["metrics"])
@@ -159,7 +226,7 @@ def _resolve_figures_and_studies(config: dict) -> None:
         _check_names("paper_comparison.source", [comparison["source"]], sources, "sources")
 
 
-def load(config, schema_path=SCHEMA_PATH) -> dict:
+def load(config) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
     Raises :class:`ConfigError` with a one-line message on the first problem. The result has every
@@ -168,12 +235,13 @@ def load(config, schema_path=SCHEMA_PATH) -> dict:
     """
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
-    schema = load_schema(schema_path)
+    schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
     _check_methods(config)
     _check_metrics("metrics", config["metrics"])
     _resolve_figures_and_studies(config)
+    _check_combinations(config)
     return config
 
 

@@ -8,7 +8,8 @@ localrules:
 
 rule aggregate:
     input:
-        metric_files(),
+        metrics=metric_files(),
+        code=script_code("aggregate"),
     output:
         long=report(
             paths.METRICS_LONG,

@@ -7,7 +7,7 @@ rule calibrate:
     input:
         dump=paths.DUMP,
         split=source_split_file,
-        code=method_code,
+        code=method_code("calibrate"),
     output:
         calibrated=paths.CALIBRATED,
         calibrator=paths.CALIBRATOR,

@@ -2,23 +2,24 @@
 # constraints. A rule file's own helpers live beside its rules (figures.smk, studies.smk, compare.smk).
 import json
 import re
+from functools import cache
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-import calbench.data as _calbench_data
-import calbench.metrics as _calbench_metrics
-from calbench.config import ConfigError, chain_settings, load
+from calbench.config import ConfigError, chain_settings, load, method_runs_on
 from calbench.data.check import config_problems
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
-from calbench.methods import method_class, source_files, split_chain
+from calbench.imports import code_files
+from calbench.methods import code_files as method_code_files
+from calbench.methods import method_class, split_chain
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
 try:
-    _resolved = load(config, Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml")
+    _resolved = load(config)  # the schema shipped inside the package (calbench.config.SCHEMA)
 except ConfigError as err:
     raise WorkflowError(f"calbench: invalid config: {err}") from None
 config.clear()
@@ -52,33 +53,10 @@ def source_seeds(source):
     return SOURCES[source].get("seeds", config["seeds"])
 
 
-def source_has_embeddings(source):
-    entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
-        return True
-    files = entry.get("files", {})
-    return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
-
-
-def source_has_train(source):
-    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
-    one (``files.train``), and synthetic networks with ``n_train``."""
-    entry = SOURCES[source]
-    if entry["type"] in ("train", "pretrained"):
-        return entry.get("sizes", {}).get("train") != 0
-    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
-
-
-def method_runs_on(method, source):
-    """Methods that need embeddings (a training split) run only on sources that have them."""
-    needs = set().union(*(method_class(p).needs for p in split_chain(method)))
-    return ("embeddings" not in needs or source_has_embeddings(source)) and (
-        "train" not in needs or source_has_train(source))
-
-
 def jobs():
-    """Every (source, method, seed) the config asks for."""
-    return [(s, m, seed) for s in SOURCES for m in METHODS if method_runs_on(m, s) for seed in source_seeds(s)]
+    """Every (source, method, seed) the config asks for (calbench.config.method_runs_on)."""
+    return [(s, m, seed) for s in SOURCES for m in METHODS if method_runs_on(m, SOURCES[s])
+            for seed in source_seeds(s)]
 
 
 def metric_files():
@@ -91,9 +69,22 @@ def table_files():
     ]
 
 
-def package_files(package):
-    """The .py files of a calbench subpackage (inputs, so that editing them reruns its jobs)."""
-    return sorted(str(p) for p in Path(package.__file__).parent.glob("*.py"))
+# ---- code inputs: the calbench files each rule's script can execute (calbench.imports) ----
+@cache
+def script_code(script):
+    """The closure of the calbench imports of workflow/scripts/{script}.py: the code input of its rule, so that
+    editing one of these files reruns the rule's jobs, and editing any other file does not."""
+    return code_files(scripts=[Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"])
+
+
+def method_code(script):
+    """The code input of a rule whose script fits ``{method}``: the script's closure and that of each stage's
+    class module (the registry imports those by name)."""
+
+    def files(wildcards):
+        return sorted(set(script_code(script)) | set(method_code_files(wildcards.method)))
+
+    return files
 
 
 # ---- params and inputs of the rules (no lambdas in rules) ----
@@ -127,10 +118,6 @@ def source_scores_kind(wildcards):
 
 def method_settings(wildcards):
     return canonical(chain_settings(config, wildcards.method))
-
-
-def method_code(wildcards):
-    return source_files(wildcards.method)
 
 
 def method_conda_env(wildcards):

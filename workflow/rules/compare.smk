@@ -24,6 +24,7 @@ rule paper_comparison:
     input:
         long=paths.METRICS_LONG,
         dump=paper_comparison_dump,
+        code=script_code("paper_comparison"),
     output:
         "results/tables/paper_comparison.md",
     params:

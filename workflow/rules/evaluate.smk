@@ -1,5 +1,4 @@
 # Metrics of each calibrated output (one flat JSON per source, method and seed).
-import calbench.maps1d as _calbench_maps1d  # the fit-on-test estimators' calibration maps
 from calbench.jobs import paths
 
 
@@ -7,7 +6,7 @@ rule evaluate:
     input:
         calibrated=paths.CALIBRATED,
         dump=paths.DUMP,
-        code=package_files(_calbench_metrics) + package_files(_calbench_maps1d),
+        code=script_code("evaluate"),
     output:
         paths.METRICS,
     params:

@@ -1,7 +1,6 @@
 # Figures (config key `figures`): reliability diagrams and simplex maps from results/calibrated, and
 # critical-difference diagrams from the long metrics table → results/figures (docs/figures_and_studies.md).
 # Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
-import calbench.report as _calbench_report
 from calbench.jobs import paths
 
 RELIABILITY = config.get("figures", {}).get("reliability")
@@ -15,7 +14,7 @@ def figure_seed(source):
 
 
 def figure_methods(section, source):
-    return [m for m in section["methods"] if method_runs_on(m, source)]
+    return [m for m in section["methods"] if method_runs_on(m, SOURCES[source])]
 
 
 def figure_calibrated(section, source):
@@ -64,7 +63,7 @@ if RELIABILITY is not None:
     rule reliability_diagram:
         input:
             calibrated=reliability_inputs,
-            code=package_files(_calbench_report),
+            code=script_code("reliability_diagram"),
         output:
             figure=report(
                 "results/figures/reliability/{source}/{target}.png",
@@ -100,7 +99,7 @@ if SIMPLEX is not None:
         input:
             calibrated=simplex_inputs,
             dump=paths.DUMP,
-            code=package_files(_calbench_report),
+            code=script_code("simplex_map"),
         output:
             report(
                 "results/figures/simplex/{source}.png",
@@ -134,7 +133,7 @@ if CRITICAL_DIFFERENCE is not None:
     rule critical_difference:
         input:
             long=paths.METRICS_LONG,
-            code=package_files(_calbench_report),
+            code=script_code("critical_difference"),
         output:
             figures=[
                 report(p, caption="../report/critical_difference.rst", category="Critical differences",

@@ -2,13 +2,8 @@
 # model, or load a published or local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
 # results/dumps/{source}.h5. These are the only rules that load torch; they run on the GPU when the
 # job gets one (device: auto) and on the CPU otherwise.
-import importlib.util
-
-import calbench.models as _calbench_models
 from calbench.jobs import paths
 
-# The model code and the model jobs (located without importing torch): editing either reruns the model rules.
-MODEL_CODE = package_files(_calbench_models) + [importlib.util.find_spec("calbench.jobs.models").origin]
 TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
 
 
@@ -25,7 +20,7 @@ def model_threads(wildcards):
 
 rule train_model:
     input:
-        code=MODEL_CODE,
+        code=script_code("train_model"),
     output:
         paths.MODEL,
     params:
@@ -51,7 +46,7 @@ rule train_model:
 
 rule dump_model:
     input:
-        code=MODEL_CODE,
+        code=script_code("dump_model"),
         weights=model_weights,
     output:
         paths.DUMP,

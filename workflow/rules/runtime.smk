@@ -11,6 +11,7 @@ rule runtime_table:
         calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
         calibrate_benchmarks=[paths.CALIBRATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
         metrics=metric_files(),
+        code=script_code("runtime"),
     output:
         report(
             "results/tables/runtime.md",

@@ -5,7 +5,7 @@ from calbench.jobs import paths
 
 rule dump_source:
     input:
-        code=package_files(_calbench_data),
+        code=script_code("dump_source"),
     output:
         paths.DUMP,
     params:
@@ -28,14 +28,12 @@ rule dump_source:
 
 
 # A pooled source's calibration/test split, drawn once per seed for its calibrate jobs (docs/architecture.md §3).
-# Its code input is the split module alone: editing other data code does not redraw the splits.
-SPLIT_CODE = str(Path(_calbench_data.__file__).parent / "splits.py")
 
 
 rule draw_split:
     input:
         dump=paths.DUMP,
-        code=SPLIT_CODE,
+        code=script_code("draw_split"),
     output:
         paths.SPLIT,
     params:

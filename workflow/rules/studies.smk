@@ -1,14 +1,14 @@
 # Studies (config key `studies`): the learning curve of Mix-n-Match §5.2 (Fig. 6), one job per source and
 # method looping over sizes and repeats, then one summary job → results/studies, results/figures.
 # The section's defaults and names are resolved by calbench.config.load; None = not run.
-import calbench.report as _calbench_report
 from calbench.jobs import paths
 
 LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
 
 
 def learning_curve_jobs():
-    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"] if method_runs_on(m, s)]
+    return [(s, m) for s in LEARNING_CURVE["sources"] for m in LEARNING_CURVE["methods"]
+            if method_runs_on(m, SOURCES[s])]
 
 
 def learning_curve_figures():
@@ -31,8 +31,7 @@ if LEARNING_CURVE is not None:
     rule learning_curve:
         input:
             dump=paths.DUMP,
-            code=method_code,
-            study=package_files(_calbench_report),
+            code=method_code("learning_curve"),
         output:
             "results/studies/learning_curve/{source}/{method}.csv",
         params:
@@ -59,6 +58,7 @@ if LEARNING_CURVE is not None:
     rule learning_curve_summary:
         input:
             curves=[f"results/studies/learning_curve/{s}/{m}.csv" for s, m in learning_curve_jobs()],
+            code=script_code("learning_curve_summary"),
         output:
             csv="results/studies/learning_curve/summary.csv",
             table=report(

@@ -3,7 +3,8 @@
 ``python -m calbench validate`` runs the deep check (every file read as the dump job reads it:
 shapes, finite values, label range, declared ``scores`` kind against the content); ``snakemake -n``
 runs the cheap one (missing files and, for ``npy`` files, from the file headers: the score matrices' shapes,
-labels that are a vector with one entry per row (not ``(N, 1)``, not one-hot) and split sizes). Download
+labels that are a vector with one entry per row (not ``(N, 1)``, not one-hot) and split sizes; and a
+pickle's contents, read by the unpickler that runs no code). Download
 sources are checked by checksum when fetched, synthetic and model sources need no file, so both check
 ``type: import`` sources only.
 """
@@ -62,7 +63,7 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
         return _layout_problems(origin, shapes, entry.get("split"))
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
-        return [str(err) for err in missing]
+        return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)]
     try:
         files = importers.npy_fields(files, entry.get("scores", "logits"), origin)
     except ValueError as err:  # names the key itself

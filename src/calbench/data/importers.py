@@ -85,10 +85,29 @@ def _from_npz(archive) -> dict[str, dict]:
     return groups
 
 
+#: The only globals an NN_calibration pickle may name: numpy's array and scalar reconstructors and dtypes (the
+#: module paths of numpy 1 and 2; ``_frombuffer`` for protocol 5) and the string-to-bytes codec that protocol-2
+#: pickles store array data with. Everything else (functions, classes, ``os.system``) is refused unresolved.
+PICKLE_GLOBALS = frozenset({(f"numpy{core}.{module}", name) for core in (".core", "._core")
+                            for module, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"),
+                                                 ("numeric", "_frombuffer"))}
+                           | {("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode")})
+
+
+class _ArraysOnlyUnpickler(pickle.Unpickler):
+    """An unpickler that builds only numpy arrays, tuples, lists, numbers and strings: loading runs no code."""
+
+    def find_class(self, module: str, name: str):
+        if (module, name) not in PICKLE_GLOBALS:
+            raise pickle.UnpicklingError(f"it names {module}.{name}, which is not a numpy array part (only arrays, "
+                                         "tuples, lists and numbers are read: nothing in a data file may run code)")
+        return super().find_class(module, name)
+
+
 def _from_pickle(archive) -> dict[str, dict]:
     try:
         with open(archive, "rb") as fh:
-            (logits_val, y_val), (logits_test, y_test) = pickle.load(fh, encoding="latin1")
+            (logits_val, y_val), (logits_test, y_test) = _ArraysOnlyUnpickler(fh, encoding="latin1").load()
     except (pickle.UnpicklingError, ValueError, TypeError, EOFError) as err:
         raise ValueError(f"{archive}: expected the NN_calibration pickle ((logits_val, y_val), (logits_test, y_test)) "
                          f"({type(err).__name__}: {err})") from None
@@ -150,6 +169,17 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
         except ValueError as err:
             problems.append(err)
     return groups, problems
+
+
+def pickle_problems(fmt: str, files: dict) -> list[ValueError]:
+    """The error of reading a ``pickle`` source's archive (one that names anything but array parts), or none."""
+    if fmt != "pickle" or "archive" not in files:
+        return []
+    try:
+        _from_pickle(files["archive"])
+    except ValueError as err:
+        return [err]
+    return []
 
 
 def missing_files(files: dict, origin: str) -> list[FileNotFoundError]:

@@ -5,7 +5,7 @@ Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jo
 
 from __future__ import annotations
 
-import calbench
+from calbench import __version__
 from calbench.data import download, importers, store, synthetic
 
 
@@ -49,7 +49,7 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
 def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:
     """Build and atomically write ``results/dumps/{name}.h5``."""
     groups = build_groups(name, entry, seeds, cache_dir)
-    store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": calbench.__version__})
+    store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__})
 
 
 def dump_memory_mb(entry: dict, seeds) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.models.errors import require_models_extra
+from calbench.models.errors import load_tensors, require_models_extra
 
 require_models_extra("the model rules (train/pretrained sources)")
 
@@ -91,7 +91,7 @@ def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
     kwargs = entry.get("model_kwargs", {})
     channels = architectures.input_channels(entry["model"], kwargs)
     if weights is not None:  # a `train` source: its trained weights
-        saved = torch.load(weights, map_location="cpu", weights_only=False)
+        saved = load_tensors(weights, f"{where}: the trained model")
         model = architectures.build(entry["model"], saved["num_classes"], kwargs=kwargs, where=where)
         model.load_state_dict(saved["model"])
         return model, saved["mean"], saved["std"], channels

@@ -7,8 +7,8 @@
 
 from calbench.methods.base import Calibrator
 from calbench.methods.chain import Chain
-from calbench.methods.registry import available, build_method, make, method_class, register, source_files, split_chain
+from calbench.methods.registry import available, build_method, code_files, make, method_class, register, split_chain
 from calbench.methods.tuning import GridSearch
 
 __all__ = ["Calibrator", "Chain", "GridSearch", "available", "build_method", "make", "method_class", "register",
-           "source_files", "split_chain"]
+           "code_files", "split_chain"]

@@ -38,6 +38,13 @@ def missing_classes_text(y: np.ndarray, num_classes: int) -> str | None:
     return f"{missing.size} of {num_classes} classes have none among the {y.size} calibration labels (classes {shown})"
 
 
+def check_not_empty(scores: Scores, who: str) -> None:
+    """Refuse an empty calibration set (no method can fit on zero rows)."""
+    if scores.n == 0:
+        raise ValueError(f"{who}: the calibration set is empty (0 rows of scores and labels); fit needs labelled "
+                         "calibration rows")
+
+
 def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | None = True) -> None:
     """Raise (``needs`` True) or warn (False) when some class of ``[0, num_classes)`` has no label in ``y``."""
     text = None if needs is None else missing_classes_text(y, num_classes)
@@ -88,9 +95,6 @@ class Calibrator:
     default_grid: dict | None = None
     default_cv: dict = {}
     preserves_argmax: bool = False
-    #: calbench modules the method imports inside functions (e.g. torch code); listed so that editing
-    #: them reruns the method's jobs (see ``registry.source_files``).
-    lazy_modules: tuple[str, ...] = ()
     needs_every_class: bool | None = False
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
@@ -179,6 +183,7 @@ class Calibrator:
         check_settings(self._parameter_constraints, self.get_params(deep=False))
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
+        check_not_empty(scores, method_label(self))
         check_every_class(y, scores.num_classes, method_label(self), self.needs_every_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
@@ -218,6 +223,36 @@ class Calibrator:
         """Small fitted parameters worth recording with the results (JSON-serialisable)."""
         return {}
 
+    # -- torch export: each class describes its own computation ------------------------------------------
+    #: The methods that compute a calibrator's output, each with the export method that must mirror it: a
+    #: class that overrides the former below the class that defines the latter has no valid export.
+    _torch_mirrors: dict = {"predict_proba": "torch_stage", "_predict_proba": "torch_stage",
+                            "transform": "torch_stage"}
+
+    def torch_stage(self):
+        """This fitted calibrator's computation as a torch module (:mod:`calbench.methods.torch_stages`):
+        ``forward`` gives what :meth:`transform` passes on, ``proba`` what :meth:`predict_proba` returns.
+        Methods that keep calibration data, a step function or a table have none (this default)."""
+        raise ValueError(f"{method_label(self)} cannot be exported to torch: it is not a parametric map (it keeps "
+                         "calibration data, a step function or a table); apply it with predict_proba or "
+                         "`calbench apply` instead")
+
+    def to_torch(self):
+        """:meth:`torch_stage`, refused where this class computes differently from the class that defines
+        its export (a subclass that overrides ``_predict_proba``, ``transform`` or ``features`` but not the
+        export method that mirrors it)."""
+        if not hasattr(self, "num_classes_"):
+            raise ValueError(f"expected a fitted calibrator, got {self!r}; fit it (or calbench.load it) first")
+        for computes, exports in self._torch_mirrors.items():
+            compute_owner, export_owner = _owner(type(self), computes), _owner(type(self), exports)
+            if export_owner is Calibrator:
+                break  # the default torch_stage refuses
+            if not issubclass(export_owner, compute_owner):
+                raise ValueError(f"{method_label(self)} cannot be exported to torch: {compute_owner.__name__} "
+                                 f"overrides {computes} but its {exports} is {export_owner.__name__}'s; define "
+                                 f"{compute_owner.__name__}.{exports} to export it")
+        return self.torch_stage()
+
     def _check_scores(self, scores) -> Scores:
         """``scores`` as :class:`Scores`; a plain array given to a loaded calibrator (``input_kind_`` set by
         :func:`calbench.load`) is read as the kind it was fitted on, as ``calbench apply`` reads it."""
@@ -235,6 +270,11 @@ class Calibrator:
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         raise NotImplementedError
+
+
+def _owner(cls: type, name: str) -> type:
+    """The class of ``cls``'s MRO that defines attribute ``name``."""
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
 
 
 def clone(estimator):

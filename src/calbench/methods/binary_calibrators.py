@@ -42,6 +42,8 @@ def with_confidence(logits: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
 
 
 class _MapOneVsRest(OneVsRest):
+    _torch_mirrors = {**OneVsRest._torch_mirrors, "_new_map": "torch_stage", "_apply_binary": "torch_stage"}
+
     def _new_map(self):
         raise NotImplementedError
 
@@ -62,6 +64,12 @@ class PlattOneVsRest(_MapOneVsRest):
     def _new_map(self):
         return Platt()
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import OneVsRestMaps
+
+        a = [m.a_ for m in self.binary_maps_]
+        return OneVsRestMaps(a, a, [m.b_ for m in self.binary_maps_])
+
 
 @register("beta")
 class BetaOneVsRest(_MapOneVsRest):
@@ -70,11 +78,15 @@ class BetaOneVsRest(_MapOneVsRest):
     def _new_map(self):
         return Beta()
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import OneVsRestMaps
+
+        maps = self.binary_maps_
+        return OneVsRestMaps([m.a_ for m in maps], [m.b_ for m in maps], [m.c_ for m in maps])
+
 
 class _PiecewiseMixin:
     logit_space = False
-    #: the compiled loss and its exp, imported by maps1d/piecewise.py when a map is fitted
-    lazy_modules = ("calbench.maps1d.piecewise_kernel", "calbench.vector_exp")
     _parameter_constraints = {"loss": [Options(*LOSSES)], "seed": [Interval("int", 0)],
                               "n_folds": [Interval("int", 1)], "max_pieces": [None, Interval("int", 1)]}
 

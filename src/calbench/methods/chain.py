@@ -55,6 +55,11 @@ class Chain(Calibrator):
     def transform(self, scores) -> Scores:
         return self.steps[-1].transform(self._through(self._check_scores(scores)))
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import Sequence
+
+        return Sequence([step.to_torch() for step in self.steps])
+
     def fitted_summary(self) -> dict:
         return {f"{i}:{getattr(step, 'method_name', type(step).__name__)}": step.fitted_summary()
                 for i, step in enumerate(self.steps)}

@@ -122,5 +122,10 @@ class EnsembleTemperatureScaling(Calibrator):
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         return ensemble(scores.logits, self.temperature_, self.weights_)
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import EnsembleTemperature
+
+        return EnsembleTemperature(self.temperature_, self.weights_)
+
     def fitted_summary(self) -> dict:
         return {"temperature": self.temperature_, "weights": [float(w) for w in self.weights_]}

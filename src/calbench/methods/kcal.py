@@ -246,7 +246,6 @@ class KCal(Calibrator):
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
     needs_every_class = True
-    lazy_modules = ("calbench.models.projection",)
     feature = "embeddings"
     _parameter_constraints = {
         "dim": [Interval("int", 1)], "projection": [Options("skip_elu", "linear")], "m": [Interval("int", 1)],

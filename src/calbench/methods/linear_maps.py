@@ -75,6 +75,7 @@ class AffineSoftmax(Calibrator):
     _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)],
                               "eps": [Interval("real", 0, 1, closed="neither")], "reg_lambda": [Interval("real", 0)],
                               "reg_mu": [Interval("real", 0)], "reg_scale": [Options(*REG_SCALES)]}
+    _torch_mirrors = {**Calibrator._torch_mirrors, "output_logits": "torch_stage", "features": "torch_features"}
 
     def penalty(self, k: int) -> Penalty:
         return Penalty()
@@ -90,6 +91,17 @@ class AffineSoftmax(Calibrator):
         # 20,000 × 1,000 rows: 160 MB each)
         log_probs = log_softmax(scores.logits, axis=1)
         return np.maximum(log_probs, np.log(self.eps), out=log_probs)
+
+    def torch_features(self):
+        """:meth:`features` as a torch module."""
+        from calbench.methods.torch_stages import ClippedLogProbs, Logits
+
+        return ClippedLogProbs(self.eps) if self.uses_log_probs else Logits()
+
+    def torch_stage(self):
+        from calbench.methods.torch_stages import Affine
+
+        return Affine(self.torch_features(), self.weights_, self.intercept_, self.diagonal)
 
     def _solve(self, x, y, init=None, shared=None):
         penalty = self.penalty(x.shape[1])

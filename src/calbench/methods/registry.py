@@ -8,16 +8,15 @@ identifiers; ``+`` joins names into a :class:`~calbench.methods.chain.Chain`.
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import inspect
 import pkgutil
 import re
-from pathlib import Path
+
+from calbench.imports import code_files as closure
 
 _REGISTRY: dict[str, type] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Modules of this package that hold infrastructure, not methods.
-_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints"}
+_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints", "torch_stages"}
 
 
 def register(name: str):
@@ -67,33 +66,11 @@ def method_class(name: str) -> type:
     return _REGISTRY[single]
 
 
-def _calbench_files_used_by(module) -> set[str]:
-    """The module's file and those of the calbench modules it imports names from (one level)."""
-    files = {inspect.getsourcefile(module)}
-    for value in vars(module).values():
-        owner = value if inspect.ismodule(value) else inspect.getmodule(value)
-        if owner is not None and owner.__name__.startswith("calbench.") and getattr(owner, "__file__", None):
-            files.add(owner.__file__)
-    return files
-
-
-def source_files(name: str) -> list[str]:
-    """Source files whose edit must rerun the jobs of method (or chain) ``name``.
-
-    The modules of each stage's class and of its base classes inside calbench, the calbench modules
-    those import from (e.g. the binary maps of ``platt``), and the chain and tuning machinery; used as
-    Snakemake ``input:`` so that a code change reruns exactly the affected jobs.
-    """
-    here = Path(__file__).parent
-    files = {str(here / "chain.py"), str(here / "tuning.py")}
-    for part in split_chain(name):
-        for lazy in getattr(_REGISTRY[part], "lazy_modules", ()):
-            files.add(importlib.util.find_spec(lazy).origin)  # located without importing it
-        for klass in inspect.getmro(_REGISTRY[part]):
-            module = inspect.getmodule(klass)
-            if module is not None and module.__name__.startswith("calbench."):
-                files |= _calbench_files_used_by(module)
-    return sorted(files)
+def code_files(name: str) -> list[str]:
+    """The calbench files that the stages of method (or chain) ``name`` can execute: the closure of the imports
+    of each stage's class module (:func:`calbench.imports.code_files`; its base classes, the modules it imports,
+    lazily too), which the registry imports by name. With the calibrate job's own closure, the rule's code input."""
+    return closure(*dict.fromkeys(_REGISTRY[part].__module__ for part in split_chain(name)))
 
 
 def make(name: str, **settings):

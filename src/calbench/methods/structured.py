@@ -61,6 +61,11 @@ class StructuredMatrixScaling(AffineSoftmax):
         eps = self.mix_
         return np.log((1.0 - eps) * q + eps / q.shape[1])
 
+    def torch_features(self):
+        from calbench.methods.torch_stages import MixedLogProbs
+
+        return MixedLogProbs(self.inv_temperature_, self.mix_)
+
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         for name in ("rho", "tau", "uniform_mix"):
             _check_reg(name, getattr(self, name))

@@ -186,5 +186,10 @@ class TemperatureScaling(Calibrator):
         """σ(z / T), by a compiled pass per row into the float64 output (no temporaries)."""
         return softmax_scaled(scores.logits, 1.0 / self.temperature_)
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import Temperature
+
+        return Temperature(self.temperature_)
+
     def fitted_summary(self) -> dict:
         return {"temperature": self.temperature_}

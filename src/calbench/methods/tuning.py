@@ -298,6 +298,11 @@ class GridSearch(Calibrator):
             total += est.predict_proba(scores)
         return total / len(self.estimators_)
 
+    def torch_stage(self):
+        from calbench.methods.torch_stages import FoldAverage
+
+        return FoldAverage([est.to_torch() for est in self.estimators_])
+
     def transform(self, scores) -> Scores:
         if len(self.estimators_) == 1:
             return self.estimators_[0].transform(self._check_scores(scores))

@@ -22,3 +22,8 @@ class Uncalibrated(Calibrator):
 
     def transform(self, scores) -> Scores:
         return self._check_scores(scores)
+
+    def torch_stage(self):
+        from calbench.methods.torch_stages import Identity
+
+        return Identity()

@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from calbench.models.errors import OfflineError
+from calbench.models.errors import OfflineError, load_tensors
 
 
 def parse_spec(spec: str, where: str) -> tuple[str, str]:
@@ -70,7 +70,7 @@ def _read_state_dict(path: Path, where: str) -> dict:
         from safetensors.torch import load_file
 
         return load_file(str(path))
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_tensors(path, f"{where}.weights")
     for key in ("state_dict", "model"):
         if isinstance(state, dict) and isinstance(state.get(key), dict):
             state = state[key]

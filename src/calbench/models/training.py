@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 from calbench.data.atomic import atomic_path
+from calbench.models.errors import load_tensors
 
 log = logging.getLogger("calbench")
 
@@ -106,7 +107,7 @@ def save_checkpoint(path: Path, state: dict) -> None:
 def _load_checkpoint(path: Path, print_: str) -> dict | None:
     if not path.exists():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=False)
+    state = load_tensors(path, "training checkpoint")
     if state.get("fingerprint") != print_:
         log.warning("checkpoint %s belongs to another recipe/model/data; training from scratch", path)
         return None
