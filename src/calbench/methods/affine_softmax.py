@@ -100,22 +100,28 @@ def _check_scale(reg_scale: str) -> None:
                          f"'code': the authors' unnormalised Keras penalty), got {reg_scale!r}")
 
 
-def odir_penalty(reg_lambda: float, reg_mu: float, k: int, reg_scale: str = "paper") -> Penalty:
-    """ODIR (Dirichlet paper §3): λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σ b²ⱼ (``"code"``: no normalisation)."""
+def odir_penalty(reg_lambda: float, reg_mu: float, k: int, reg_scale: str = "paper",
+                 centre: float | None = None) -> Penalty:
+    """ODIR (Dirichlet paper §3): λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σ b²ⱼ (``"code"``: no normalisation). With a
+    ``centre`` β (``shrink_to="temperature"``), the diagonal is penalised as each off-diagonal weight is, around
+    β: + λ/(k(k−1)) Σᵢ (wᵢᵢ − β)², so that the strong-λ limit is temperature scaling σ(β x), not a free diagonal."""
     _check_scale(reg_scale)
     lam, mu = _check_reg("reg_lambda", reg_lambda), _check_reg("reg_mu", reg_mu)
     if reg_scale == "paper":
         lam, mu = lam / (k * (k - 1)), mu / k
-    return Penalty(off=lam, diag=0.0, bias=mu)
+    if centre is None:
+        return Penalty(off=lam, diag=0.0, bias=mu)
+    return Penalty(off=lam, diag=lam, bias=mu, diag_centre=centre)
 
 
-def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
-    """Dir-L2: λ/(k(k+1)) times the squared norm of all k(k+1) parameters (``"code"``: no normalisation)."""
+def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper", centre: float | None = None) -> Penalty:
+    """Dir-L2: λ/(k(k+1)) times the squared norm of all k(k+1) parameters (``"code"``: no normalisation), around
+    the uniform map W = 0, b = 0, or around temperature scaling W = βI, b = 0 with a ``centre`` β."""
     _check_scale(reg_scale)
     lam = _check_reg("reg_lambda", reg_lambda)
     if reg_scale == "paper":
         lam = lam / (k * (k + 1))
-    return Penalty(off=lam, diag=lam, bias=lam)
+    return Penalty(off=lam, diag=lam, bias=lam, diag_centre=0.0 if centre is None else centre)
 
 
 def linear_scores(x: np.ndarray, weights: np.ndarray, diagonal: bool) -> np.ndarray:
