@@ -261,8 +261,8 @@ def _mu_powers(num_classes: int) -> list[int]:
 def coarse_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool = True) -> dict:
     """The default (λ, μ) grid: the authors' range (:func:`authors_odir_grid`) at one λ per decade and, below
     1,000 classes, three μ (the range's ends and middle). λ_code = 10^i, i = s … 6; μ_code = 10^i
-    (:func:`_mu_powers`): 12 × 3 points at 10 classes (authors: 36 × 12), 8 × 3 at 100 (27 × 9; the λ list from
-    10⁻¹, :func:`_lambda_start`), 6 × 1 from 1,000 classes (:func:`_grid_start`). ``with_mu=False``: the
+    (:func:`_mu_powers`): 12 × 3 points at 10 classes (authors: 36 × 12), 9 × 3 at 100 (27 × 9), 6 × 1 from
+    1,000 classes (:func:`_grid_start`). ``with_mu=False``: the
     Dir-L2 λ list (9 values at 100 classes, authors' 27).
 
     Why: on CIFAR-100 ResNet-20 (seed-0 split, 5-fold CV) the authors' grid's CV log-loss changes by < 4e-4
