@@ -575,8 +575,8 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
 
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
-                       max_iter: int = 1000, tol: float = 1e-10,
-                       shared: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+                       max_iter: int = 1000, tol: float = 1e-10, shared: dict | None = None,
+                       newton_cg_after: int = NEWTON_CG_AFTER) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
 
     L-BFGS (:func:`_lbfgs`) first; where θ has at most :data:`NEWTON_MAX_PARAMS` entries and L-BFGS has
@@ -584,10 +584,10 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
     iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
     hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
-    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`), as are diagonal
-    maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as many run :func:`_fit_large_map`. At
-    most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
-    info = {"iterations", "converged", "loss", "solver"}.
+    ``newton_cg_after`` (:data:`NEWTON_CG_AFTER`) iterations are finished by truncated Newton
+    (:func:`_newton_cg`), as are diagonal maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as
+    many run :func:`_fit_large_map`. At most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in
+    all. Returns (W, b, info) with info = {"iterations", "converged", "loss", "solver"}.
 
     ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
     copy of ``x`` and its preconditioner's Hessian blocks (the log-loss part, at the probabilities where the
@@ -603,7 +603,7 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     small = (k if diagonal else k * k) + k <= NEWTON_MAX_PARAMS
     finisher = _newton if small else _newton_cg if (diagonal and k >= LARGE_MAP_CLASSES
                                                     or not diagonal and k <= NEWTON_CG_MAX_CLASSES) else None
-    first = NEWTON_AFTER if finisher is _newton else NEWTON_CG_AFTER if finisher else max_iter
+    first = NEWTON_AFTER if finisher is _newton else newton_cg_after if finisher else max_iter
     weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
     info["solver"] = "lbfgs"
     if finisher and not info["converged"] and info["iterations"] < max_iter:

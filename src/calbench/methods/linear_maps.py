@@ -11,6 +11,7 @@ from scipy.special import log_softmax
 
 from calbench.convergence import NoFiniteOptimumWarning, NotConvergedWarning
 from calbench.methods.affine_softmax import (
+    NEWTON_CG_AFTER,
     NEWTON_MAX_PARAMS,
     REG_SCALES,
     PathPredictor,
@@ -73,6 +74,8 @@ class AffineSoftmax(Calibrator):
 
     diagonal: bool = False
     uses_log_probs: bool = False
+    #: L-BFGS iterations before truncated Newton finishes a full map of 17–200 classes (fit_affine_softmax).
+    newton_cg_after: int = NEWTON_CG_AFTER
     # λ only: the μ list runs from an intercept all but unpenalised (μ_code = 10⁻⁵ at 10 classes) to one pinned
     # at 0 (10⁶), so an end of it is not a sign of the optimum beyond (CIFAR-10 VGG-19 ms_odir: lowest at the
     # weakest μ, 0.4 % below the next, five decades away)
@@ -107,7 +110,8 @@ class AffineSoftmax(Calibrator):
     def _solve(self, x, y, init=None, shared=None):
         penalty = self.penalty(x.shape[1])
         weights, intercept, info = fit_affine_softmax(x, y, penalty, self.diagonal, init=init,
-                                                      max_iter=self.max_iter, tol=self.tol, shared=shared)
+                                                      max_iter=self.max_iter, tol=self.tol, shared=shared,
+                                                      newton_cg_after=self.newton_cg_after)
         class_scales_free = penalty.diag == 0 and penalty.bias == 0  # W's diagonal and b (separated_classes)
         if not info["converged"]:
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
