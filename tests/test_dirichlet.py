@@ -476,17 +476,16 @@ def test_callable_default_grid_reaches_grid_search():
 
 def test_default_grid_is_the_authors_range_at_one_lambda_per_decade():
     """coarse_odir_grid: a subset of authors_odir_grid (spec §1.5) below 1,000 classes with the same powers
-    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s), except that the ODIR λ list
-    starts a decade higher from 100 classes (never the CV minimum on the CIFAR-100 networks)."""
+    10^s … 10^6 (the authors' list also has 0.25·10^s and 0.5·10^s below 10^s)."""
     for k in (10, 100):
         coarse, full = coarse_odir_grid(k), authors_odir_grid(k)
         for key in ("reg_lambda", "reg_mu"):
             assert set(np.round(coarse[key], 6)) <= set(np.round(full[key], 6))
             assert max(coarse[key]) == pytest.approx(max(full[key]))
         assert min(coarse["reg_mu"]) == pytest.approx(min(full["reg_mu"]))
-        assert min(coarse["reg_lambda"]) == pytest.approx((4 if k < 100 else 40) * min(full["reg_lambda"]))
+        assert min(coarse["reg_lambda"]) == pytest.approx(4 * min(full["reg_lambda"]))
     g100 = coarse_odir_grid(100, "code")
-    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-1, 7)])
+    assert g100["reg_lambda"] == pytest.approx([10.0**i for i in range(-2, 7)])
     assert g100["reg_mu"] == pytest.approx([1e-2, 1e2, 1e6])
     assert coarse_odir_grid(100, "code", with_mu=False)["reg_lambda"][0] == pytest.approx(0.01)
     assert coarse_odir_grid(1000, "code")["reg_lambda"][0] == pytest.approx(10.0)
@@ -651,3 +650,24 @@ def test_dir_l2_warns_when_every_lambda_of_its_grid_is_too_strong():
     with pytest.warns(GridEdgeWarning, match=r"dir_l2: the 5-fold CV log-loss is lowest at the smallest reg_lambda "
                                              r"of the grid, 10 .*grid: \{reg_lambda: \[\.\.\.\]\}"):
         make("dir_l2", grid={"reg_lambda": [10.0, 100.0, 1000.0]}).fit(z, y)
+
+
+def test_a_default_grid_continues_its_warm_started_path_as_fresh_fits_would():
+    """The extension of a default grid (GridSearch ``extend``) continues each fold's path from its fitted models:
+    the CV losses of the added points equal those of the same points written out and fitted along a fresh path,
+    and the search stops at the first point where the loss rises (weak-λ end of a too-strong Dir-L2 grid)."""
+    from calbench.methods import GridSearch
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 4, 600)
+    z = rng.normal(size=(600, 4)) + 3.0 * np.eye(4)[y]
+    grid = [10.0, 100.0, 1000.0]
+    extended = GridSearch(make("dir_l2", grid=None), {"reg_lambda": grid}, folds=5, ensemble=True,
+                          extend=True).fit(z, y)
+    added = [p["reg_lambda"] for p in extended.added_points_]
+    assert added and added == pytest.approx([grid[0] / 10**i for i in range(1, len(added) + 1)])
+    assert extended.cv_results_["param_reg_lambda"] == pytest.approx(grid + added)
+    losses = extended.cv_losses_
+    assert losses[-1] > losses[-2] or len(added) == 3  # stopped where the loss rose, or at the bound
+    written = GridSearch(make("dir_l2", grid=None), {"reg_lambda": grid + added}, folds=5, ensemble=True).fit(z, y)
+    np.testing.assert_allclose(extended.cv_losses_, written.cv_losses_, rtol=1e-7)

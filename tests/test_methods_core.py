@@ -270,6 +270,69 @@ def test_grid_search_warns_when_its_optimum_is_at_an_open_end_of_the_grid():
         GridSearch(Bounded(), {"t": [0.25, 0.5, 1.0]}, folds=3).fit(data["logits"], data["labels"])
 
 
+class _FixedTemperature(type(make("uncal"))):
+    """Softmax of logits / t for a fixed t; t is open-ended (a planted temperature of 2 is best)."""
+
+    open_ended_params = ("t",)
+
+    def __init__(self, t=1.0):
+        self.t = t
+
+    def _predict_proba(self, scores):
+        return Scores(scores.logits / self.t).probs
+
+
+@pytest.mark.parametrize("grid, added, best", [
+    ([0.02, 0.2], [2.0, 20.0], 2.0),  # optimum at the largest value: continued up until the loss rises
+    ([200.0, 2000.0], [20.0, 2.0, 0.2], 2.0),  # at the smallest: continued down until it rises
+    ([0.2, 2.0, 20.0], [], 2.0),  # bracketed: nothing added
+])
+def test_an_extended_grid_follows_a_falling_loss_past_its_end_until_it_rises(grid, added, best):
+    """A default grid (``extend``) continues a decade at a time past the end where the CV optimum lies with the
+    loss still falling, and stops at the first point where it rises; ``cv_results_`` lists the added points."""
+    import warnings
+
+    from calbench.methods.tuning import GridEdgeWarning
+
+    data = planted_temperature(1000, np.random.default_rng(4), temperature=2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GridEdgeWarning)
+        search = GridSearch(_FixedTemperature(), {"t": grid}, folds=3, extend=True).fit(data["logits"],
+                                                                                        data["labels"])
+    assert search.cv_results_["param_t"] == pytest.approx(grid + added)
+    assert search.best_params_["t"] == pytest.approx(best)
+    assert len(search.cv_losses_) == len(grid + added)
+
+
+def test_an_extended_grid_stops_at_its_bound_and_warns(monkeypatch):
+    """After EXTEND_DECADES decades the extension stops and GridEdgeWarning says that the bound was reached; a
+    loss that falls by less than EXTEND_FALL (outputs near uniform) is not followed."""
+    from calbench.methods import tuning
+
+    monkeypatch.setattr(tuning, "EXTEND_DECADES", 1)
+    data = planted_temperature(1000, np.random.default_rng(4), temperature=2.0)
+    with pytest.warns(tuning.GridEdgeWarning, match=r"lowest at the largest t of the grid \(the default grid, 0.02 "
+                                                    r"to 0.2, continued 1 decades: the bound of its extension\), 2 \("):
+        search = GridSearch(_FixedTemperature(), {"t": [0.02, 0.2]}, folds=3, extend=True).fit(
+            data["logits"], data["labels"])
+    assert search.cv_results_["param_t"] == pytest.approx([0.02, 0.2, 2.0])
+    plateau = GridSearch(_FixedTemperature(), {"t": [2e3, 2e4]}, folds=3, extend=True).fit(data["logits"],
+                                                                                          data["labels"])
+    assert plateau.cv_results_["param_t"] == [2e3, 2e4]
+
+
+def test_a_written_grid_is_searched_as_written():
+    """``make`` extends a default grid only: a grid the user writes runs as written and warns at its end."""
+    from calbench.methods.tuning import GridEdgeWarning
+
+    assert make("dir_l2").extend and make("dir_odir", reg_mu=1.0).extend
+    assert not make("dir_l2", grid={"reg_lambda": [1.0, 10.0]}).extend
+    data = planted_temperature(1000, np.random.default_rng(4), temperature=2.0)
+    with pytest.warns(GridEdgeWarning, match="lowest at the largest t of the grid, 0.2"):
+        search = GridSearch(_FixedTemperature(), {"t": [0.02, 0.2]}, folds=3).fit(data["logits"], data["labels"])
+    assert search.cv_results_["param_t"] == [0.02, 0.2]
+
+
 def test_grid_helpers():
     assert expand_grid({"a": [1, 2], "b": [3]}) == [{"a": 1, "b": 3}, {"a": 2, "b": 3}]
     with pytest.raises(ValueError, match="grid.a: expected a non-empty list"):

@@ -100,22 +100,28 @@ def _check_scale(reg_scale: str) -> None:
                          f"'code': the authors' unnormalised Keras penalty), got {reg_scale!r}")
 
 
-def odir_penalty(reg_lambda: float, reg_mu: float, k: int, reg_scale: str = "paper") -> Penalty:
-    """ODIR (Dirichlet paper §3): λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σ b²ⱼ (``"code"``: no normalisation)."""
+def odir_penalty(reg_lambda: float, reg_mu: float, k: int, reg_scale: str = "paper",
+                 centre: float | None = None) -> Penalty:
+    """ODIR (Dirichlet paper §3): λ/(k(k−1)) Σ_{i≠j} w²ᵢⱼ + μ/k Σ b²ⱼ (``"code"``: no normalisation). With a
+    ``centre`` β (``shrink_to="temperature"``), the diagonal is penalised as each off-diagonal weight is, around
+    β: + λ/(k(k−1)) Σᵢ (wᵢᵢ − β)², so that the strong-λ limit is temperature scaling σ(β x), not a free diagonal."""
     _check_scale(reg_scale)
     lam, mu = _check_reg("reg_lambda", reg_lambda), _check_reg("reg_mu", reg_mu)
     if reg_scale == "paper":
         lam, mu = lam / (k * (k - 1)), mu / k
-    return Penalty(off=lam, diag=0.0, bias=mu)
+    if centre is None:
+        return Penalty(off=lam, diag=0.0, bias=mu)
+    return Penalty(off=lam, diag=lam, bias=mu, diag_centre=centre)
 
 
-def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper") -> Penalty:
-    """Dir-L2: λ/(k(k+1)) times the squared norm of all k(k+1) parameters (``"code"``: no normalisation)."""
+def l2_penalty(reg_lambda: float, k: int, reg_scale: str = "paper", centre: float | None = None) -> Penalty:
+    """Dir-L2: λ/(k(k+1)) times the squared norm of all k(k+1) parameters (``"code"``: no normalisation), around
+    the uniform map W = 0, b = 0, or around temperature scaling W = βI, b = 0 with a ``centre`` β."""
     _check_scale(reg_scale)
     lam = _check_reg("reg_lambda", reg_lambda)
     if reg_scale == "paper":
         lam = lam / (k * (k + 1))
-    return Penalty(off=lam, diag=lam, bias=lam)
+    return Penalty(off=lam, diag=lam, bias=lam, diag_centre=0.0 if centre is None else centre)
 
 
 def linear_scores(x: np.ndarray, weights: np.ndarray, diagonal: bool) -> np.ndarray:
@@ -569,8 +575,8 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
 
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
-                       max_iter: int = 1000, tol: float = 1e-10,
-                       shared: dict | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+                       max_iter: int = 1000, tol: float = 1e-10, shared: dict | None = None,
+                       newton_cg_after: int = NEWTON_CG_AFTER) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
 
     L-BFGS (:func:`_lbfgs`) first; where θ has at most :data:`NEWTON_MAX_PARAMS` entries and L-BFGS has
@@ -578,10 +584,10 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
     iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
     hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
-    :data:`NEWTON_CG_AFTER` iterations are finished by truncated Newton (:func:`_newton_cg`), as are diagonal
-    maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as many run :func:`_fit_large_map`. At
-    most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in all. Returns (W, b, info) with
-    info = {"iterations", "converged", "loss", "solver"}.
+    ``newton_cg_after`` (:data:`NEWTON_CG_AFTER`) iterations are finished by truncated Newton
+    (:func:`_newton_cg`), as are diagonal maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as
+    many run :func:`_fit_large_map`. At most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in
+    all. Returns (W, b, info) with info = {"iterations", "converged", "loss", "solver"}.
 
     ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
     copy of ``x`` and its preconditioner's Hessian blocks (the log-loss part, at the probabilities where the
@@ -597,7 +603,7 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     small = (k if diagonal else k * k) + k <= NEWTON_MAX_PARAMS
     finisher = _newton if small else _newton_cg if (diagonal and k >= LARGE_MAP_CLASSES
                                                     or not diagonal and k <= NEWTON_CG_MAX_CLASSES) else None
-    first = NEWTON_AFTER if finisher is _newton else NEWTON_CG_AFTER if finisher else max_iter
+    first = NEWTON_AFTER if finisher is _newton else newton_cg_after if finisher else max_iter
     weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
     info["solver"] = "lbfgs"
     if finisher and not info["converged"] and info["iterations"] < max_iter:

@@ -89,16 +89,17 @@ class DirichletL2(DirichletBase):
     default_grid = staticmethod(l2_default_grid)
     default_cv = {"folds": 5, "ensemble": True}
 
-    def __init__(self, reg_lambda: float = 0.0, reg_scale: str = "paper", eps: float = PROB_EPS,
-                 max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, reg_lambda: float = 0.0, reg_scale: str = "paper", shrink_to: str = "temperature",
+                 eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_scale = reg_scale
+        self.shrink_to = shrink_to
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
 
     def penalty(self, k: int) -> Penalty:
-        return l2_penalty(self.reg_lambda, k, self.reg_scale)
+        return l2_penalty(self.reg_lambda, k, self.reg_scale, self.penalty_centre_)
 
 
 @register("dir_odir")
@@ -107,10 +108,11 @@ class DirichletODIR(ODIRTuned, DirichletBase):
     Dirichlet paper §3), λ and μ tuned by cross-validation. The tuning is :class:`ODIRTuned`'s."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
-                 eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
+                 shrink_to: str = "temperature", eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu
         self.reg_scale = reg_scale
+        self.shrink_to = shrink_to
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol

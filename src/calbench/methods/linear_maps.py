@@ -11,6 +11,7 @@ from scipy.special import log_softmax
 
 from calbench.convergence import NoFiniteOptimumWarning, NotConvergedWarning
 from calbench.methods.affine_softmax import (
+    NEWTON_CG_AFTER,
     NEWTON_MAX_PARAMS,
     REG_SCALES,
     PathPredictor,
@@ -24,6 +25,7 @@ from calbench.methods.affine_softmax import (
 )
 from calbench.methods.base import Calibrator, clone
 from calbench.methods.constraints import Interval, Options
+from calbench.methods.temperature import fit_inverse_temperature
 from calbench.scores import Scores
 
 #: A fit whose training objective (mean log-loss plus penalty) ends below this has separated its calibration data:
@@ -32,6 +34,10 @@ from calbench.scores import Scores
 SEPARABLE_LOSS = 1e-6
 #: Rows per block of :func:`separated_classes` (bounds its copy of the features).
 SEPARATION_BLOCK_ROWS = 4096
+#: ``shrink_to`` of the penalised maps (ms_odir, dir_odir, dir_l2): "temperature" centres the penalty at the
+#: temperature-scaling map W = βI, b = 0 (β fitted on the same rows), so that a strong penalty gives temperature
+#: scaling; "paper" is the Dirichlet paper's penalty (ODIR: diagonal free; L2: around W = 0, the uniform map).
+SHRINK_TARGETS = ("temperature", "paper")
 
 
 def separated_classes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -68,17 +74,27 @@ class AffineSoftmax(Calibrator):
 
     diagonal: bool = False
     uses_log_probs: bool = False
+    #: L-BFGS iterations before truncated Newton finishes a full map of 17–200 classes (fit_affine_softmax).
+    newton_cg_after: int = NEWTON_CG_AFTER
     # λ only: the μ list runs from an intercept all but unpenalised (μ_code = 10⁻⁵ at 10 classes) to one pinned
     # at 0 (10⁶), so an end of it is not a sign of the optimum beyond (CIFAR-10 VGG-19 ms_odir: lowest at the
     # weakest μ, 0.4 % below the next, five decades away)
     open_ended_params = ("reg_lambda",)
     _parameter_constraints = {"max_iter": [Interval("int", 1)], "tol": [Interval("real", 0)],
                               "eps": [Interval("real", 0, 1, closed="neither")], "reg_lambda": [Interval("real", 0)],
-                              "reg_mu": [Interval("real", 0)], "reg_scale": [Options(*REG_SCALES)]}
+                              "reg_mu": [Interval("real", 0)], "reg_scale": [Options(*REG_SCALES)],
+                              "shrink_to": [Options(*SHRINK_TARGETS)]}
     _torch_mirrors = {**Calibrator._torch_mirrors, "output_logits": "torch_stage", "features": "torch_features"}
 
     def penalty(self, k: int) -> Penalty:
         return Penalty()
+
+    def _penalty_centre(self, scores: Scores, y: np.ndarray) -> float | None:
+        """β of temperature scaling fitted on these rows where the penalty shrinks towards it
+        (``shrink_to="temperature"``), else None (the fit's ``penalty_centre_``)."""
+        if getattr(self, "shrink_to", "paper") != "temperature":
+            return None
+        return fit_inverse_temperature(scores.logits, y)
 
     def features(self, scores: Scores) -> np.ndarray:
         """Logits, or ln q̂ clipped below at ln(eps) (Dirichlet paper §3 clips q̂ before the log; we use
@@ -106,7 +122,8 @@ class AffineSoftmax(Calibrator):
     def _solve(self, x, y, init=None, shared=None):
         penalty = self.penalty(x.shape[1])
         weights, intercept, info = fit_affine_softmax(x, y, penalty, self.diagonal, init=init,
-                                                      max_iter=self.max_iter, tol=self.tol, shared=shared)
+                                                      max_iter=self.max_iter, tol=self.tol, shared=shared,
+                                                      newton_cg_after=self.newton_cg_after)
         class_scales_free = penalty.diag == 0 and penalty.bias == 0  # W's diagonal and b (separated_classes)
         if not info["converged"]:
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
@@ -159,6 +176,7 @@ class AffineSoftmax(Calibrator):
                 f"intercept (ms_odir, dir_odir, dir_l2) or has one parameter (ts).")
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        self.penalty_centre_ = self._penalty_centre(scores, y)
         self._set_fitted(*self._solve(self.features(scores), y), scores.num_classes)
 
     @property
@@ -179,15 +197,20 @@ class AffineSoftmax(Calibrator):
         scores = self._check_scores(scores)
         return scores.with_logits(self.output_logits(scores))
 
-    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
+    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores, start=()):
         """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
         prediction built from the solutions already found (:class:`PathPredictor`) and sharing the solver's
         work on ``train`` (``shared`` of :func:`fit_affine_softmax`); yield
-        (point index, probabilities on ``val``, the fitted model) in that order."""
+        (point index, probabilities on ``val``, the fitted model) in that order. ``start``: models fitted on
+        the same rows, in path order, that the path continues from (a grid's extension past its end)."""
         path, shared = PathPredictor(), {}
+        for model in start:
+            path.add(model.reg_lambda, getattr(model, "reg_mu", 0.0), (model.weights_, model.intercept_))
+        centre = self._penalty_centre(train, y_train)
         features = self.features(train)
         for i in warm_start_order(points):
             est = clone(self).set_params(**points[i])
+            est.penalty_centre_ = centre
             lam, mu = points[i].get("reg_lambda", 0.0), points[i].get("reg_mu", 0.0)
             init = path.predict(lam, mu)
             if init is None and not self.diagonal and 2 * features.shape[1] <= NEWTON_MAX_PARAMS:
@@ -203,6 +226,8 @@ class AffineSoftmax(Calibrator):
         summary = {**self.fit_info_, "diag_mean": float(np.mean(np.diagonal(self.weights_))),
                    "offdiag_abs_max": float(np.max(np.abs(off))),
                    "intercept_abs_max": float(np.max(np.abs(self.intercept_)))}
+        if getattr(self, "penalty_centre_", None) is not None:
+            summary["penalty_centre"] = self.penalty_centre_
         if k <= 10:
             summary |= {"weights": self.weights_.tolist(), "intercept": self.intercept_.tolist()}
         return summary
@@ -237,16 +262,6 @@ def _grid_start(num_classes: int, odir: bool) -> int:
     return -5 if num_classes < 100 else -2 if num_classes < 1000 or not odir else 1
 
 
-def _lambda_start(num_classes: int, odir: bool) -> int:
-    """The lowest power of the default λ list: :func:`_grid_start`, except that from 100 to 999 classes the ODIR
-    list skips λ_code = 10⁻²: there the 5-fold CV log-loss of ``dir_odir`` and ``ms_odir`` on the CIFAR-100
-    networks of ../shared/data is 0.09–0.23 above the minimum and above that of λ_code = 10⁻¹
-    (docs/methods_parametric.md), and that row cost a third of the search. The μ list keeps the authors' range;
-    Dir-L2 keeps its λ_code = 10⁻², where its CV minimum lies on CIFAR-100 ResNet-20."""
-    start = _grid_start(num_classes, odir)
-    return start + 1 if odir and 100 <= num_classes < 1000 else start
-
-
 def _mu_powers(num_classes: int) -> list[int]:
     """The powers of the default μ list: the range's ends and middle, s, round((s + 6)/2) and 6, below 1,000
     classes; from 1,000 classes s = 1 alone. There μ_code ≥ 10 gives each intercept a penalty curvature 2μ ≥ 20
@@ -262,8 +277,8 @@ def _mu_powers(num_classes: int) -> list[int]:
 def coarse_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool = True) -> dict:
     """The default (λ, μ) grid: the authors' range (:func:`authors_odir_grid`) at one λ per decade and, below
     1,000 classes, three μ (the range's ends and middle). λ_code = 10^i, i = s … 6; μ_code = 10^i
-    (:func:`_mu_powers`): 12 × 3 points at 10 classes (authors: 36 × 12), 8 × 3 at 100 (27 × 9; the λ list from
-    10⁻¹, :func:`_lambda_start`), 6 × 1 from 1,000 classes (:func:`_grid_start`). ``with_mu=False``: the
+    (:func:`_mu_powers`): 12 × 3 points at 10 classes (authors: 36 × 12), 9 × 3 at 100 (27 × 9), 6 × 1 from
+    1,000 classes (:func:`_grid_start`). ``with_mu=False``: the
     Dir-L2 λ list (9 values at 100 classes, authors' 27).
 
     Why: on CIFAR-100 ResNet-20 (seed-0 split, 5-fold CV) the authors' grid's CV log-loss changes by < 4e-4
@@ -272,7 +287,7 @@ def coarse_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool =
     there, as the full one does, at a ninth of the fits."""
     _check_scale(reg_scale)
     k = num_classes
-    lams = [10.0**i for i in range(_lambda_start(k, odir=with_mu), 7)]
+    lams = [10.0**i for i in range(_grid_start(k, odir=with_mu), 7)]
     if not with_mu:
         factor = k * (k + 1) if reg_scale == "paper" else 1.0
         return {"reg_lambda": [factor * v for v in lams], "reg_scale": [reg_scale]}
@@ -306,4 +321,4 @@ class ODIRTuned:
     default_cv = {"folds": 5, "ensemble": True}
 
     def penalty(self, k: int) -> Penalty:
-        return odir_penalty(self.reg_lambda, self.reg_mu, k, self.reg_scale)
+        return odir_penalty(self.reg_lambda, self.reg_mu, k, self.reg_scale, self.penalty_centre_)

@@ -122,7 +122,7 @@ def make(name: str, **settings):
             raise ValueError(f"method {name!r}: `cv` settings {cv} given, but no grid is searched (every searched "
                              "setting is given, or `grid` is null); drop `cv` or leave a setting to search")
         return estimator
-    return GridSearch(estimator, grid, **{**cls.default_cv, **(cv or {})})
+    return GridSearch(estimator, grid, **{**cls.default_cv, "extend": not explicit_grid, **(cv or {})})
 
 
 def build_method(method: str, settings: dict, seed: int):

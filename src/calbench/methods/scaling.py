@@ -37,9 +37,10 @@ class MatrixScalingODIR(ODIRTuned, AffineSoftmax):
     The tuning is :class:`ODIRTuned`'s."""
 
     def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
-                 max_iter: int = 1000, tol: float = 1e-10):
+                 shrink_to: str = "temperature", max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu
         self.reg_scale = reg_scale
+        self.shrink_to = shrink_to
         self.max_iter = max_iter
         self.tol = tol

@@ -47,6 +47,13 @@ log = logging.getLogger(__name__)
 # 0.3–0.7 % two decades before the plateau in config/config.yaml's runs, where a grid ending at λ = 10³ left
 # 0.6–25 % (the default config's grids now reach 10⁵).
 EDGE_RISE = 1e-2
+# A default grid (one the user did not write) is continued past the end of an open-ended hyperparameter where its
+# CV optimum lies there and the mean CV loss at the next value inwards is higher by more than this fraction (the
+# loss still falling outwards), one decade at a time, until the loss rises or EXTEND_DECADES decades have been
+# added in that direction. The ODIR λ lists end on the plateau of the diagonal map, flat to 1e-4 relative at 100
+# classes and 2e-5 at 1,000 (docs/methods_parametric.md), which this threshold leaves alone.
+EXTEND_FALL = 1e-3
+EXTEND_DECADES = 3
 SCORING_NAMES = {"nll": "log-loss", "brier": "Brier score"}
 
 # The fitted models a fold keeps for the ensemble, its lowest-loss ones first (Dirichlet: all 24 maps of
@@ -124,21 +131,30 @@ class GridSearch(Calibrator):
     ensemble : False refits the best point on all data (LECE paper); True averages the
         predictions of the ``folds`` fold models at the best point (Dirichlet paper).
     seed : seed of the fold assignment.
+    extend : continue the grid past the end of each of the estimator's ``open_ended_params`` while the CV
+        optimum lies there with the loss still falling (by more than :data:`EXTEND_FALL`), one decade (×10 or
+        ÷10) at a time along the chosen point's line, until the loss rises or :data:`EXTEND_DECADES` decades were
+        added in that direction. :func:`~calbench.methods.registry.make` sets it for a default grid, never for
+        one the user writes. Estimators whose ``predict_grid`` takes ``start=`` (fitted models) continue their
+        warm-started path from the fold's models at the line's last two points.
 
     Fitted attributes (scikit-learn's names): ``best_params_``, ``best_index_``, ``best_score_`` (minus the
     best CV loss), ``cv_results_`` (``params``, ``param_<name>``, ``split<i>_test_score``,
-    ``mean_test_score``, ``std_test_score``, ``rank_test_score``; scores are minus losses, higher is better),
-    ``cv_losses_`` (mean CV loss per point), ``fixed_params_`` (the estimator's settings the grid leaves
-    alone) and ``estimators_`` (one refitted model, or the ``folds`` fold models with ``ensemble``).
+    ``mean_test_score``, ``std_test_score``, ``rank_test_score``; scores are minus losses, higher is better; the
+    points an extension added follow the grid's, in the order they were searched), ``cv_losses_`` (mean CV loss
+    per point), ``added_points_`` (the points an extension added), ``fixed_params_`` (the estimator's settings
+    the grid leaves alone) and ``estimators_`` (one refitted model, or the ``folds`` fold models with ``ensemble``).
     """
 
-    def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0):
+    def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
+                 extend: bool = False):
         self.estimator = estimator
         self.grid = grid
         self.folds = folds
         self.scoring = scoring
         self.ensemble = ensemble
         self.seed = seed
+        self.extend = extend
 
     @property
     def needs(self) -> frozenset[str]:
@@ -162,15 +178,18 @@ class GridSearch(Calibrator):
             return stratified_kfold_splits(y, self.folds, self.seed)
         return list(kfold_splits(y.size, self.folds, self.seed))
 
-    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress,
-                     shared=None) -> tuple[np.ndarray, dict]:
+    def _fold_losses(self, points, scores: Scores, y, split, fit_kwargs: dict, progress, shared=None,
+                     prior=None) -> tuple[np.ndarray, dict]:
         """Validation loss of every grid point, trained on one fold's training part, and the fitted models
         that ``predict_grid`` yielded (point index → model; without ``ensemble`` or with ``grid_losses`` none,
         else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`). ``shared``: the estimator's
-        ``grid_shared`` of the whole set (or None)."""
+        ``grid_shared`` of the whole set (or None). ``prior``: for the points an extension adds, the fold's
+        (losses, models, start models) so far; the new points' indices follow the prior ones, and the start
+        models warm-start a ``predict_grid`` that takes ``start=``."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
-        models = {}
+        before, models, start = (np.empty(0), {}, []) if prior is None else (prior[0], dict(prior[1]), prior[2])
+        offset = before.size
         if hasattr(self.estimator, "grid_losses"):
             hook = "grid_losses"
             extra = {} if shared is None else {"shared": shared, "train_rows": tr}
@@ -182,7 +201,9 @@ class GridSearch(Calibrator):
         else:
             hook = "predict_grid"
             if hasattr(self.estimator, "predict_grid"):
-                predictions = self.estimator.predict_grid(points, train, y_train, val)
+                warm = {"start": start} if start and "start" in inspect.signature(
+                    self.estimator.predict_grid).parameters else {}
+                predictions = self.estimator.predict_grid(points, train, y_train, val, **warm)
             else:
                 predictions = ((i, clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs)
                                 .predict_proba(val)) for i, p in enumerate(points))
@@ -190,14 +211,15 @@ class GridSearch(Calibrator):
             for i, probs, *model in predictions:
                 losses[i] = fold_loss(probs, y[va], self.scoring)
                 if model and self.ensemble:
-                    models[i] = model[0]
+                    models[offset + i] = model[0]
+                    every = np.concatenate([before, losses])
                     while models and sum(_array_bytes(m) for m in models.values()) > KEEP_MODELS_BYTES:
-                        del models[max(models, key=lambda j: (losses[j], j))]  # the worst-scoring one goes
+                        del models[max(models, key=lambda j: (every[j], j))]  # the worst-scoring one goes
         if np.isnan(losses).any():
             raise RuntimeError(f"{type(self.estimator).__name__}.{hook} left grid points "
                                f"{np.flatnonzero(np.isnan(losses)).tolist()} without a prediction or with a NaN loss")
         progress()
-        return losses, models
+        return np.concatenate([before, losses]), models
 
     def _progress(self, points: int):
         """A callback logging, at INFO, each finished fold with the elapsed time (folds run in threads)."""
@@ -236,46 +258,101 @@ class GridSearch(Calibrator):
             "mean_test_score": -self.cv_losses_, "std_test_score": losses.std(axis=0), "rank_test_score": ranks,
         }
 
-    def _warn_if_best_at_an_open_end(self, points: list[dict]) -> None:
+    def _line(self, points: list[dict], name: str) -> list[int]:
+        """Indices of the points that share the chosen point's settings other than ``name``, by ``name``."""
+        best = points[self.best_index_]
+        return sorted((i for i, p in enumerate(points) if all(p[k] == best[k] for k in best if k != name)),
+                      key=lambda i: points[i][name])
+
+    def _open_end(self, points: list[dict], name: str, rise: float):
+        """("smallest" | "largest", index of the next point inwards) where the chosen point is at that end of
+        its line in ``name`` and the next point inwards has a mean CV loss higher by more than ``rise`` of the
+        chosen one's; else None."""
+        line = self._line(points, name)
+        if len(line) < 2 or self.best_index_ not in (line[0], line[-1]):
+            return None
+        end, inwards = ("smallest", line[1]) if self.best_index_ == line[0] else ("largest", line[-2])
+        chosen = self.cv_losses_[self.best_index_]
+        return (end, inwards) if self.cv_losses_[inwards] - chosen > rise * abs(chosen) else None
+
+    def _open_ended(self, point: dict) -> list[str]:
+        return sorted(set(getattr(self.estimator, "open_ended_params", ())) & set(point))
+
+    def _points_beyond(self, points: list[dict], ranges: dict) -> list[tuple[dict, list[int]]]:
+        """The points an extension adds next (``extend``): for each open-ended hyperparameter whose CV optimum
+        is at an end of its line with the loss still falling there (by more than :data:`EXTEND_FALL`), the
+        chosen point one decade further out, unless :data:`EXTEND_DECADES` decades lie between it and the
+        default grid's end (``ranges``: name → the grid's smallest and largest value); each with the indices of
+        the line's next point inwards and its end (the warm start)."""
+        best = points[self.best_index_]
+        new = []
+        for name in self._open_ended(best):
+            found = self._open_end(points, name, EXTEND_FALL)
+            value = float(best[name])
+            if found is None or value <= 0:
+                continue
+            end, inwards = found
+            low, high = ranges[name]
+            beyond = np.log10(low / value) if end == "smallest" else np.log10(value / high)
+            if beyond < EXTEND_DECADES - 1e-9:
+                new.append(({**best, name: value * (0.1 if end == "smallest" else 10.0)}, [inwards, self.best_index_]))
+        return new
+
+    def _warn_if_best_at_an_open_end(self, points: list[dict], ranges: dict) -> None:
         """:class:`GridEdgeWarning` for each of the estimator's ``open_ended_params`` where the chosen point has
         the grid's smallest or largest value among the points that share its other settings, and the next
-        value inwards has a mean CV loss higher by more than :data:`EDGE_RISE` of the chosen one's."""
+        value inwards has a mean CV loss higher by more than :data:`EDGE_RISE` of the chosen one's (with
+        ``extend``, after the extension has reached its bound)."""
         best = points[self.best_index_]
-        for name in set(getattr(self.estimator, "open_ended_params", ())) & set(best):
-            line = sorted((i for i, p in enumerate(points) if all(p[k] == best[k] for k in best if k != name)),
-                          key=lambda i: points[i][name])
-            if len(line) < 2 or self.best_index_ not in (line[0], line[-1]):
+        for name in self._open_ended(best):
+            found = self._open_end(points, name, EDGE_RISE)
+            if found is None:
                 continue
-            end, inwards = ("smallest", line[1]) if self.best_index_ == line[0] else ("largest", line[-2])
+            end, inwards = found
             chosen, next_loss = self.cv_losses_[self.best_index_], self.cv_losses_[inwards]
-            if next_loss - chosen > EDGE_RISE * abs(chosen):
-                loss = SCORING_NAMES[self.scoring]
-                warnings.warn(
-                    f"{self.method_name}: the {self.folds}-fold CV {loss} is lowest at the {end} {name} "
-                    f"of the grid, {best[name]:.4g} ({chosen:.5g}; {next_loss:.5g} at {points[inwards][name]:.4g}), "
-                    f"so the best {name} may lie beyond it. Extend the grid past {best[name]:.4g} "
-                    f"(grid: {{{name}: [...]}} in the method's settings), or prefer a method whose optimum "
-                    f"the grid brackets.", GridEdgeWarning, stacklevel=4)
+            next_value = points[inwards][name]
+            loss = SCORING_NAMES[self.scoring]
+            beyond = (f" (the default grid, {ranges[name][0]:.4g} to {ranges[name][1]:.4g}, continued "
+                      f"{EXTEND_DECADES} decades: the bound of its extension)" if self.extend else "")
+            warnings.warn(
+                f"{self.method_name}: the {self.folds}-fold CV {loss} is lowest at the {end} {name} "
+                f"of the grid{beyond}, {best[name]:.4g} ({chosen:.5g}; {next_loss:.5g} at {next_value:.4g}), "
+                f"so the best {name} may lie beyond it. Extend the grid past {best[name]:.4g} "
+                f"(grid: {{{name}: [...]}} in the method's settings), or prefer a method whose optimum "
+                f"the grid brackets.", GridEdgeWarning, stacklevel=4)
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
         if self.folds < 2 or self.folds > y.size:
             raise ValueError(f"cv.folds: expected 2 <= folds <= n_samples = {y.size} (the calibration size), "
                              f"got {self.folds}")
         points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
+        ranges = {name: (min(p[name] for p in points), max(p[name] for p in points))
+                  for name in self._open_ended(points[0])}
         fit_kwargs = {"train": train} if train is not None else {}
         splits = self._splits(y)
         progress = self._progress(len(points))
-        shared = (self.estimator.grid_shared(scores, y) if hasattr(self.estimator, "grid_losses")
-                  and hasattr(self.estimator, "grid_shared") else None)
+        shared = (self.estimator.grid_shared(scores, y) if hasattr(self.estimator, "grid_shared")
+                  and hasattr(self.estimator, "grid_losses") else None)
+        fixed = {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]}
         with warnings.catch_warnings(record=True) as caught:  # the fold threads' warnings too (process-wide)
             warnings.simplefilter("always")
             folds = thread_map(lambda split: self._fold_losses(points, scores, y, split, fit_kwargs, progress,
                                                                shared), splits)
+            self._record(points, np.array([losses for losses, _ in folds]), fixed)
+            added = []
+            while self.extend and (new := self._points_beyond(points, ranges)):
+                added.append(new)
+                starts = [j for _, line_end in new for j in line_end]
+                progress = self._progress(len(new))
+                folds = thread_map(lambda job: self._fold_losses(
+                    [p for p, _ in new], scores, y, job[0], fit_kwargs, progress, shared,
+                    prior=(*job[1], [job[1][1][j] for j in starts if j in job[1][1]])), list(zip(splits, folds)))
+                points = points + [p for p, _ in new]
+                self._record(points, np.array([losses for losses, _ in folds]), fixed)
+        self.added_points_ = points[len(points) - sum(len(p) for p in added):] if added else []
         self._warn_once_per_kind(caught, len(points))
         shared = None  # released before the refit
-        self._record(points, np.array([losses for losses, _ in folds]),
-                     {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]})
-        self._warn_if_best_at_an_open_end(points)
+        self._warn_if_best_at_an_open_end(points, ranges)
 
         def fit_best(rows=None):
             """The best point fitted on rows ``rows``, or on the given scores themselves (no copy, and a

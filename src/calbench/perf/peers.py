@@ -1,0 +1,83 @@
+"""``make bench ONLY=peers``: ``sms`` and ``ts`` beside the SMS authors' package probmetrics (``sms``,
+``temp-scaling``) on the same split, in one process: the CIFAR-100 ResNet-20 logits of ../shared/data (seeded
+random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 classes (``imagenet_like`` of
+config/scale.yaml, 10,000 calibration + 10,000 test rows). Each record has the CPU seconds of fit + predict
+and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed). Run with
+OMP_NUM_THREADS=1 for the one-core figures; probmetrics's torch is set to one thread. The figures are in
+docs/methods_parametric.md, "Beside probmetrics"."""
+
+from __future__ import annotations
+
+import functools
+import time
+import warnings
+
+import numpy as np
+from scipy.special import softmax
+
+from calbench.perf import benchmark
+from calbench.perf.defaults import LOGITS, split
+
+PEER_NAMES = {"sms": "sms", "ts": "temp-scaling"}
+IMAGENET_ROWS = 10_000
+
+
+@functools.cache
+def _data(classes: int) -> tuple[np.ndarray, ...]:
+    if classes == 100:
+        return split("cifar100_resnet-20", 0)
+    from calbench.data.synthetic import generate
+
+    data = generate("imagenet_like", 0, IMAGENET_ROWS, IMAGENET_ROWS, num_classes=1000, embedding_dim=768,
+                    accuracy=0.76, temperature=1.5, imbalance=0.0)
+    return (data["cal"]["logits"].astype(np.float64), data["cal"]["labels"], data["test"]["logits"].astype(np.float64),
+            data["test"]["labels"])
+
+
+def _clock(run):
+    cpu = time.process_time()
+    out = run()
+    return out, time.process_time() - cpu
+
+
+def _nll(probs: np.ndarray, y: np.ndarray) -> float:
+    from calbench.metrics import proper
+
+    return round(proper.log_loss(probs, y), 6)
+
+
+def _peer(name: str, z, y, z_test, y_test) -> dict:
+    try:
+        import torch
+        from probmetrics.calibrators import get_calibrator
+    except ImportError:
+        return {"probmetrics": "absent"}
+    torch.set_num_threads(1)
+    peer = PEER_NAMES[name]
+    p_cal, p_test = softmax(z, axis=1), softmax(z_test, axis=1)
+    options = {f"{peer}_print_init_info": False} if peer == "sms" else {}
+    probs, cpu = _clock(lambda: get_calibrator(peer, **options).fit(p_cal, y).predict_proba(p_test))
+    return {"probmetrics_cpu": round(cpu, 3), "probmetrics_nll": _nll(np.asarray(probs), y_test)}
+
+
+def _case(name: str, classes: int) -> dict:
+    from calbench.methods import make
+
+    if classes == 100 and not (LOGITS / "cifar100_resnet-20").exists():
+        return {"seconds": float("nan"), "skipped": f"{LOGITS} absent"}
+    z, y, z_test, y_test = _data(classes)
+    with warnings.catch_warnings():  # one-time start-up, untimed: probmetrics's and torch's, numba's first calls
+        warnings.simplefilter("ignore")
+        _peer(name, z[:200], y[:200], z_test[:10], y_test[:10])
+        make(name).fit(z[:200], y[:200]).predict_proba(z_test[:10])
+    start = time.perf_counter()
+    probs, cpu = _clock(lambda: make(name).fit(z, y).predict_proba(z_test))
+    return {"seconds": time.perf_counter() - start, "cpu": round(cpu, 3), "nll": _nll(probs, y_test),
+            "classes": classes, "n_cal": int(y.size), "n_test": int(y_test.size),
+            **_peer(name, z, y, z_test, y_test)}
+
+
+for _classes in (100, 1000):
+    for _name in PEER_NAMES:
+        benchmark(f"peers.{_name}.k{_classes}", repeat=1)(
+            lambda repeat, name=_name, classes=_classes: _case(name, classes))
