@@ -159,6 +159,28 @@ def _resolve_figures_and_studies(config: dict) -> None:
         _check_names("paper_comparison.source", [comparison["source"]], sources, "sources")
 
 
+def _check_shifts(config: dict) -> None:
+    """Shifted test sets need the source's images (train/pretrained) or files (import/download); a severity
+    appears once per family."""
+    for name, entry in (config.get("sources") or {}).items():
+        if not isinstance(entry, dict) or "shifts" not in entry:
+            continue
+        if entry.get("type") == "synthetic":
+            raise ConfigError(f"config key sources.{name}.shifts: a synthetic source has neither images to corrupt "
+                              "nor files of shifted test sets; shifts belong to train/pretrained sources (corruption "
+                              "family → severities) or import/download sources (name → [{severity, files}])")
+        for family, items in (entry["shifts"] or {}).items():
+            severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
+            if len(set(map(str, severities))) < len(severities):
+                raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
+
+
+def shift_sets(entry: dict) -> list[str]:
+    """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
+    return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
+            for family, items in entry.get("shifts", {}).items() for item in items]
+
+
 def load(config, schema_path=SCHEMA_PATH) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
@@ -168,6 +190,7 @@ def load(config, schema_path=SCHEMA_PATH) -> dict:
     """
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
+    _check_shifts(config)
     schema = load_schema(schema_path)
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
