@@ -122,11 +122,12 @@ FAMILIES = {
 }
 
 
-def corrupt(images: np.ndarray, family: str, severity: int, seed: int = 0) -> np.ndarray:
+def corrupt(images: np.ndarray, family: str, severity: int, seed=0) -> np.ndarray:
     """``images`` (uint8 ``[N, C, H, W]``) corrupted by ``family`` at ``severity`` (1–5), as uint8.
 
-    The random draws depend on ``seed``, ``family`` and ``severity`` only, so a shifted test set is the same
-    whoever makes it and whichever other sets are made beside it.
+    The random draws depend on ``seed`` (an int or a sequence of ints, e.g. ``[seed, chunk]``), ``family``
+    and ``severity`` only, so a shifted test set is the same whoever makes it and whichever other sets are
+    made beside it.
     """
     if family not in FAMILIES:
         raise ValueError(f"corruption family {family!r} is unknown; known: {', '.join(FAMILIES)}")
@@ -136,6 +137,6 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed: int = 0) -> np
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")
     function, constants = FAMILIES[family]
-    rng = np.random.default_rng([seed, list(FAMILIES).index(family), severity])
+    rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), severity])
     out = function(images.astype(np.float64) / 255.0, constants[severity - 1], rng)
     return np.rint(np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)

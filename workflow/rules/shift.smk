@@ -1,0 +1,128 @@
+# Calibration under dataset shift (docs/shift.md): the shifted test sets of each source with `shifts` →
+# results/shifts/{source}.h5 (its calibrate jobs never read it, so adding a shift reruns no calibration; the
+# evaluate jobs apply the saved calibrators to it), then the shift tables and figures from the long table.
+import importlib.util
+
+import calbench.report as _calbench_report
+from calbench.config import shift_sets
+from calbench.jobs import paths
+
+SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
+# The corruptions and the model code make a model source's shifted sets; a data source's are its files.
+SHIFT_MODEL_CODE = MODEL_CODE + [importlib.util.find_spec("calbench.corruptions").origin]
+
+
+def source_shift_file(wildcards):
+    return [paths.SHIFTS.format(source=wildcards.source)] if wildcards.source in SHIFT_SOURCES else []
+
+
+def source_shift_calibrator(wildcards):
+    """The saved calibrator, which the evaluate job applies to the shifted sets (none without shifts)."""
+    return [paths.CALIBRATOR.format(**wildcards)] if wildcards.source in SHIFT_SOURCES else []
+
+
+def source_test_sets(wildcards):
+    return shift_sets(SOURCES[wildcards.source])
+
+
+def shifted_entry(wildcards):
+    return canonical(SOURCES[wildcards.source])
+
+
+rule dump_shifts_model:
+    input:
+        code=SHIFT_MODEL_CODE,
+        weights=model_weights,
+    output:
+        paths.SHIFTS,
+    params:
+        entry=shifted_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in MODEL_SOURCES]),
+    threads: model_threads
+    log:
+        "logs/shifts/{source}.log",
+    benchmark:
+        "benchmarks/shifts/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../scripts/dump_shifts.py"
+
+
+rule dump_shifts_source:
+    input:
+        code=package_files(_calbench_data),
+        dump=paths.DUMP,
+    output:
+        paths.SHIFTS,
+    params:
+        entry=shifted_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in DATA_SOURCES]),
+    log:
+        "logs/shifts/{source}.log",
+    benchmark:
+        "benchmarks/shifts/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/dump_shifts.py"
+
+
+SHIFT_TABLES = [f"results/tables/shift/{m}.md" for m in METRICS]
+SHIFT_FIGURES = [f"results/figures/shift/{s}.png" for s in SHIFT_SOURCES]
+
+
+def shift_outputs():
+    if not SHIFT_SOURCES:
+        return []
+    return SHIFT_TABLES + ["results/tables/shift/ranking.md"] + SHIFT_FIGURES
+
+
+if SHIFT_SOURCES:
+
+    localrules:
+        shift_report,
+
+    rule shift_report:
+        input:
+            long=paths.METRICS_LONG,
+            code=package_files(_calbench_report),
+        output:
+            tables=[
+                report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
+                for p in SHIFT_TABLES
+            ],
+            ranking=report(
+                "results/tables/shift/ranking.md",
+                caption="../report/shift_ranking.rst",
+                category="Shift",
+                subcategory="Tables",
+            ),
+            figures=[
+                report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
+                for p in SHIFT_FIGURES
+            ],
+            csv=[f"results/figures/shift/{s}.csv" for s in SHIFT_SOURCES],
+        params:
+            metrics=METRICS,
+            methods=METHODS,
+            sources=SHIFT_SOURCES,
+        log:
+            "logs/shift_report.log",
+        benchmark:
+            "benchmarks/shift_report.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        script:
+            "../scripts/shift_report.py"
