@@ -5,9 +5,10 @@ the same shape, vectorised over the images (numpy/scipy only) and deterministic 
 and their severity constants:
 
 * ``rotate``, ``translate`` — Ovadia et al. (NeurIPS 2019, "Can you trust your model's uncertainty?", §4 and
-  Fig. 1): MNIST rotated by 0–180° in 15° steps and translated by 0–14 of its 28 pixels. Five severities on
-  their range: rotation by 30°, 60°, 90°, 120°, 150°; horizontal translation by 10, 20, 30, 40, 50 % of the
-  width (2.8 … 14 px at 28 px), zero (black) fill, bilinear.
+  Fig. 1): MNIST rotated by 0–180° in 15° steps and translated by 0–14 of its 28 pixels in 2-pixel steps.
+  The five severities are the first five non-zero steps of their grids: rotation by 15°, 30°, 45°, 60°, 75°;
+  horizontal translation by 2, 4, 6, 8, 10 of 28 pixels, as a fraction of the width; zero (black) fill,
+  bilinear interpolation.
 * ``gaussian_noise``, ``shot_noise``, ``impulse_noise``, ``gaussian_blur``, ``contrast``, ``brightness``,
   ``pixelate`` — Hendrycks & Dietterich (ICLR 2019, "Benchmarking neural network robustness to common
   corruptions and perturbations", §3 and App. A) with the severity constants of their CIFAR-10-C release
@@ -40,8 +41,8 @@ CIFAR10C = {
     "pixelate": (0.95, 0.9, 0.85, 0.75, 0.65),  # side of the box-downsampled image, as a fraction
 }
 #: Ovadia et al.'s rotated / translated MNIST on five severities.
-ROTATE_DEGREES = (30.0, 60.0, 90.0, 120.0, 150.0)
-TRANSLATE_FRACTION = (0.1, 0.2, 0.3, 0.4, 0.5)
+ROTATE_DEGREES = (15.0, 30.0, 45.0, 60.0, 75.0)
+TRANSLATE_FRACTION = (2 / 28, 4 / 28, 6 / 28, 8 / 28, 10 / 28)
 #: Elastic deformation: root-mean-square displacement as a fraction of the side; smoothing width / side.
 ELASTIC_RMS = (0.02, 0.035, 0.05, 0.065, 0.08)
 ELASTIC_SIGMA = 4.0 / 28.0
