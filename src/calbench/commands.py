@@ -179,7 +179,11 @@ def cmd_recommend(args) -> int:
     direction = "higher" if _higher_is_better(args.metric) else "lower"
     print(f"{args.metric} ({direction} is better), mean ± {args.level:.0%} t-interval over seeds; "
           f"significance: paired t-test against the runner-up at alpha = {args.alpha}")
-    for rec in recommend(pd.read_csv(table), args.metric, args.level):
+    from calbench.report.shift import ranking_rows
+
+    if args.under_shift:
+        print("ranked by the mean over the shifted test sets (docs/shift.md), per seed")
+    for rec in recommend(ranking_rows(pd.read_csv(table), args.under_shift), args.metric, args.level):
         interval = f" ± {rec['half_width']:.4g}" if np.isfinite(rec["half_width"]) else " (one seed, no interval)"
         line = f"{rec['source']}: {rec['method']} {rec['mean']:.4g}{interval}"
         if rec["runner_up"] is None:
@@ -347,6 +351,8 @@ def add_subcommands(sub) -> None:
     rec.add_argument("--metric", default="nll", help="metric id to rank by (default nll)")
     rec.add_argument("--level", type=float, default=0.95, help="confidence level of the interval")
     rec.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test")
+    rec.add_argument("--under-shift", action="store_true",
+                     help="rank by the mean over the shifted test sets instead of the clean test split")
     rec.set_defaults(handler=cmd_recommend)
 
     sub.add_parser("compile", help="compile the numba kernels once (make does it after installing)"

@@ -13,7 +13,7 @@ import pandas as pd
 
 from calbench.metrics import lookup
 from calbench.report.plotting import plt, save_figure
-from calbench.report.tables import CLEAN
+from calbench.report.tables import CLEAN, clean
 
 #: The metrics of the shift figure, as Ovadia et al. draw them (ECE, NLL, Brier score, accuracy): the first
 #: configured metric of each pattern.
@@ -85,6 +85,17 @@ def ranking_markdown(long: pd.DataFrame, metric_ids, method_order=None) -> str:
     lines += [f"| {m} | " + " | ".join(f"{columns[c][0].get(m, np.nan):.2f} | {columns[c][1].get(m, np.nan):.2f}"
                                        for c in metric_ids) + " |" for m in methods]
     return "\n".join(lines) + "\n"
+
+
+def ranking_rows(long: pd.DataFrame, under_shift: bool = False) -> pd.DataFrame:
+    """The clean test split's rows, or (``under_shift``) each (source, method, seed, metric)'s mean over the
+    shifted test sets, in the long table's columns but ``test_set``."""
+    if not under_shift:
+        return clean(long).drop(columns="test_set", errors="ignore")
+    shifted = long[long["test_set"] != CLEAN] if "test_set" in long else long.iloc[:0]
+    if shifted.empty:
+        raise ValueError("the results hold no shifted test sets: give a source `shifts` (docs/shift.md) and rerun")
+    return shifted.groupby(["source", "method", "seed", "metric"], as_index=False)["value"].mean()
 
 
 def figure_metrics(metric_ids) -> list[str]:
