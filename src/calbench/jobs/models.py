@@ -149,9 +149,10 @@ def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="re
                                       "calbench_version": calbench.__version__})
 
 
-#: Rows corrupted together; each chunk's random draws are seeded by (split_seed, chunk number), so a shifted set
-#: does not depend on ``eval_batch_size``.
-SHIFT_CHUNK = 1024
+#: Rows corrupted together: up to 1,024 images and 2²² pixel values (the elastic deformation holds a few float64
+#: copies of a chunk: ~27 ImageNet-sized images). Each chunk's random draws are seeded by (split_seed, chunk
+#: number), so a shifted set depends on the image size but not on ``eval_batch_size``.
+SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES = 1024, 2**22
 
 
 def dump_model_shifts_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads",
@@ -166,11 +167,12 @@ def dump_model_shifts_job(source: str, entry: dict, output, weights=None, cache_
     rows_of = "all" if entry.get("split") else "test"
     held_out = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("test",))])
     seed = int(entry.get("split_seed", 0))
+    chunk = max(1, min(SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES // int(np.prod(held_out[0][0].shape))))
     groups = {}
     for name in shift_sets(entry):
         family, severity = name.split("/")
         chunks = ((torch.from_numpy(corrupt(images.numpy(), family, int(severity), seed=[seed, k])), labels)
-                  for k, (images, labels) in enumerate(DataLoader(held_out, batch_size=SHIFT_CHUNK)))
+                  for k, (images, labels) in enumerate(DataLoader(held_out, batch_size=chunk)))
         groups[f"shift/{name}"] = _outputs(model, prepare, chunks, batch_size, f"shift {name}", progress)
     store.write_dump(output, groups, {"source": entry, "source_name": source, "rows_of": rows_of,
                                       "calbench_version": calbench.__version__})
