@@ -4,7 +4,14 @@ import pandas as pd
 import pytest
 
 from calbench.__main__ import main
-from calbench.report.shift import UNDER_SHIFT, figure_metrics, ranking_rows, severity_means
+from calbench.report.shift import (
+    UNDER_SHIFT,
+    figure_metrics,
+    ranking_markdown,
+    ranking_rows,
+    severity_markdown,
+    severity_means,
+)
 
 
 def _long():
@@ -46,6 +53,14 @@ def test_recommend_under_shift_ranks_by_the_mean_over_shifted_sets(tmp_path, cap
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("ranked by the mean over the shifted test sets")
     assert next(line for line in out if line.startswith("src:")).startswith("src: tsx 0.55 ")
+
+
+def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():
+    synthetic = pd.DataFrame([("syn", "ts", 0, "clean", "true_ce.conf.l1", 0.01)], columns=_long().columns)
+    long = pd.concat([_long(), synthetic])
+    assert "No source with shifted test sets has this metric" in severity_markdown(long, "true_ce.conf.l1")
+    assert "true_ce" not in ranking_markdown(long, ["nll", "true_ce.conf.l1"])
+    assert "**syn**" not in severity_markdown(long, "nll")
 
 
 def test_the_figure_shows_ece_nll_brier_and_accuracy_of_the_configured_metrics():

@@ -56,7 +56,11 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> 
     direction = "higher is better" if family.higher_is_better else "lower is better"
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({direction}; mean over "
              "corruption families and seeds per severity, 0 = clean test split)", ""]
-    for source in shifted_sources(long):
+    sources = [s for s in shifted_sources(long) if s in means.index.get_level_values("source")]
+    if not sources:
+        lines.append("No source with shifted test sets has this metric (`true_ce.*` needs a true calibration map, "
+                     "which only synthetic sources know).")
+    for source in sources:
         table = means.loc[source]
         columns = [c for c in table.columns if c != UNDER_SHIFT] + [UNDER_SHIFT]
         methods = [m for m in (method_order or table.index) if m in table.index]
@@ -70,15 +74,18 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> 
 
 
 def ranking_markdown(long: pd.DataFrame, metric_ids, method_order=None) -> str:
-    """Each method's average rank over the shifted sources, on the clean split and under shift, per metric."""
+    """Each method's average rank over the shifted sources, on the clean split and under shift, per metric (those
+    the shifted sources have)."""
     sources = shifted_sources(long)
+    shifted = long[long["source"].isin(sources)]
+    metric_ids = [m for m in metric_ids if m in set(shifted["metric"])]
     lines = ["### Ranking on the clean test split and under shift (average rank over the sources with shifted "
              "sets; lower is better)", "",
              "| method | " + " | ".join(f"{m} clean | {m} shift" for m in metric_ids) + " |",
              "|---|" + "---|---|" * len(metric_ids)]
     columns = {}
     for metric_id in metric_ids:
-        means = severity_means(long[long["source"].isin(sources)], metric_id)
+        means = severity_means(shifted, metric_id)
         columns[metric_id] = (ranks(means, metric_id, 0).mean(), ranks(means, metric_id, UNDER_SHIFT).mean())
     methods = sorted({m for pair in columns.values() for m in pair[0].index})
     methods = [m for m in (method_order or methods) if m in methods]
