@@ -4,17 +4,17 @@
 the same shape, vectorised over the images (numpy/scipy only) and deterministic given ``seed``. The families
 and their severity constants:
 
-* ``rotate``, ``translate`` — Ovadia et al. (NeurIPS 2019, "Can you trust your model's uncertainty?", §4 and
-  Fig. 1): MNIST rotated by 0–180° in 15° steps and translated by 0–14 of its 28 pixels in 2-pixel steps.
+* ``rotate``, ``translate`` — Ovadia et al. (NeurIPS 2019, "Can you trust your model's uncertainty?", Fig. 1):
+  MNIST rotated by 0–180° in 15° steps and translated by 0–14 of its 28 pixels in 2-pixel steps.
   The five severities are the first five non-zero steps of their grids: rotation by 15°, 30°, 45°, 60°, 75°;
   horizontal translation by 2, 4, 6, 8, 10 of 28 pixels, as a fraction of the width; zero (black) fill,
   bilinear interpolation.
 * ``gaussian_noise``, ``shot_noise``, ``impulse_noise``, ``gaussian_blur``, ``contrast``, ``brightness``,
   ``pixelate`` — Hendrycks & Dietterich (ICLR 2019, "Benchmarking neural network robustness to common
-  corruptions and perturbations", §3 and App. A) with the severity constants of their CIFAR-10-C release
+  corruptions and perturbations") with the severity constants of their CIFAR-10-C release
   (:data:`CIFAR10C`), applied to the images as stored (the blur width is in their pixels).
 * ``elastic_transform`` — the elastic deformation of Simard et al. (2003) that ImageNet-C and MNIST-C
-  (Mu & Gilmer 2019, §3) apply: a uniform random displacement field smoothed by a Gaussian of width
+  (Mu & Gilmer 2019) apply: a uniform random displacement field smoothed by a Gaussian of width
   ``4/28`` of the side (Simard's MNIST smoothing) and scaled to a root-mean-square displacement of 2, 3.5,
   5, 6.5, 8 % of the side (calbench's constants: the published ones add a random affine warp and are not
   monotone in severity).
