@@ -1,6 +1,8 @@
 """Shifted test sets of a trained model (docs/shift.md): the shift dump copies the held-out pool, corrupted, and
 the model's accuracy falls with the severity."""
 
+import json
+
 import numpy as np
 import pytest
 import yaml
@@ -51,3 +53,20 @@ def test_shifted_accuracy_falls_with_severity_on_the_default_trained_model(shift
     by_severity = [np.mean([_accuracy(folder / "shifts.h5", f"shift/{f}/{s}") for f in FAMILIES]) for s in SEVERITIES]
     assert clean > 0.9
     assert np.all(np.diff([clean, *by_severity]) < 0), (clean, by_severity)
+
+
+def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_default_trained_model(shifted, tmp_path):
+    """Tomani et al. (2021, §3): level 0 is the clean held-out pool; the noise grows with the level and the
+    accuracy falls from the clean accuracy towards chance (1/K) at the tuned levels, within the tolerances."""
+    folder, entry = shifted
+    jobs.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
+    attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()
+             if k in ("epsilons", "accuracies", "target_accuracies")}
+    assert store.list_groups(tmp_path / "perturbed.h5") == [f"level/{i}" for i in range(5)]
+    np.testing.assert_allclose(store.read_group(tmp_path / "perturbed.h5", "level/0")["logits"],
+                               store.read_group(folder / "dump.h5", "all")["logits"], atol=1e-4)
+    accuracies, targets = np.array(attrs["accuracies"]), np.array(attrs["target_accuracies"])
+    assert attrs["epsilons"][0] == 0 and np.all(np.diff(attrs["epsilons"]) > 0)
+    assert np.all(np.diff(accuracies) < 0), accuracies
+    assert np.all(np.abs(accuracies - targets) <= [0.03 * accuracies[0]] * 4 + [0.05 * accuracies[0]])
+    assert targets[-1] == pytest.approx(0.1)

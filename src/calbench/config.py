@@ -111,9 +111,11 @@ def _check_names(where: str, names, known, what: str) -> None:
 def _check_methods(config: dict) -> None:
     for method in config["methods"]:
         try:
-            split_chain(method)
+            parts = split_chain(method)
         except ValueError as err:
             raise ConfigError(f"config key methods: {err}") from None
+        if "perturb" in parts:
+            _check_perturb(config, method, parts)
     for name, settings in config["method_settings"].items():
         try:
             make(name, **settings)
@@ -121,6 +123,17 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key method_settings.{name}.{err.key}: {err.detail}") from None
         except ValueError as err:
             raise ConfigError(f"config key method_settings.{name}: {err}") from None
+
+
+def _check_perturb(config: dict, method: str, parts: list) -> None:
+    """``perturb`` (Tomani et al. 2021) changes the calibration data of the stages after it: it starts a chain
+    of at least one calibrator, and it needs the images of a train/pretrained source."""
+    if parts[0] != "perturb" or len(parts) < 2 or parts.count("perturb") > 1:
+        raise ConfigError(f"config key methods: {method!r}: 'perturb' perturbs the calibration images the "
+                          "calibrators after it fit on; write it once, first, before a calibrator (e.g. perturb+ts)")
+    if not any(e.get("type") in ("train", "pretrained") for e in (config.get("sources") or {}).values()):
+        raise ConfigError(f"config key methods: {method!r} needs the images of a train or pretrained source, and "
+                          "sources has none (import and download sources carry no images to perturb)")
 
 
 def _check_metrics(where: str, ids) -> None:

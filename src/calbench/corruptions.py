@@ -141,3 +141,17 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0) -> np.ndarra
     rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), severity])
     out = function(images.astype(np.float64) / 255.0, constants[severity - 1], rng)
     return np.rint(np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)
+
+
+def gaussian_perturbation(images: np.ndarray, epsilon: float, seed=0) -> np.ndarray:
+    """``images`` (uint8 ``[N, C, H, W]``) plus Gaussian noise of standard deviation ``epsilon`` on the [0, 1]
+    intensity scale, clipped and rounded to uint8: the perturbation of the calibration images of Tomani et al.
+    (CVPR 2021, §3). The standard-normal draws depend on ``seed`` only, so the images perturbed at two
+    strengths differ by the noise's scale alone and the accuracy falls smoothly with ``epsilon``."""
+    images = np.asarray(images)
+    if images.ndim != 4 or images.dtype != np.uint8:
+        raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")
+    if not np.isfinite(epsilon) or epsilon < 0:
+        raise ValueError(f"the noise's standard deviation must be finite and >= 0, got {epsilon!r}")
+    out = _gaussian_noise(images.astype(np.float64) / 255.0, epsilon, np.random.default_rng(seed))
+    return np.rint(np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)

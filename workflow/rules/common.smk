@@ -70,10 +70,12 @@ def source_has_train(source):
 
 
 def method_runs_on(method, source):
-    """Methods that need embeddings (a training split) run only on sources that have them."""
+    """Methods that need embeddings (a training split, perturbed calibration images) run only on sources that
+    have them."""
     needs = set().union(*(method_class(p).needs for p in split_chain(method)))
     return ("embeddings" not in needs or source_has_embeddings(source)) and (
-        "train" not in needs or source_has_train(source))
+        "train" not in needs or source_has_train(source)) and (
+        "perturbed_cal" not in needs or source in MODEL_SOURCES)
 
 
 def jobs():

@@ -6,6 +6,7 @@ import importlib.util
 import calbench.report as _calbench_report
 from calbench.config import shift_sets
 from calbench.jobs import paths
+from calbench.methods import make
 
 SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
 # The corruptions and the model code make a model source's shifted sets; a data source's are its files.
@@ -53,6 +54,44 @@ rule dump_shifts_model:
         runtime=120,
     script:
         "../scripts/dump_shifts.py"
+
+
+def perturb_levels(wildcards):
+    """The number of perturbation levels of the `perturb` stage (Tomani et al. 2021; docs/shift.md)."""
+    return make("perturb", **config["method_settings"].get("perturb", {})).levels
+
+
+def method_perturbed_cal(wildcards):
+    """A chain starting with `perturb` fits on the perturbed calibration images of its (model) source."""
+    needs = set().union(*(method_class(p).needs for p in split_chain(wildcards.method)))
+    return [paths.PERTURBED_CAL.format(source=wildcards.source)] if "perturbed_cal" in needs else []
+
+
+rule dump_perturbed_cal:
+    input:
+        code=SHIFT_MODEL_CODE,
+        weights=model_weights,
+    output:
+        paths.PERTURBED_CAL,
+    params:
+        entry=source_entry,
+        levels=perturb_levels,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives(MODEL_SOURCES),
+    threads: model_threads
+    log:
+        "logs/perturbed_cal/{source}.log",
+    benchmark:
+        "benchmarks/perturbed_cal/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../scripts/dump_perturbed_cal.py"
 
 
 rule dump_shifts_source:

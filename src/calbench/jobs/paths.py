@@ -3,6 +3,7 @@
 
 DUMP = "results/dumps/{source}.h5"
 SHIFTS = "results/shifts/{source}.h5"
+PERTURBED_CAL = "results/perturbed_cal/{source}.h5"
 MODEL = "results/models/{source}/model.pt"
 SPLIT = "results/splits/{source}/seed{seed}.npy"
 CALIBRATED = "results/calibrated/{source}/{method}/seed{seed}.h5"
