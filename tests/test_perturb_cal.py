@@ -15,7 +15,7 @@ from calbench.corruptions import gaussian_perturbation
 from conftest import run_snakemake
 from workflow_helpers import planned_jobs
 
-jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
+jobs = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
 
 
 def test_gaussian_perturbation_is_deterministic_keeps_range_and_grows_with_epsilon():

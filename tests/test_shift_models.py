@@ -13,6 +13,7 @@ from calbench.data import store
 from conftest import REPO
 
 jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
+perturbed_cal = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"]["digits_vit"]
 
@@ -59,7 +60,7 @@ def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_defaul
     """Tomani et al. (2021, §3): level 0 is the clean held-out pool; the noise grows with the level and the
     accuracy falls from the clean accuracy towards chance (1/K) at the tuned levels, within the tolerances."""
     folder, entry = shifted
-    jobs.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
+    perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
     attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()
              if k in ("epsilons", "accuracies", "target_accuracies")}
     assert store.list_groups(tmp_path / "perturbed.h5") == [f"level/{i}" for i in range(5)]

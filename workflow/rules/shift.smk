@@ -69,7 +69,7 @@ def method_perturbed_cal(wildcards):
 
 rule dump_perturbed_cal:
     input:
-        code=SHIFT_MODEL_CODE,
+        code=SHIFT_MODEL_CODE + [importlib.util.find_spec("calbench.jobs.perturbed_cal").origin],
         weights=model_weights,
     output:
         paths.PERTURBED_CAL,

@@ -1,9 +1,9 @@
-"""Snakemake adapter of calbench.jobs.models.dump_perturbed_cal_job (docs/shift.md): the model's outputs on the
+"""Snakemake adapter of calbench.jobs.perturbed_cal.dump_perturbed_cal_job (docs/shift.md): the model's outputs on the
 calibration images perturbed at increasing strengths (Tomani et al. 2021), read by chains starting with perturb."""
 import json
 
 from calbench.jobs.logs import job_logging, snakemake_log
-from calbench.jobs.models import dump_perturbed_cal_job
+from calbench.jobs.perturbed_cal import dump_perturbed_cal_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

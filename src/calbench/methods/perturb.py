@@ -4,7 +4,7 @@ perturbed by Gaussian noise at ``levels`` strengths (docs/shift.md) instead of t
 
 The stage itself is the identity; what it changes is the data: a calibrate job whose chain starts with it
 reads the model's outputs on the perturbed calibration images (rule ``dump_perturbed_cal``,
-:func:`calbench.jobs.models.dump_perturbed_cal_job`) and fits the chain on their union.
+:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`) and fits the chain on their union.
 """
 
 import numpy as np
