@@ -1,4 +1,4 @@
-"""Calibrators fitted on perturbed calibration images (Tomani et al., CVPR 2021, §3; docs/shift.md): the
+"""Calibrators fitted on perturbed calibration images (Tomani et al., CVPR 2021; docs/shift.md): the
 perturbation, the target accuracies of its levels, the `perturb` stage's config checks, and the workflow."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def test_gaussian_perturbation_is_deterministic_keeps_range_and_grows_with_epsil
 
 
 def test_level_targets_fall_in_equal_steps_from_the_clean_accuracy_to_chance():
-    """Tomani et al. §3: level 0 is the clean set, the last level is at chance (1/K)."""
+    """Tomani et al. (the authors' estimate_epsilons): level 0 is the clean set, the last level is at chance (1/K)."""
     np.testing.assert_allclose(jobs.perturbation_targets(0.9, 10, 5), [0.9, 0.7, 0.5, 0.3, 0.1])
 
 

@@ -57,8 +57,8 @@ def test_shifted_accuracy_falls_with_severity_on_the_default_trained_model(shift
 
 
 def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_default_trained_model(shifted, tmp_path):
-    """Tomani et al. (2021, §3): level 0 is the clean held-out pool; the noise grows with the level and the
-    accuracy falls from the clean accuracy towards chance (1/K) at the tuned levels, within the tolerances."""
+    """Tomani et al. (2021; the authors' estimate_epsilons): level 0 is the clean held-out pool; the noise grows
+    with the level and the accuracy falls from the clean accuracy to chance (1/K) within the tolerances."""
     folder, entry = shifted
     perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
     attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()

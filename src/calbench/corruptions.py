@@ -144,10 +144,10 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0) -> np.ndarra
 
 
 def gaussian_perturbation(images: np.ndarray, epsilon: float, seed=0) -> np.ndarray:
-    """``images`` (uint8 ``[N, C, H, W]``) plus Gaussian noise of standard deviation ``epsilon`` on the [0, 1]
-    intensity scale, clipped and rounded to uint8: the perturbation of the calibration images of Tomani et al.
-    (CVPR 2021, §3). The standard-normal draws depend on ``seed`` only, so the images perturbed at two
-    strengths differ by the noise's scale alone and the accuracy falls smoothly with ``epsilon``."""
+    """``images`` (uint8 ``[N, C, H, W]``) plus Gaussian noise N(0, ε²) on the [0, 1] intensity scale, clipped
+    and rounded to uint8: the perturbation of the calibration images of Tomani et al. (CVPR 2021; as in the
+    authors' code). The standard-normal draws depend on ``seed`` only, so the images perturbed at two strengths
+    differ by the noise's scale alone and the accuracy falls smoothly with ``epsilon``."""
     images = np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")

@@ -31,7 +31,7 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     1,000 classes × 25,000 rows). ``test_index``: a pooled source's test rows for ``seed`` as drawn by
     :func:`calbench.data.splits.write_test_index` (default: drawn here). ``perturbed_cal``: the model's outputs
     on the perturbed calibration images (:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`), on whose union
-    over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021, §3).
+    over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021; docs/shift.md).
     """
     estimator = build_method(method, settings, seed)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs

@@ -1,7 +1,9 @@
 """The perturbed-calibration job (docs/shift.md): the model's outputs on the calibration images perturbed by
 Gaussian noise at increasing strengths, on whose union a chain starting with ``perturb`` is fitted (Tomani et
-al., CVPR 2021, "Post-hoc uncertainty calibration for domain drift scenarios", §3). A module of its own, so
-that editing it reruns no training or dump."""
+al., CVPR 2021, "Post-hoc uncertainty calibration for domain drift scenarios"). The levels, their target accuracies and
+tolerances are those of the authors' code (github.com/tochris/calibration-domain-drift,
+``source/postevaluation/data_refiner.py``: ``estimate_epsilons``), docs/shift.md. A module of its own, so that
+editing it reruns no training or dump."""
 
 from __future__ import annotations
 
@@ -27,8 +29,8 @@ PERTURB_MAX_STEPS = 30
 
 
 def perturbation_targets(clean_accuracy: float, num_classes: int, levels: int) -> np.ndarray:
-    """Target accuracy of each perturbation level (Tomani et al. 2021, §3): from the clean accuracy (level 0,
-    ε = 0) down to chance, 1/K, in equal steps."""
+    """Target accuracy of each perturbation level (Tomani et al. 2021, the authors' ``estimate_epsilons``):
+    from the clean accuracy (level 0, ε = 0) down to chance, 1/K, in equal steps."""
     return clean_accuracy - (clean_accuracy - 1.0 / num_classes) * np.arange(levels) / (levels - 1)
 
 
@@ -65,7 +67,7 @@ def tune_epsilons(run, targets: np.ndarray, tolerance: np.ndarray, start: float 
 def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None,
                            cache_dir="resources/downloads", threads: int = 1, progress: bool = False) -> None:
     """Dump the model's outputs on the calibration images of ``source`` perturbed at ``levels`` strengths
-    (Tomani et al., CVPR 2021, §3; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
+    (Tomani et al., CVPR 2021; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
 
     Level i adds Gaussian noise whose ε is tuned so that the model's accuracy on the perturbed set is the
     clean accuracy minus i/(levels-1) of the way down to chance (1/K), within 3 % of the clean accuracy

@@ -1,6 +1,6 @@
 """Perturbed calibration data (Tomani et al., CVPR 2021, "Post-hoc uncertainty calibration for domain drift
-scenarios", §3): the stage ``perturb`` in ``perturb+ts`` makes the next stages fit on the calibration images
-perturbed by Gaussian noise at ``levels`` strengths (docs/shift.md) instead of the clean ones.
+scenarios"; docs/shift.md): the stage ``perturb`` in ``perturb+ts`` makes the next stages fit on the
+calibration images perturbed by Gaussian noise at ``levels`` strengths instead of the clean ones.
 
 The stage itself is the identity; what it changes is the data: a calibrate job whose chain starts with it
 reads the model's outputs on the perturbed calibration images (rule ``dump_perturbed_cal``,
