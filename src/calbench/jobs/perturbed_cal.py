@@ -28,6 +28,10 @@ PERTURB_MAX_EPSILON = 16.0
 PERTURB_MAX_STEPS = 30
 
 
+def _accuracy(outputs: dict) -> float:
+    return float(np.mean(outputs["logits"].argmax(1) == outputs["labels"]))
+
+
 def perturbation_targets(clean_accuracy: float, num_classes: int, levels: int) -> np.ndarray:
     """Target accuracy of each perturbation level (Tomani et al. 2021, the authors' ``estimate_epsilons``):
     from the clean accuracy (level 0, ε = 0) down to chance, 1/K, in equal steps."""
@@ -40,25 +44,24 @@ def tune_epsilons(run, targets: np.ndarray, tolerance: np.ndarray, start: float 
     (the same standard-normal draws at every ε). Each ε is bracketed by doubling from the previous one and
     then bisected: accuracy falls with ε, and a 1-D bracket needs no simplex (the authors' code uses
     Nelder-Mead for the same equation)."""
-    accuracy = lambda out: float(np.mean(out["logits"].argmax(1) == out["labels"]))  # noqa: E731
     epsilons, outputs = [0.0], [run(0.0)]
     for target, tol in zip(targets[1:], tolerance[1:]):
         lo = epsilons[-1]
         hi = max(2.0 * lo, start)
         out = run(hi)
-        while accuracy(out) > target + tol and hi < PERTURB_MAX_EPSILON:
+        while _accuracy(out) > target + tol and hi < PERTURB_MAX_EPSILON:
             lo, hi = hi, min(2.0 * hi, PERTURB_MAX_EPSILON)
             out = run(hi)
         epsilon = hi
         for _ in range(PERTURB_MAX_STEPS):
-            if abs(accuracy(out) - target) <= tol or epsilon >= PERTURB_MAX_EPSILON:
+            if abs(_accuracy(out) - target) <= tol or epsilon >= PERTURB_MAX_EPSILON:
                 break
-            lo, hi = (epsilon, hi) if accuracy(out) > target else (lo, epsilon)
+            lo, hi = (epsilon, hi) if _accuracy(out) > target else (lo, epsilon)
             epsilon = 0.5 * (lo + hi)
             out = run(epsilon)
-        if abs(accuracy(out) - target) > tol:
+        if abs(_accuracy(out) - target) > tol:
             log.warning("perturbation level %d: accuracy %.4f at epsilon %.4g, target %.4f", len(epsilons),
-                        accuracy(out), epsilon, target)
+                        _accuracy(out), epsilon, target)
         epsilons.append(epsilon)
         outputs.append(out)
     return epsilons, outputs
@@ -87,12 +90,12 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
         return _outputs(model, prepare, chunks, batch_size, f"perturbed cal, epsilon {epsilon:.4g}", progress)
 
     clean = run(0.0)
-    clean_accuracy = float(np.mean(clean["logits"].argmax(1) == clean["labels"]))
+    clean_accuracy = _accuracy(clean)
     targets = perturbation_targets(clean_accuracy, data.num_classes, levels)
     tolerance = np.full(levels, 0.03 * clean_accuracy)
     tolerance[-1] = 0.05 * clean_accuracy
     epsilons, outputs = tune_epsilons(lambda e: clean if e == 0.0 else run(e), targets, tolerance)
-    accuracies = [float(np.mean(o["logits"].argmax(1) == o["labels"])) for o in outputs]
+    accuracies = [_accuracy(out) for out in outputs]
     log.info("perturbation epsilons %s, accuracies %s (targets %s)", np.round(epsilons, 4).tolist(),
              np.round(accuracies, 4).tolist(), np.round(targets, 4).tolist())
     store.write_dump(output, {f"level/{i}": out for i, out in enumerate(outputs)},
