@@ -17,6 +17,7 @@ report: "workflow/report/workflow.rst"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/sources.smk"
 include: "workflow/rules/models.smk"
+include: "workflow/rules/shift.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
@@ -34,3 +35,4 @@ rule all:
         figure_files(),
         study_files(),
         paper_comparison_outputs(),
+        shift_outputs(),

@@ -12,7 +12,7 @@ PACKAGE = REPO / "src" / "calbench"
 # Lowest first. models (torch classifiers, the KCal projection) sits below methods because kcal trains its
 # projection with it; models writes through data's atomic files; persist and torch save/export calibrators.
 LAYERS = [
-    {"scores", "folds", "parallel", "convergence", "vector_exp", "imports"},
+    {"scores", "folds", "parallel", "convergence", "vector_exp", "imports", "corruptions"},
     {"maps1d"},
     {"metrics"},
     {"data"},

@@ -47,7 +47,7 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path, ca
     config = tiny_config(tmp_path)
     run_snakemake(tmp_path, config)
     long = pd.read_csv(tmp_path / "results/tables/metrics_long.csv")
-    assert list(long.columns) == ["source", "method", "seed", "metric", "value"]
+    assert list(long.columns) == ["source", "method", "seed", "test_set", "metric", "value"]
     assert len(long) == 2 * 3 * 2 * 4
     nll = long[long.metric == "nll"].groupby(["source", "method"])["value"].mean().unstack()
     assert (nll["ts"] < nll["uncal"]).all()

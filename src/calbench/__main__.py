@@ -95,8 +95,10 @@ def main(argv=None) -> int:
             from calbench.jobs.evaluate import evaluate_job
 
             out = paths.METRICS.format(**where)
+            shifted = entry.get("shifts") and {"shifts": paths.SHIFTS.format(source=args.source),
+                                               "calibrator": paths.CALIBRATOR.format(**where)}
             evaluate_job(paths.CALIBRATED.format(**where), dump, out, config["metrics"], args.source, args.method,
-                         args.seed, entry.get("split"), config["bootstrap"])
+                         args.seed, entry.get("split"), config["bootstrap"], **(shifted or {}))
             print(json.dumps(json.loads(Path(out).read_text()), indent=1))
     return 0
 

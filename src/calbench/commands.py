@@ -163,7 +163,9 @@ def cmd_recommend(args) -> int:
     if not table.is_file():
         raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
                                 "results directory of a finished run")
-    long = pd.read_csv(table)
+    from calbench.report.shift import ranking_rows
+
+    long = ranking_rows(pd.read_csv(table), args.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
     wanted = available if args.all_metrics else [args.metric]
     for metric in wanted:
@@ -177,10 +179,13 @@ def cmd_recommend(args) -> int:
     print(f"best method per source; interval: {args.level:.0%}, over seeds (t) where a source has several, else "
           f"over its test rows ({args.resamples} bootstrap resamples, the same for every method); a method is "
           f"'not significantly worse' when a two-sided paired test against the best gives p >= {args.alpha}")
+    if args.under_shift:
+        print("ranked by each seed's mean over the shifted test sets (docs/shift.md); one-seed sources get "
+              "no interval, since the bootstrap resamples the clean test rows")
     for metric in wanted:
         direction = "higher" if _higher_is_better(metric) else "lower"
         print(f"\n{metric}{scale_note(metric)}, {direction} is better, values as in the tables")
-        for rec in compare(long, metric, outputs, args.level, args.resamples):
+        for rec in compare(long, metric, None if args.under_shift else outputs, args.level, args.resamples):
             _print_choice(rec, args.alpha, shown)
             if not args.all_metrics:
                 saved = results / "calibrators" / rec["source"] / rec["method"] / f"seed{rec['seed']}.safetensors"
@@ -406,6 +411,8 @@ def add_subcommands(sub) -> None:
     rec.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test")
     rec.add_argument("--resamples", type=int, default=1000,
                      help="bootstrap resamples of the test rows for one-seed sources (default 1000)")
+    rec.add_argument("--under-shift", action="store_true",
+                     help="rank by the mean over the shifted test sets instead of the clean test split")
     rec.set_defaults(handler=cmd_recommend)
 
     sub.add_parser("compile", help="compile the numba kernels once (make does it after installing)"

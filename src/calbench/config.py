@@ -114,9 +114,11 @@ def _check_names(where: str, names, known, what: str) -> None:
 def _check_methods(config: dict) -> None:
     for method in config["methods"]:
         try:
-            split_chain(method)
+            parts = split_chain(method)
         except ValueError as err:
             raise ConfigError(f"config key methods: {err}") from None
+        if "perturb" in parts:
+            _check_perturb(config, method, parts)
     for name, settings in config["method_settings"].items():
         try:
             make(name, **settings)
@@ -124,6 +126,17 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key method_settings.{name}.{err.key}: {err.detail}") from None
         except ValueError as err:
             raise ConfigError(f"config key method_settings.{name}: {err}") from None
+
+
+def _check_perturb(config: dict, method: str, parts: list) -> None:
+    """``perturb`` (Tomani et al. 2021) changes the calibration data of the stages after it: it starts a chain
+    of at least one calibrator, and it needs the images of a train/pretrained source."""
+    if parts[0] != "perturb" or len(parts) < 2 or parts.count("perturb") > 1:
+        raise ConfigError(f"config key methods: {method!r}: 'perturb' perturbs the calibration images the "
+                          "calibrators after it fit on; write it once, first, before a calibrator (e.g. perturb+ts)")
+    if not any(e.get("type") in ("train", "pretrained") for e in (config.get("sources") or {}).values()):
+        raise ConfigError(f"config key methods: {method!r} needs the images of a train or pretrained source, and "
+                          "sources has none (import and download sources carry no images to perturb)")
 
 
 def _check_metrics(where: str, ids) -> None:
@@ -160,10 +173,12 @@ def method_needs(method: str) -> set[str]:
 
 
 def method_runs_on(method: str, entry: dict) -> bool:
-    """Methods that need embeddings (a training split) run only on sources that have them."""
+    """Methods that need embeddings (a training split, perturbed calibration images) run only on sources that
+    have them."""
     needs = method_needs(method)
     return ("embeddings" not in needs or source_has_embeddings(entry)) and (
-        "train" not in needs or source_has_train(entry))
+        "train" not in needs or source_has_train(entry)) and (
+        "perturbed_cal" not in needs or entry["type"] in ("train", "pretrained"))
 
 
 def _source_list(sources: dict, names) -> str:
@@ -226,6 +241,28 @@ def _resolve_figures_and_studies(config: dict) -> None:
         _check_names("paper_comparison.source", [comparison["source"]], sources, "sources")
 
 
+def _check_shifts(config: dict) -> None:
+    """Shifted test sets need the source's images (train/pretrained) or files (import/download); a severity
+    appears once per family."""
+    for name, entry in (config.get("sources") or {}).items():
+        if not isinstance(entry, dict) or "shifts" not in entry:
+            continue
+        if entry.get("type") == "synthetic":
+            raise ConfigError(f"config key sources.{name}.shifts: a synthetic source has neither images to corrupt "
+                              "nor files of shifted test sets; shifts belong to train/pretrained sources (corruption "
+                              "family → severities) or import/download sources (name → [{severity, files}])")
+        for family, items in (entry["shifts"] or {}).items():
+            severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
+            if len(set(map(str, severities))) < len(severities):
+                raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
+
+
+def shift_sets(entry: dict) -> list[str]:
+    """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
+    return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
+            for family, items in entry.get("shifts", {}).items() for item in items]
+
+
 def load(config) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
@@ -235,6 +272,7 @@ def load(config) -> dict:
     """
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
+    _check_shifts(config)
     schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)

@@ -8,6 +8,7 @@ rule calibrate:
         dump=paths.DUMP,
         split=source_split_file,
         code=method_code("calibrate"),
+        perturbed=method_perturbed_cal,
     output:
         calibrated=paths.CALIBRATED,
         calibrator=paths.CALIBRATOR,

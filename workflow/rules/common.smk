@@ -95,7 +95,9 @@ def canonical(value):
 
 
 def source_entry(wildcards):
-    return canonical(SOURCES[wildcards.source])
+    """The source's entry but its ``shifts``: adding a shifted test set reruns no training, dump or calibration
+    (docs/shift.md); the shift dump (rules/shift.smk) reads the whole entry."""
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "shifts"})
 
 
 def source_seed_list(wildcards):

@@ -1,4 +1,5 @@
-# Metrics of each calibrated output (one flat JSON per source, method and seed).
+# Metrics of each calibrated output (one flat JSON per source, method and seed), and of the saved calibrator's
+# predictions on each shifted test set of the source (docs/shift.md).
 from calbench.jobs import paths
 
 
@@ -7,12 +8,15 @@ rule evaluate:
         calibrated=paths.CALIBRATED,
         dump=paths.DUMP,
         code=script_code("evaluate"),
+        shifts=source_shift_file,
+        calibrator=source_shift_calibrator,
     output:
         paths.METRICS,
     params:
         metrics=METRICS,
         split=source_split,
         bootstrap=config["bootstrap"],
+        test_sets=source_test_sets,
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:

@@ -13,4 +13,5 @@ test_index = np.load(smk.input.split[0]) if smk.input.split else None  # pooled 
 with job_logging(snakemake_log(smk)):
     calibrate_job(smk.input.dump, smk.output.calibrated, smk.wildcards.method, json.loads(smk.params.settings),
                   int(smk.wildcards.seed), json.loads(smk.params.split), calibrator_output=smk.output.calibrator,
-                  input_kind=smk.params.scores_kind, test_index=test_index)
+                  input_kind=smk.params.scores_kind, test_index=test_index,
+                  perturbed_cal=smk.input.perturbed[0] if smk.input.perturbed else None)

@@ -8,4 +8,5 @@ smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
     evaluate_job(smk.input.calibrated, smk.input.dump, smk.output[0], list(smk.params.metrics),
                  smk.wildcards.source, smk.wildcards.method, int(smk.wildcards.seed), json.loads(smk.params.split),
-                 smk.params.bootstrap)
+                 smk.params.bootstrap, shifts=smk.input.shifts[0] if smk.input.shifts else None,
+                 calibrator=smk.input.calibrator[0] if smk.input.calibrator else None)

@@ -12,6 +12,7 @@ sources are checked by checksum when fetched, synthetic and model sources need n
 from __future__ import annotations
 
 from calbench.data import importers
+from calbench.data.sources import shift_part
 from calbench.data.splits import check_split
 from calbench.scores import labels_shape_problem
 
@@ -50,28 +51,60 @@ def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -
     return problems
 
 
+def _shift_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[str]:
+    """Problems of the files of an ``import`` source's shifted test sets (docs/shift.md), read as its others;
+    ``classes``: the class counts of its other files."""
+    problems = []
+    for family, items in entry.get("shifts", {}).items():
+        for k, item in enumerate(items):
+            where = f"{origin}.shifts.{family}.{k}"
+            if not deep:
+                problems += [str(err) for err in importers.missing_files(item["files"], where)]
+                continue
+            groups, errors = importers.inspect_files(entry["format"], item["files"], entry["scores"], where)
+            problems += [str(err) for err in errors]
+            if not errors:
+                try:
+                    found = shift_part(groups, where)["logits"].shape[1]
+                except ValueError as err:
+                    problems.append(str(err))
+                    continue
+                if classes and found not in classes:
+                    problems.append(f"{where}.files: {found} classes, but the source's other files have "
+                                    f"{sorted(classes)}")
+    return problems
+
+
 def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
-    """Problems of the files of one ``import`` source (empty for other types)."""
+    """Problems of the files of one ``import`` source and of its shifted test sets (empty for other types)."""
     if entry["type"] != "import":
         return []
-    origin, files = f"sources.{name}", entry["files"]
+    origin = f"sources.{name}"
+    problems, classes = _file_problems(origin, entry, deep)
+    return problems + _shift_problems(origin, entry, deep, classes)
+
+
+def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set]:
+    """Problems of the source's own files, and their class counts (deep check only)."""
+    files = entry["files"]
     if deep:
         groups, errors = importers.inspect_files(entry["format"], files, entry["scores"], origin)
         shapes = {split: {f: a.shape for f, a in arrays.items()} for split, arrays in groups.items()}
+        classes = {fields["logits"][1] for fields in shapes.values()}
         if errors:  # a split with a problem is left out of the groups: no layout check on the rest
-            return [str(err) for err in errors]
-        return _layout_problems(origin, shapes, entry.get("split"))
+            return [str(err) for err in errors], classes
+        return _layout_problems(origin, shapes, entry.get("split")), classes
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
-        return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)]
+        return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)], set()
     try:
         files = importers.npy_fields(files, entry.get("scores", "logits"), origin)
     except ValueError as err:  # names the key itself
-        return [str(err)]
+        return [str(err)], set()
     try:
-        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split"))
+        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split")), set()
     except ValueError as err:
-        return [f"{origin}: {err}"]
+        return [f"{origin}: {err}"], set()
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:

@@ -46,6 +46,29 @@ def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/down
                      "sources are dumped by calbench.jobs.models)")
 
 
+def shift_groups(name: str, entry: dict, cache_dir: str = "resources/downloads") -> dict[str, dict]:
+    """The shifted test sets of an import/download source, ``shift/{family}/{severity}`` → arrays (docs/shift.md):
+    each item's files hold one pool (logits, labels) or a test part (an npz's ``test_*``, a pickle's test pair)."""
+    groups = {}
+    for family, items in entry.get("shifts", {}).items():
+        for k, item in enumerate(items):
+            where = f"sources.{name}.shifts.{family}.{k}"
+            files = (_resolve_downloads(item["files"], cache_dir, where) if entry["type"] == "download"
+                     else item["files"])
+            groups[f"shift/{family}/{item['severity']}"] = shift_part(
+                importers.read_files(entry["format"], files, entry.get("scores", "logits"), where), where)
+    return groups
+
+
+def shift_part(groups: dict[str, dict], where: str) -> dict:
+    """The one shifted test set among the groups read from a shift's files."""
+    for part in ("all", "test"):
+        if part in groups:
+            return groups[part]
+    raise ValueError(f"{where}.files: a shifted test set is one pool (logits, labels) or a test part, found "
+                     f"{sorted(groups)}")
+
+
 def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:
     """Build and atomically write ``results/dumps/{name}.h5``."""
     groups = build_groups(name, entry, seeds, cache_dir)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import time
 
+import numpy as np
+
 import calbench
 from calbench.data import splits, store
 from calbench.methods.registry import build_method
@@ -20,18 +22,22 @@ def _scores(part: dict) -> Scores:
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
                   calibrator_output=None, input_kind: str = "logits", keep_cal_outputs: bool = False,
-                  test_index=None) -> None:
+                  test_index=None, perturbed_cal=None) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
     ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
     ``input_kind`` (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict
     and store the calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at
     1,000 classes × 25,000 rows). ``test_index``: a pooled source's test rows for ``seed`` as drawn by
-    :func:`calbench.data.splits.write_test_index` (default: drawn here).
+    :func:`calbench.data.splits.write_test_index` (default: drawn here). ``perturbed_cal``: the model's outputs
+    on the perturbed calibration images (:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`), on whose union
+    over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021; docs/shift.md).
     """
     estimator = build_method(method, settings, seed)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
     data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
+    if "perturbed_cal" in estimator.needs:
+        data["cal"] = _perturbed_cal(perturbed_cal, data["cal_index"], fields, method)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
@@ -56,3 +62,15 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
                             "calbench_version": calbench.__version__})
+
+
+def _perturbed_cal(path, cal_index, fields, method: str) -> dict:
+    """The seed's calibration rows at every perturbation level of ``path``, stacked level after level."""
+    if path is None:
+        raise ValueError(f"{method} fits on perturbed calibration data, which only model sources have "
+                         "(rule dump_perturbed_cal)")
+    rows_of = store.read_attrs(path)["rows_of"]
+    levels = sorted((g for g in store.list_groups(path) if g.startswith("level/")), key=lambda g: int(g[6:]))
+    parts = [store.read_group(path, g, fields=fields) for g in levels]
+    take = cal_index if rows_of == "all" else slice(None)
+    return {k: np.concatenate([part[k][take] for part in parts]) for k in parts[0]}

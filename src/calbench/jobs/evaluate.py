@@ -1,4 +1,5 @@
-"""The evaluate job: the metrics of one calibrate job's test predictions."""
+"""The evaluate job: the metrics of one calibrate job's test predictions, and of its saved calibrator's
+predictions on each shifted test set of the source (docs/shift.md)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,12 @@ from calbench.scores import Scores
 
 
 def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,
-                 split: dict | None = None, bootstrap: dict | None = None) -> None:
+                 split: dict | None = None, bootstrap: dict | None = None, shifts=None, calibrator=None) -> None:
     """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
 
-    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals.
+    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals. ``shifts``
+    (the source's ``results/shifts/{source}.h5``) with ``calibrator`` (the calibrate job's saved calibrator):
+    the same metrics on each shifted test set, under ``"shifts": {"family/severity": {...}}``.
     """
     out = store.read_calibrated(calibrated, "test")
     wanted = list(metrics)
@@ -28,12 +31,37 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         if true_probs is None:
             wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]
     bootstrap = bootstrap or {}
-    values = evaluate(out["probs"], out["labels"], wanted, true_probs=true_probs, seed=seed,
-                      uncal_probs=uncal_probs, bootstrap=int(bootstrap.get("samples", 0)),
-                      level=float(bootstrap.get("level", 0.95)), interval=bootstrap.get("interval", "basic"),
-                      method=f"{method}, {calibrated}:test/probs")
-    record = {"source": source, "method": method, "seed": seed, **values, PEAK_KEY: peak_rss_mb()}
+
+    def values(probs, labels, true, uncal, where):
+        return evaluate(probs, labels, wanted, true_probs=true, seed=seed, uncal_probs=uncal,
+                        bootstrap=int(bootstrap.get("samples", 0)), level=float(bootstrap.get("level", 0.95)),
+                        interval=bootstrap.get("interval", "basic"), method=f"{method}, {where}")
+
+    record = {"source": source, "method": method, "seed": seed,
+              **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}
+    if shifts is not None:
+        wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
+        record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}")
+                            for name, probs, labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
+    record[PEAK_KEY] = peak_rss_mb()
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
+
+
+def shifted_predictions(shifts, calibrator, test_index):
+    """``(family/severity, calibrated probs, labels, uncalibrated probs)`` of each shifted test set: the saved
+    calibrator applied to the set's logits (and embeddings), on the seed's test rows where the set copies the
+    held-out rows (``rows_of``: ``all`` or ``test``), else on all its rows."""
+    from calbench.persist import load
+
+    cal = load(calibrator)
+    fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal.needs else [])
+    own = store.read_attrs(shifts)["rows_of"] == "own"
+    for group in store.list_groups(shifts):
+        part = store.read_group(shifts, group, fields)
+        if not own:
+            part = {k: v[test_index] for k, v in part.items()}
+        scores = Scores(part["logits"], part.get("embeddings"))
+        yield group.removeprefix("shift/"), cal.predict_proba(scores), part["labels"], scores.probs
 
 
 def peak_rss_mb() -> float:

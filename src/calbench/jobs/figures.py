@@ -13,6 +13,7 @@ from calbench.report.critical_difference import cd_figure, rank_test
 from calbench.report.plotting import write_csv
 from calbench.report.reliability import reliability_bins, reliability_figure
 from calbench.report.simplex import simplex_figure
+from calbench.report.tables import clean
 
 
 def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
@@ -45,7 +46,7 @@ def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int
 def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str = "bonferroni-dunn",
                             alpha: float = 0.05, friedman_alpha: float = 0.005) -> None:
     """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV)."""
-    long = pd.read_csv(long_csv)
+    long = clean(pd.read_csv(long_csv))
     rows = []
     for metric_id, path in figures.items():
         result = rank_test(long, metric_id, test, alpha, friedman_alpha) if metric_id in set(long["metric"]) else None

@@ -20,10 +20,12 @@ from calbench.models.errors import load_tensors, require_models_extra
 require_models_extra("the model rules (train/pretrained sources)")
 
 import torch  # noqa: E402
-from torch.utils.data import DataLoader  # noqa: E402
+from torch.utils.data import ConcatDataset, DataLoader  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 import calbench
+from calbench.config import shift_sets
+from calbench.corruptions import corrupt
 from calbench.data import store
 from calbench.data.atomic import atomic_path
 from calbench.models import architectures, datasets
@@ -104,6 +106,31 @@ def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
     return model, *_normalisation(entry, data, channels), channels
 
 
+def _outputs(model, prepare, chunks, batch_size: int, desc: str, progress: bool) -> dict[str, np.ndarray]:
+    """Embeddings, logits and labels of ``chunks`` of ``(uint8 images, labels)``, run ``batch_size`` at a time."""
+    parts = {"embeddings": [], "logits": [], "labels": []}
+    for images, labels in tqdm(chunks, desc=desc, disable=not progress):
+        for batch in images.split(batch_size):
+            emb, logits = architectures.embed(model, prepare(batch))
+            parts["embeddings"].append(emb.float().cpu().numpy())
+            parts["logits"].append(logits.float().cpu().numpy())
+        parts["labels"].append(labels.numpy())
+    out = {k: np.concatenate(v) for k, v in parts.items()}
+    log.info("%s: %d rows, accuracy %.4f", desc, len(out["labels"]), np.mean(out["logits"].argmax(1) == out["labels"]))
+    return out
+
+
+def _loaded(source: str, entry: dict, weights, cache_dir, threads: int):
+    """The source's data, its model in eval mode on the device, the batch preparation and the batch size."""
+    where = f"sources.{source}"
+    torch.set_num_threads(threads)
+    device = resolve_device(entry.get("device", "auto"))
+    data = datasets.load(entry, where, cache_dir)
+    model, mean, std, channels = _load_model(entry, data, weights, where)
+    model.to(device).eval()
+    return data, model, _prepare(entry, mean, std, channels, device), int(entry.get("eval_batch_size", 256))
+
+
 def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads", threads: int = 1,
              progress: bool = True) -> None:
     """Dump logits, labels and embeddings of every split of ``source`` to ``output``.
@@ -111,31 +138,41 @@ def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="re
     ``weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
     comes from its published weights (``pretrained``) or a local file (``weights`` in the entry).
     """
-    where = f"sources.{source}"
-    torch.set_num_threads(threads)
-    device = resolve_device(entry.get("device", "auto"))
-    data = datasets.load(entry, where, cache_dir)
-    model, mean, std, channels = _load_model(entry, data, weights, where)
-    model.to(device).eval()
-    prepare = _prepare(entry, mean, std, channels, device)
-    batch_size = int(entry.get("eval_batch_size", 256))
-    groups = {}
-    for split, dataset in data.splits.items():
-        if len(dataset) == 0:
-            continue
-        parts = {"embeddings": [], "logits": [], "labels": []}
-        for images, labels in tqdm(DataLoader(dataset, batch_size=batch_size), desc=f"dump {split}",
-                                   disable=not progress):
-            emb, logits = architectures.embed(model, prepare(images))
-            parts["embeddings"].append(emb.float().cpu().numpy())
-            parts["logits"].append(logits.float().cpu().numpy())
-            parts["labels"].append(labels.numpy())
-        groups[split] = {k: np.concatenate(v) for k, v in parts.items()}
-        log.info("%s: %d rows, accuracy %.4f", split, len(groups[split]["labels"]),
-                 np.mean(groups[split]["logits"].argmax(1) == groups[split]["labels"]))
+    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
+    groups = {split: _outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
+                              f"dump {split}", progress)
+              for split, dataset in data.splits.items() if len(dataset)}
     if entry.get("split"):  # one held-out pool, re-split per seed
         held_out = [groups.pop(split) for split in ("cal", "test")]
         groups["all"] = {k: np.concatenate([part[k] for part in held_out]) for k in held_out[0]}
     store.write_dump(output, groups, {"source": entry, "source_name": source, "class_names": data.class_names,
                                       "calbench_version": calbench.__version__})
 
+
+#: Rows corrupted together: up to 1,024 images and 2²² pixel values (the elastic deformation holds a few float64
+#: copies of a chunk: ~27 ImageNet-sized images). Each chunk's random draws are seeded by (split_seed, chunk
+#: number), so a shifted set depends on the image size but not on ``eval_batch_size``.
+SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES = 1024, 2**22
+
+
+def dump_model_shifts_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads",
+                          threads: int = 1, progress: bool = True) -> None:
+    """Dump the model's outputs on each shifted test set of ``source`` (docs/shift.md) to ``output``.
+
+    Group ``shift/{family}/{severity}`` holds the corrupted copies of the held-out rows of the dump: the pool
+    (cal then test, as the dump's ``all``) of a pooled source, whose evaluation takes each seed's test rows, else
+    the test split (root attribute ``rows_of``: ``all`` or ``test``).
+    """
+    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
+    rows_of = "all" if entry.get("split") else "test"
+    held_out = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("test",))])
+    seed = int(entry.get("split_seed", 0))
+    chunk = max(1, min(SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES // int(np.prod(held_out[0][0].shape))))
+    groups = {}
+    for name in shift_sets(entry):
+        family, severity = name.split("/")
+        chunks = ((torch.from_numpy(corrupt(images.numpy(), family, int(severity), seed=[seed, k])), labels)
+                  for k, (images, labels) in enumerate(DataLoader(held_out, batch_size=chunk)))
+        groups[f"shift/{name}"] = _outputs(model, prepare, chunks, batch_size, f"shift {name}", progress)
+    store.write_dump(output, groups, {"source": entry, "source_name": source, "rows_of": rows_of,
+                                      "calbench_version": calbench.__version__})

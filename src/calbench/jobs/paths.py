@@ -2,6 +2,8 @@
 ``python -m calbench dump|calibrate|evaluate`` both fill them (``DUMP.format(source=...)``)."""
 
 DUMP = "results/dumps/{source}.h5"
+SHIFTS = "results/shifts/{source}.h5"
+PERTURBED_CAL = "results/perturbed_cal/{source}.h5"
 MODEL = "results/models/{source}/model.pt"
 SPLIT = "results/splits/{source}/seed{seed}.test_rows.npy"
 CALIBRATED = "results/calibrated/{source}/{method}/seed{seed}.h5"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 
+import calbench
+
 log = logging.getLogger("calbench")
 
 
@@ -13,3 +15,18 @@ def dump_source_job(source: str, entry: dict, seeds, output, cache_dir="resource
 
     log.info("building dump of source %s (%s)", source, entry.get("type"))
     sources.make_dump(source, entry, seeds, output, cache_dir)
+
+
+def dump_source_shifts_job(source: str, entry: dict, dump, output, cache_dir="resources/downloads") -> None:
+    """Write the shifted test sets of an import/download source (its ``shifts`` files, docs/shift.md) to ``output``;
+    each is evaluated in full (root attribute ``rows_of: own``). Their class count must be the dump's."""
+    from calbench.data import sources, store
+
+    groups = sources.shift_groups(source, entry, cache_dir)
+    classes = int(store.read_attrs(dump)["num_classes"])
+    for name, arrays in groups.items():
+        if arrays["logits"].shape[1] != classes:
+            raise ValueError(f"sources.{source}.shifts: {name} has {arrays['logits'].shape[1]} classes, but {dump} "
+                             f"has {classes}; a shifted test set holds the same classifier's outputs")
+    store.write_dump(output, groups, {"source": entry, "source_name": source, "rows_of": "own",
+                                      "calbench_version": calbench.__version__})

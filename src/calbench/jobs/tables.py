@@ -7,7 +7,7 @@ import pandas as pd
 from calbench.data.atomic import write_text_atomic
 from calbench.report.paper_comparison import comparison_markdown, paper_table, true_map_rows
 from calbench.report.runtime import runtime_frame, runtime_markdown
-from calbench.report.tables import write_tables
+from calbench.report.tables import clean, write_tables
 
 
 def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
@@ -17,7 +17,7 @@ def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
 
 def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str = "lece_table1") -> None:
     """Read ``metrics_long.csv``, add the true map's rows from ``dump``, write the Markdown to ``out``."""
-    long = pd.read_csv(long_csv)
+    long = clean(pd.read_csv(long_csv)).drop(columns="test_set", errors="ignore")
     long = pd.concat([long, true_map_rows(dump, source, seeds, list(paper_table(table)[2]))], ignore_index=True)
     write_text_atomic(out, comparison_markdown(long, source, table))
 

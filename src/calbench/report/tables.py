@@ -19,17 +19,30 @@ from calbench.data.store import PEAK_KEY
 from calbench.metrics import lookup
 
 ID_COLUMNS = ("source", "method", "seed")
+#: The ``test_set`` of the held-out test split; a shifted set is ``family/severity`` (docs/shift.md).
+CLEAN = "clean"
 
 
 def long_table(metric_files) -> pd.DataFrame:
-    """``source,method,seed,metric,value`` rows from flat metrics JSON files (docs/architecture.md §3)."""
+    """``source,method,seed,test_set,metric,value`` rows from metrics JSON files (docs/architecture.md §3):
+    their flat metrics are the ``clean`` test set's, their ``shifts`` the shifted sets'."""
     rows = []
     for path in metric_files:
         record = json.loads(Path(path).read_text())
         ids = {k: record[k] for k in ID_COLUMNS}
-        rows += [{**ids, "metric": k, "value": v} for k, v in record.items() if k not in (*ID_COLUMNS, PEAK_KEY)]
-    frame = pd.DataFrame(rows, columns=[*ID_COLUMNS, "metric", "value"])
-    return frame.sort_values([*ID_COLUMNS, "metric"], kind="stable").reset_index(drop=True)
+        sets = {CLEAN: {k: v for k, v in record.items() if k not in (*ID_COLUMNS, "shifts", PEAK_KEY)},
+                **record.get("shifts", {})}
+        rows += [{**ids, "test_set": name, "metric": k, "value": v} for name, values in sets.items()
+                 for k, v in values.items()]
+    frame = pd.DataFrame(rows, columns=[*ID_COLUMNS, "test_set", "metric", "value"])
+    frame["clean_first"] = frame["test_set"] != CLEAN
+    frame = frame.sort_values([*ID_COLUMNS, "clean_first", "test_set", "metric"], kind="stable")
+    return frame.drop(columns="clean_first").reset_index(drop=True)
+
+
+def clean(long: pd.DataFrame) -> pd.DataFrame:
+    """The rows of the clean test set (all rows of a table written without a ``test_set`` column)."""
+    return long[long["test_set"] == CLEAN] if "test_set" in long else long
 
 
 def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
@@ -102,11 +115,13 @@ def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
 
 
 def write_tables(metric_files, out_dir, metric_ids, method_order=None) -> list[Path]:
-    """Write ``metrics_long.csv``, ``{metric}.md`` per metric, ``average_ranks.md`` and ``summary.md``."""
+    """Write ``metrics_long.csv`` (every test set), and from the clean test set ``{metric}.md`` per metric,
+    ``average_ranks.md`` and ``summary.md``."""
     out_dir = Path(out_dir)
-    long = long_table(metric_files)
+    everything = long_table(metric_files)
     written = [out_dir / "metrics_long.csv"]
-    write_text_atomic(written[0], long.to_csv(index=False, float_format="%.10g"))
+    write_text_atomic(written[0], everything.to_csv(index=False, float_format="%.10g"))
+    long = clean(everything)
     present = [m for m in metric_ids if m in set(long["metric"])]
     sections = []
     for metric_id in present:

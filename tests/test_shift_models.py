@@ -1,0 +1,73 @@
+"""Shifted test sets of a trained model (docs/shift.md): the shift dump copies the held-out pool, corrupted, and
+the model's accuracy falls with the severity."""
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from calbench.config import load
+from calbench.corruptions import FAMILIES, SEVERITIES
+from calbench.data import store
+from conftest import REPO
+
+jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
+perturbed_cal = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
+
+DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"]["digits_vit"]
+
+
+@pytest.fixture(scope="module")
+def shifted(tmp_path_factory):
+    """The default config's digits ViT, trained for 20 of its 100 epochs, and every family at every severity."""
+    folder = tmp_path_factory.mktemp("shift_models")
+    entry = {**DEFAULT, "recipe": {**DEFAULT["recipe"], "epochs": 20},
+             "shifts": {family: list(SEVERITIES) for family in FAMILIES}}
+    entry = load({"sources": {"d": entry}, "methods": ["ts"], "metrics": ["acc"]})["sources"]["d"]
+    jobs.train_job("d", entry, folder / "model.pt", progress=False)
+    jobs.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", progress=False)
+    jobs.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", progress=False)
+    return folder, entry
+
+
+def _accuracy(path, group):
+    part = store.read_group(path, group, ["logits", "labels"])
+    return np.mean(part["logits"].argmax(1) == part["labels"])
+
+
+def test_shift_dump_holds_every_set_as_a_corrupted_copy_of_the_held_out_pool(shifted):
+    folder, entry = shifted
+    assert store.list_groups(folder / "shifts.h5") == sorted(f"shift/{f}/{s}" for f in FAMILIES for s in SEVERITIES)
+    assert store.read_attrs(folder / "shifts.h5")["rows_of"] == "all"
+    pool = store.read_group(folder / "dump.h5", "all")
+    rotated = store.read_group(folder / "shifts.h5", "shift/rotate/1")
+    np.testing.assert_array_equal(rotated["labels"], pool["labels"])  # the same rows in the same order
+    assert rotated["embeddings"].shape == pool["embeddings"].shape
+    assert not np.allclose(rotated["logits"], pool["logits"])
+
+
+def test_shifted_accuracy_falls_with_severity_on_the_default_trained_model(shifted):
+    """Averaged over the families (Ovadia et al. Fig. 2), accuracy falls at every severity step."""
+    folder, _ = shifted
+    clean = _accuracy(folder / "dump.h5", "all")
+    by_severity = [np.mean([_accuracy(folder / "shifts.h5", f"shift/{f}/{s}") for f in FAMILIES]) for s in SEVERITIES]
+    assert clean > 0.9
+    assert np.all(np.diff([clean, *by_severity]) < 0), (clean, by_severity)
+
+
+def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_default_trained_model(shifted, tmp_path):
+    """Tomani et al. (2021; the authors' estimate_epsilons): level 0 is the clean held-out pool; the noise grows
+    with the level and the accuracy falls from the clean accuracy to chance (1/K) within the tolerances."""
+    folder, entry = shifted
+    perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
+    attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()
+             if k in ("epsilons", "accuracies", "target_accuracies")}
+    assert store.list_groups(tmp_path / "perturbed.h5") == [f"level/{i}" for i in range(5)]
+    np.testing.assert_allclose(store.read_group(tmp_path / "perturbed.h5", "level/0")["logits"],
+                               store.read_group(folder / "dump.h5", "all")["logits"], atol=1e-4)
+    accuracies, targets = np.array(attrs["accuracies"]), np.array(attrs["target_accuracies"])
+    assert attrs["epsilons"][0] == 0 and np.all(np.diff(attrs["epsilons"]) > 0)
+    assert np.all(np.diff(accuracies) < 0), accuracies
+    assert np.all(np.abs(accuracies - targets) <= [0.03 * accuracies[0]] * 4 + [0.05 * accuracies[0]])
+    assert targets[-1] == pytest.approx(0.1)

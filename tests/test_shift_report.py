@@ -1,0 +1,68 @@
+"""Shift tables (docs/shift.md): severity means over families and seeds, ranks, and `recommend --under-shift`."""
+
+import pandas as pd
+import pytest
+
+from calbench.__main__ import main
+from calbench.report.shift import (
+    UNDER_SHIFT,
+    figure_metrics,
+    ranking_markdown,
+    ranking_rows,
+    severity_markdown,
+    severity_means,
+)
+
+
+def _long():
+    """On src: ts is best on the clean split, tsx degrades less and is best under shift."""
+    rows = []
+    for seed in (0, 1):
+        rows += [("src", "ts", seed, "clean", "nll", 0.30 + 0.01 * seed), ("src", "tsx", seed, "clean", "nll", 0.35)]
+        for family, step in (("rotate", 0.1), ("gaussian_noise", 0.3)):
+            for severity in (1, 3):
+                rows += [("src", "ts", seed, f"{family}/{severity}", "nll", 0.3 + step * severity),
+                         ("src", "tsx", seed, f"{family}/{severity}", "nll", 0.35 + step * severity / 2)]
+    return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
+
+
+def test_severity_means_average_families_and_seeds_as_ovadia():
+    means = severity_means(_long(), "nll").loc["src"]
+    assert means.at["ts", 0] == pytest.approx(0.305)
+    assert means.at["ts", 1] == pytest.approx(0.3 + (0.1 + 0.3) / 2)
+    assert means.at["tsx", 3] == pytest.approx(0.35 + (0.3 + 0.9) / 4)
+    assert means.at["ts", UNDER_SHIFT] == pytest.approx(0.3 + (0.1 + 0.3 + 0.3 + 0.9) / 4)
+    assert list(means.columns) == [0, 1, 3, UNDER_SHIFT]
+
+
+def test_ranking_rows_keep_clean_rows_or_averages_the_shifted_sets():
+    clean = ranking_rows(_long())
+    assert "test_set" not in clean and len(clean) == 4
+    shifted = ranking_rows(_long(), under_shift=True).set_index(["method", "seed"])["value"]
+    assert shifted[("ts", 0)] == pytest.approx(0.3 + (0.1 + 0.3 + 0.3 + 0.9) / 4)
+    with pytest.raises(ValueError, match="no shifted test sets"):
+        ranking_rows(_long().query("test_set == 'clean'"), under_shift=True)
+
+
+def test_recommend_under_shift_ranks_by_the_mean_over_shifted_sets(tmp_path, capsys):
+    (tmp_path / "tables").mkdir()
+    _long().to_csv(tmp_path / "tables/metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--metric", "nll"]) == 0
+    assert next(line for line in capsys.readouterr().out.splitlines() if line.startswith("src:")).startswith("src: ts ")
+    assert main(["recommend", str(tmp_path), "--metric", "nll", "--under-shift"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[1].startswith("ranked by the mean over the shifted test sets")
+    assert next(line for line in out if line.startswith("src:")).startswith("src: tsx 0.55 ")
+
+
+def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():
+    synthetic = pd.DataFrame([("syn", "ts", 0, "clean", "true_ce.conf.l1", 0.01)], columns=_long().columns)
+    long = pd.concat([_long(), synthetic])
+    assert "No source with shifted test sets has this metric" in severity_markdown(long, "true_ce.conf.l1")
+    assert "true_ce" not in ranking_markdown(long, ["nll", "true_ce.conf.l1"])
+    assert "**syn**" not in severity_markdown(long, "nll")
+
+
+def test_the_figure_shows_ece_nll_brier_and_accuracy_of_the_configured_metrics():
+    assert figure_metrics(["acc", "nll", "ece.cw.em15.l1", "ece.conf.em15.l1", "ece.conf.ew15.l1", "brier"]) == [
+        "ece.conf.em15.l1", "nll", "brier", "acc"]

@@ -1,0 +1,161 @@
+# Calibration under dataset shift (docs/shift.md): the shifted test sets of each source with `shifts` →
+# results/shifts/{source}.h5 (its calibrate jobs never read it, so adding a shift reruns no calibration; the
+# evaluate jobs apply the saved calibrators to it), then the shift tables and figures from the long table.
+from calbench.config import method_needs, shift_sets
+from calbench.jobs import paths
+from calbench.methods import make
+
+SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
+
+
+def source_shift_file(wildcards):
+    return [paths.SHIFTS.format(source=wildcards.source)] if wildcards.source in SHIFT_SOURCES else []
+
+
+def source_shift_calibrator(wildcards):
+    """The saved calibrator, which the evaluate job applies to the shifted sets (none without shifts)."""
+    return [paths.CALIBRATOR.format(**wildcards)] if wildcards.source in SHIFT_SOURCES else []
+
+
+def source_test_sets(wildcards):
+    return shift_sets(SOURCES[wildcards.source])
+
+
+def shifted_entry(wildcards):
+    return canonical(SOURCES[wildcards.source])
+
+
+rule dump_shifts_model:
+    input:
+        code=script_code("dump_shifts"),
+        weights=model_weights,
+    output:
+        paths.SHIFTS,
+    params:
+        entry=shifted_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in MODEL_SOURCES]),
+    threads: model_threads
+    log:
+        "logs/shifts/{source}.log",
+    benchmark:
+        "benchmarks/shifts/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../scripts/dump_shifts.py"
+
+
+def perturb_levels(wildcards):
+    """The number of perturbation levels of the `perturb` stage (Tomani et al. 2021; docs/shift.md)."""
+    return make("perturb", **config["method_settings"].get("perturb", {})).levels
+
+
+def method_perturbed_cal(wildcards):
+    """A chain starting with `perturb` fits on the perturbed calibration images of its (model) source."""
+    return [paths.PERTURBED_CAL.format(source=wildcards.source)] if "perturbed_cal" in method_needs(wildcards.method) else []
+
+
+rule dump_perturbed_cal:
+    input:
+        code=script_code("dump_perturbed_cal"),
+        weights=model_weights,
+    output:
+        paths.PERTURBED_CAL,
+    params:
+        entry=source_entry,
+        levels=perturb_levels,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives(MODEL_SOURCES),
+    threads: model_threads
+    log:
+        "logs/perturbed_cal/{source}.log",
+    benchmark:
+        "benchmarks/perturbed_cal/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=1,
+        mem_mb=8000,
+        runtime=120,
+    script:
+        "../scripts/dump_perturbed_cal.py"
+
+
+rule dump_shifts_source:
+    input:
+        code=script_code("dump_shifts"),
+        dump=paths.DUMP,
+    output:
+        paths.SHIFTS,
+    params:
+        entry=shifted_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in DATA_SOURCES]),
+    log:
+        "logs/shifts/{source}.log",
+    benchmark:
+        "benchmarks/shifts/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/dump_shifts.py"
+
+
+SHIFT_TABLES = [f"results/tables/shift/{m}.md" for m in METRICS]
+SHIFT_FIGURES = [f"results/figures/shift/{s}.png" for s in SHIFT_SOURCES]
+
+
+def shift_outputs():
+    if not SHIFT_SOURCES:
+        return []
+    return SHIFT_TABLES + ["results/tables/shift/ranking.md"] + SHIFT_FIGURES
+
+
+if SHIFT_SOURCES:
+
+    localrules:
+        shift_report,
+
+    rule shift_report:
+        input:
+            long=paths.METRICS_LONG,
+            code=script_code("shift_report"),
+        output:
+            tables=[
+                report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
+                for p in SHIFT_TABLES
+            ],
+            ranking=report(
+                "results/tables/shift/ranking.md",
+                caption="../report/shift_ranking.rst",
+                category="Shift",
+                subcategory="Tables",
+            ),
+            figures=[
+                report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
+                for p in SHIFT_FIGURES
+            ],
+            csv=[f"results/figures/shift/{s}.csv" for s in SHIFT_SOURCES],
+        params:
+            metrics=METRICS,
+            methods=METHODS,
+            sources=SHIFT_SOURCES,
+        log:
+            "logs/shift_report.log",
+        benchmark:
+            "benchmarks/shift_report.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        script:
+            "../scripts/shift_report.py"

@@ -1,0 +1,11 @@
+"""Snakemake adapter of calbench.jobs.perturbed_cal.dump_perturbed_cal_job (docs/shift.md): the model's outputs on the
+calibration images perturbed at increasing strengths (Tomani et al. 2021), read by chains starting with perturb."""
+import json
+
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.perturbed_cal import dump_perturbed_cal_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    dump_perturbed_cal_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], int(smk.params.levels),
+                           smk.input.weights or None, smk.params.cache_dir, smk.threads)
