@@ -12,6 +12,7 @@ import yaml
 
 from calbench.config import ConfigError, load
 from calbench.corruptions import gaussian_perturbation
+from calbench.data.store import read_calibrated
 from conftest import run_snakemake
 from workflow_helpers import planned_jobs
 
@@ -108,8 +109,8 @@ def test_perturbed_ts_fits_on_every_level_and_is_evaluated_under_shift(planned_t
     assert "fitting perturb+ts on 400 x 10" in (work / "logs/calibrate/digits_tiny/perturb+ts/seed0.log").read_text()
     confidence = {}
     for method in ("ts", "perturb+ts"):
-        with h5py.File(work / f"results/calibrated/digits_tiny/{method}/seed0.h5") as f:
-            confidence[method] = np.exp(f["test/logprobs"][:].max(1)).mean()
+        test = read_calibrated(work / f"results/calibrated/digits_tiny/{method}/seed0.h5", "test")
+        confidence[method] = test["probs"].max(1).mean()
         record = json.loads((work / f"results/metrics/digits_tiny/{method}/seed0.json").read_text())
         assert set(record["shifts"]) == {"gaussian_noise/5", "rotate/3"}
     # fitted on data down to chance accuracy, the temperature is larger: the predictions less confident
