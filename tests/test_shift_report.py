@@ -52,7 +52,7 @@ def test_recommend_under_shift_ranks_by_the_mean_over_shifted_sets(tmp_path, cap
     assert main(["recommend", str(tmp_path), "--metric", "nll", "--under-shift"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1].startswith("ranked by the mean over the shifted test sets")
-    assert next(line for line in out if line.startswith("src:")).startswith("src: tsx 0.55 ")
+    assert next(line for line in out if line.startswith("src:")).startswith("src: tsx 0.550 ")
 
 
 def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():

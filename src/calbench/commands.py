@@ -180,7 +180,7 @@ def cmd_recommend(args) -> int:
           f"over its test rows ({args.resamples} bootstrap resamples, the same for every method); a method is "
           f"'not significantly worse' when a two-sided paired test against the best gives p >= {args.alpha}")
     if args.under_shift:
-        print("ranked by each seed's mean over the shifted test sets (docs/shift.md); one-seed sources get "
+        print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); one-seed sources get "
               "no interval, since the bootstrap resamples the clean test rows")
     for metric in wanted:
         direction = "higher" if _higher_is_better(metric) else "lower"
