@@ -315,7 +315,7 @@ def test_imagenet_like_dump_has_a_training_split_and_bad_options_are_named(tmp_p
 
 
 def test_calibrated_outputs_store_the_calibration_split_only_on_request_and_old_files_stay_readable(tmp_path):
-    """Issue 12 (≤ 120 MB per job): nothing reads cal/probs, so they are written only when given; files of
+    """Disk per job stays small at 1,000 classes: nothing reads cal/probs, so they are written only when given; files of
     earlier versions (float64 probs, float32 logprobs) stay readable."""
     probs = np.array([[0.2, 0.8], [0.6, 0.4]])
     store.write_calibrated(tmp_path / "lean.h5", None, probs, [3, 4], [0, 1], [1, 0], {})

@@ -20,8 +20,9 @@ def _optional(array, shape, name):
     return array
 
 
-#: Largest |row sum − 1| accepted by :func:`evaluate` for float64 probabilities (issue 16); inputs of
-#: lower precision (float32) get ``C`` times their machine epsilon where that is larger.
+#: Largest |row sum − 1| accepted by :func:`evaluate` for float64 probabilities (tight enough that a
+#: calibrator's rounding shows, loose enough for float64 sums); inputs of lower precision (float32) get ``C``
+#: times their machine epsilon where that is larger.
 SUM_TOL = 1e-6
 
 
