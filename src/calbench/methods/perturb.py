@@ -7,34 +7,20 @@ reads the model's outputs on the perturbed calibration images (rule ``dump_pertu
 :func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`) and fits the chain on their union.
 """
 
-import numpy as np
-
-from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval
 from calbench.methods.registry import register
-from calbench.scores import Scores
+from calbench.methods.uncal import IdentityMap
 
 
 @register("perturb")
-class PerturbedCalibrationData(Calibrator):
+class PerturbedCalibrationData(IdentityMap):
     """Identity map p̂ = σ(z) whose fit data are the perturbed calibration set.
 
     ``levels``: number of perturbation strengths, the clean one (ε = 0) included; the authors' default is 10.
     """
 
     needs = frozenset({"logits", "perturbed_cal"})
-    preserves_argmax = True
-    needs_every_class = None  # the labels are unused here (the next stages use them)
     _parameter_constraints = {"levels": [Interval("int", 2, None)]}
 
     def __init__(self, levels: int = 10):
         self.levels = levels
-
-    def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        pass
-
-    def _predict_proba(self, scores: Scores) -> np.ndarray:
-        return scores.probs
-
-    def transform(self, scores) -> Scores:
-        return self._check_scores(scores)

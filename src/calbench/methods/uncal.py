@@ -7,9 +7,9 @@ from calbench.methods.registry import register
 from calbench.scores import Scores
 
 
-@register("uncal")
-class Uncalibrated(Calibrator):
-    """Identity map: p̂ = σ(z)."""
+class IdentityMap(Calibrator):
+    """Identity map p̂ = σ(z), fitted on nothing: the base of ``uncal`` and of stages that only change the
+    fit data (``perturb``)."""
 
     preserves_argmax = True
     needs_every_class = None  # the labels are unused
@@ -22,6 +22,11 @@ class Uncalibrated(Calibrator):
 
     def transform(self, scores) -> Scores:
         return self._check_scores(scores)
+
+
+@register("uncal")
+class Uncalibrated(IdentityMap):
+    """Identity map: p̂ = σ(z)."""
 
     def torch_stage(self):
         from calbench.methods.torch_stages import Identity
