@@ -61,7 +61,7 @@ def _csv_has_header(path: Path) -> bool:
 
 def write_array(path, array: np.ndarray) -> None:
     """Write ``.npy`` or ``.csv`` atomically (no half-written file on error)."""
-    from calbench.data.atomic import atomic_path
+    from calbench.atomic import atomic_path
 
     path = Path(path)
     if path.suffix.lower() not in (".npy", ".csv"):

@@ -27,7 +27,7 @@ import calbench
 from calbench.config import shift_sets
 from calbench.corruptions import corrupt
 from calbench.data import store
-from calbench.data.atomic import atomic_path
+from calbench.atomic import atomic_path
 from calbench.models import architectures, datasets
 from calbench.models.training import Recipe, resolve_device, seed_everything, train
 

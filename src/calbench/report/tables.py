@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.data.store import PEAK_KEY
 from calbench.metrics import lookup
 
