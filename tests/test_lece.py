@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from calbench.data.synthetic import lece3
+from calbench.kernels import neighbour_sums as neighbour_sums_module
 from calbench.methods import lece as lece_module
 from calbench.methods import make
-from calbench.methods import neighbour_sums as neighbour_sums_module
 from calbench.methods.tuning import GridSearch
 
 

@@ -13,7 +13,7 @@ KCal replaces the classifier's last layer by a kernel density classifier on a le
 The kernel is the authors' code's ``RBFKernelMean``: φ(u, v) = exp(−‖Π(u) − Π(v)‖² / (d·h)), so
 the bandwidth h lives on the scale of mean squared distances (h ≈ b² of the paper's φ_b; the 1/b
 factor of φ_b cancels in Eq. 3). The search covers h ∈ [0.1, 10] with tolerance 1e-4 and 20-fold
-CV, as their code does. Inference is numpy and one numba kernel (:mod:`calbench.methods.kernel_sums`).
+CV, as their code does. Inference is numpy and one numba kernel (:mod:`calbench.kernels.kernel_sums`).
 Each row of kernel values is shifted by its largest log-kernel before exponentiating: Eq. 3 is unchanged
 and no row underflows, which replaces the code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits``
 runs the same on the logits (the code's ``use_preds`` variant) for sources without embeddings.
@@ -31,9 +31,9 @@ import contextlib
 
 import numpy as np
 
+from calbench.kernels.kernel_sums import class_mass
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
-from calbench.methods.kernel_sums import class_mass
 from calbench.methods.registry import register
 from calbench.parallel import available_cores, thread_map
 from calbench.scores import Scores
@@ -63,7 +63,7 @@ CHUNK_ROWS = 256
 
 
 class _Support:
-    """Support points sorted by class, for Eq. 3's per-class sums (:func:`calbench.methods.kernel_sums.class_mass`).
+    """Support points sorted by class, for Eq. 3's per-class sums (:func:`calbench.kernels.kernel_sums.class_mass`).
 
     ``groups`` (cross-validation folds; one per point gives leave-one-out) leave out the support points of a
     query's own group."""

@@ -15,7 +15,7 @@ constant per query, so neighbour order needs only −a·ln b (Euclidean: one mat
 queries). Every term of −a·ln b is ≥ 0, so a peaked query's few largest classes bound each
 pool row's score from both sides; other queries take a float32 product with its error bound. Rows whose
 bounds straddle a rank boundary are re-scored in float64 (the same neighbours as float64;
-:mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several k at once are one compiled
+:mod:`calbench.kernels.neighbour_sums`), and the neighbour sums of several k at once are one compiled
 cache-blocked pass over the pool's targets. Queries are processed in blocks so memory stays bounded for
 any test size. During the grid search the whole set's pool is built once, one distance computation and
 one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes from per-row sums
@@ -29,7 +29,7 @@ import copy
 
 import numpy as np
 
-from calbench.methods import neighbour_sums
+from calbench.kernels import neighbour_sums
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.ovr import renormalise
@@ -74,7 +74,7 @@ class NeighbourPool:
     overwrite) and labels ``labels`` (p̂ᵢ − yᵢ for LECE, yᵢ for LECD): a module-level function, so that a saved
     pool names it. The pool is built by blocks of :data:`BUILD_ROWS` rows, so no float64 copy of the whole
     pool's probabilities is made; the targets are kept as column chunks for the compiled cache-blocked kernel
-    (:mod:`calbench.methods.neighbour_sums`). A CV fold's pool is the whole set's pool :meth:`restricted` to
+    (:mod:`calbench.kernels.neighbour_sums`). A CV fold's pool is the whole set's pool :meth:`restricted` to
     the fold's training rows. A saved pool (:mod:`calbench.persist`) holds only what defines it, the logits,
     labels and settings, and is built again on loading: the same arrays, a file of 1/5 the size. A pool fitted
     inside a chain (``ts+lece``) saves the chain's input logits and earlier steps instead of its own logits

@@ -13,7 +13,7 @@ Logistic calibration on log-probabilities, σ(W x + b), made robust for many cla
 
 SVS restricts W to its diagonal. Defaults (λ = 1, ρ = τ = 1, ``uniform_mix`` = 1) are those of the
 authors' package ``probmetrics`` (``get_calibrator("sms")``, ridge penalty); the fit reuses the affine-softmax
-solvers of :mod:`calbench.methods.affine_softmax` (the penalty centred at W = I).
+solvers of :mod:`calbench.solvers.affine_softmax_fit` (the penalty centred at W = I).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.affine_softmax import Penalty, _check_reg
 from calbench.methods.base import clone
 from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
-from calbench.methods.temperature import fit_inverse_temperature
 from calbench.scores import Scores
+from calbench.solvers.affine_softmax_fit import Penalty, _check_reg
+from calbench.solvers.temperature_fit import fit_inverse_temperature
 
 
 @register("sms")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
+from calbench.kernels.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
 
 REG_SCALES = ("paper", "code")
 # Newton's method finishes fits of up to NEWTON_MAX_PARAMS parameters that L-BFGS has not finished in
