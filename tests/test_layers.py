@@ -1,5 +1,6 @@
 """The import graph of src/calbench has no upward arrow: a module imports only from its own subpackage or
-from a lower layer, so that each layer can be read, tested and changed without the ones above it. Imports inside functions count too; the package root ``calbench``
+from a lower layer, so that each layer can be read, tested and changed without the ones above it. Imports
+inside functions count too; the package root ``calbench``
 (``__version__`` and the public facade, whose functions import lazily) is not a layer."""
 
 import ast

@@ -204,7 +204,7 @@ ONE_LABEL = {"check_classifiers_one_label": "keeps the classifier's argmax, whic
 #: rest share their base classes (the suite's runtime stays small).
 PER_CLASS = dict.fromkeys(["check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_fit2d_1sample",
                            "check_pipeline_consistency", "check_estimators_nan_inf"],
-                          "its data lacks a class, which per-class fits refuse (needs_every_class; tested in "
+                          "its data lacks a class, which per-class fits refuse (on_missing_class REFUSE; tested in "
                           "test_valid_outputs.py)")
 CHECKED = {"ts": ONE_LABEL, "dir_odir": {}, "irova": PER_CLASS, "lece": {}}
 

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from calbench import ProbabilitiesAsLogitsWarning, Scores
 from calbench.methods import available, make, method_class
-from calbench.methods.base import MissingClassWarning
+from calbench.methods.base import MissingClass, MissingClassWarning
 from calbench.metrics import evaluate
 
 #: The LECE paper's chains (§4.2.2) and the benchmark's (config/cifar.yaml).
@@ -168,13 +168,13 @@ def test_per_class_maps_are_strictly_positive_by_default_and_unfloored_as_an_opt
 def test_a_class_missing_from_the_calibration_labels_is_refused_or_warned(name):
     """Issue 17 (5): irova, platt, hist, beta and vs fitted silently and gave 0 % accuracy on the missing class."""
     cls = method_class(name)
-    if cls.needs_every_class is None:
+    if cls.on_missing_class is MissingClass.IGNORE:
         pytest.skip(f"{name} does not use the labels")
     rng = np.random.default_rng(5)
     z, y = hard_logits(rng, 200, 4, 0.0, 0.0)
     y = np.where(y == 2, 1, y)
     z = Scores(z, embeddings=z.copy())  # for KCal; the other methods ignore embeddings
-    if cls.needs_every_class:
+    if cls.on_missing_class is MissingClass.REFUSE:
         with pytest.raises(ValueError, match=rf"^{name} needs calibration examples of every class, but 1 of 4 "
                                              r"classes have none among the 200 calibration labels \(classes 2\)"):
             make(name).fit(z, y)  # refused before any training (KCal's torch included)

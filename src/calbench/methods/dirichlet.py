@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.methods.base import MissingClass
 from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, l2_default_grid
 from calbench.methods.registry import register
 from calbench.scores import PROB_EPS
@@ -66,7 +67,7 @@ class Dirichlet(DirichletBase):
     """Full Dirichlet calibration, unregularised."""
 
     #: Unregularised: a class without examples drives its bias to −∞ (refused; dir_l2, dir_odir cope).
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def __init__(self, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.eps = eps

@@ -32,7 +32,7 @@ import contextlib
 import numpy as np
 
 from calbench.kernels.kernel_sums import class_mass
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
 from calbench.parallel import available_cores, thread_map
@@ -245,7 +245,7 @@ class KCal(Calibrator):
 
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
     feature = "embeddings"
     _parameter_constraints = {
         "dim": [Interval("int", 1)], "projection": [Options("skip_elu", "linear")], "m": [Interval("int", 1)],

@@ -361,10 +361,11 @@ class LECE(Calibrator):
         for k, t in settings:
             yield threshold_and_renormalise(probs, estimates[k], t)
 
-    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores):
+    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores, start=()):
         """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t);
-        yields (point index, probabilities), one at a time."""
-        return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
+        yields (point index, probabilities, None), one at a time."""
+        outputs = self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores)
+        return ((i, probs, None) for i, probs in enumerate(outputs))
 
     def grid_shared(self, scores: Scores, y) -> NeighbourPool:
         """Grid-search hook: the pool of the whole calibration set, built once for every CV fold."""

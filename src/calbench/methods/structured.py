@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.base import clone
+from calbench.methods.base import Calibrator
 from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -78,10 +78,8 @@ class StructuredMatrixScaling(AffineSoftmax):
         self.mix_ = min(self.uniform_mix / (scores.n + 1), 1.0)
         super()._fit(scores, y)
 
-    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
-        """Each grid point fitted on its own (the preprocessing is part of every fit)."""
-        for i, point in enumerate(points):
-            yield i, clone(self).set_params(**point).fit(train, y_train).predict_proba(val)
+    #: Each grid point fitted on its own (the preprocessing is part of every fit), not along the affine maps' path.
+    predict_grid = Calibrator.predict_grid
 
     def fitted_summary(self) -> dict:
         return {**super().fitted_summary(), "temperature": 1.0 / self.inv_temperature_, "uniform_mix": self.mix_}
