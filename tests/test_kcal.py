@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
+from calbench.folds import fold_ids
 from calbench.methods import make
-from calbench.methods.kcal import cv_log_loss, fold_ids, golden_section, kde_log_loss, kde_probs, project
+from calbench.methods.kcal import cv_log_loss, golden_section, kde_log_loss, kde_probs, project
 from calbench.scores import Scores
 
 FAST = {"steps_per_epoch": 20, "max_epochs": 4, "n_folds": 5, "device": "cpu"}

@@ -31,15 +31,16 @@ import contextlib
 
 import numpy as np
 
+from calbench.folds import fold_ids
 from calbench.kernels.kernel_sums import class_mass
 from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval, Options
 from calbench.methods.registry import register
+from calbench.metrics.proper import KCAL_LOSS_EPS
 from calbench.parallel import available_cores, thread_map
 from calbench.scores import Scores
 
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
-LOSS_CLIP = 1e-10
 
 
 def project(params: dict, x: np.ndarray) -> np.ndarray:
@@ -153,7 +154,7 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
 
 
 def _log_loss(label_probs: np.ndarray) -> float:
-    return float(-np.sum(np.log(np.maximum(label_probs, LOSS_CLIP))))
+    return float(-np.sum(np.log(np.maximum(label_probs, KCAL_LOSS_EPS))))
 
 
 def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
@@ -205,13 +206,6 @@ def golden_section(loss, lo: float, hi: float, tol: float) -> tuple[float, int]:
             fd = loss(d)
         evaluations += 1
     return (lo + hi) / 2.0, evaluations
-
-
-def fold_ids(n: int, n_folds: int, seed: int) -> np.ndarray:
-    """Shuffled k-fold assignment (fold of each row)."""
-    ids = np.empty(n, dtype=np.int64)
-    ids[np.random.default_rng(seed).permutation(n)] = np.arange(n) % min(n_folds, n)
-    return ids
 
 
 @contextlib.contextmanager

@@ -31,7 +31,7 @@ import numpy as np
 
 from calbench.kernels import neighbour_sums
 from calbench.methods.base import Calibrator
-from calbench.methods.constraints import Interval, Options
+from calbench.methods.constraints import Interval, Options, check_settings
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.metrics.proper import NLL_EPS
@@ -56,15 +56,6 @@ SPARSE_SHARE = 1 / 8
 def neighbour_count(q: float, n: int) -> int:
     """k = ⌊q·n⌋ of the current pool (the authors' ``int(n·q)``), at least one neighbour."""
     return max(1, int(q * n))
-
-
-def _check_settings(q: float, t: float, distance: str) -> None:
-    if not 0 < q <= 1:
-        raise ValueError(f"q: expected the neighbourhood proportion in (0, 1], got {q!r} (0.1 = 10% of the pool)")
-    if not 0 <= t <= 1:
-        raise ValueError(f"t: expected the threshold in [0, 1], got {t!r} (0 = no thresholding, 1 = identity)")
-    if distance not in DISTANCES:
-        raise ValueError(f"distance: expected one of {DISTANCES}, got {distance!r}")
 
 
 class NeighbourPool:
@@ -299,14 +290,13 @@ class LECE(Calibrator):
         return NeighbourPool(scores, y, self._targets, self.distance, self.eps)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        _check_settings(self.q, self.t, self.distance)
         self.pool_ = self._pool(scores, y) if self.t < 1.0 else None  # t = 1: the identity, no neighbours
         self.k_ = neighbour_count(self.q, y.size)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         """Each block of outputs made from its block of estimates (no full-size estimate is held). With
         t = 1 every class keeps p̂ᵢ ≤ 1 (Algorithm 1 line 7), so no neighbours are needed."""
-        _check_settings(self.q, self.t, self.distance)
+        check_settings(self._parameter_constraints, self.get_params(deep=False))  # set_params after fit
         if self.t >= 1.0:
             return renormalise(scores.probs)
         out = np.empty(scores.logits.shape)
@@ -321,7 +311,7 @@ class LECE(Calibrator):
         """(k, t) of each hyperparameter point (``q``/``t`` default to the estimator's own)."""
         settings = [(p.get("q", self.q), p.get("t", self.t)) for p in points]
         for q, t in settings:
-            _check_settings(q, t, self.distance)
+            check_settings(self._parameter_constraints, {"q": q, "t": t}, prefix="grid.")
         return [(neighbour_count(q, pool.n), t) for q, t in settings]
 
     def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle, keep_below: float = 0.0) -> None:
