@@ -129,12 +129,13 @@ def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
 
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
-    """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (NEWTON_AFTER): same optimum."""
+    """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (LBFGS_ITERS_BEFORE_NEWTON): same
+    optimum."""
     import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800)
     x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
-    monkeypatch.setattr(affine, "NEWTON_AFTER", 1)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
     monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
@@ -185,7 +186,7 @@ def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
     import calbench.solvers.affine_softmax_fit as affine
 
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     logits, y = _toy(n=800, k=6)
     x, shared = Scores(logits).log_probs, {}
     fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, shared=shared)
@@ -210,7 +211,7 @@ def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
     assert info_cg["converged"]
@@ -233,7 +234,7 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
     monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     shared = {}
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False, shared=shared)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "diagonal+newton-cg"
@@ -335,7 +336,7 @@ def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalt
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
     monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
     assert info_cg["converged"] and info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)

@@ -14,7 +14,7 @@ from calbench.methods.base import Calibrator, clone
 from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
 from calbench.solvers.affine_softmax_fit import (
-    NEWTON_CG_AFTER,
+    LBFGS_ITERS_BEFORE_NEWTON_CG,
     NEWTON_MAX_PARAMS,
     REG_SCALES,
     PathPredictor,
@@ -75,7 +75,7 @@ class AffineSoftmax(Calibrator):
     diagonal: bool = False
     uses_log_probs: bool = False
     #: L-BFGS iterations before truncated Newton finishes a full map of 17–200 classes (fit_affine_softmax).
-    newton_cg_after: int = NEWTON_CG_AFTER
+    newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG
     # λ only: the μ list runs from an intercept all but unpenalised (μ_code = 10⁻⁵ at 10 classes) to one pinned
     # at 0 (10⁶), so an end of it is not a sign of the optimum beyond (CIFAR-10 VGG-19 ms_odir: lowest at the
     # weakest μ, 0.4 % below the next, five decades away)
