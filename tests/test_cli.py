@@ -1,4 +1,4 @@
-"""The user's command line (issues 13 and 17.6): fit → apply equals Python, bad inputs, recommend, listings."""
+"""The user's command line: fit → apply equals Python, bad inputs, recommend, listings."""
 
 import subprocess
 import sys

@@ -564,7 +564,7 @@ def test_default_config_settings_build_and_fit():
 
 
 def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
-    """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
+    """A weak penalty on separable data has no finite minimiser; the fit must say so."""
     from calbench.convergence import NotConvergedWarning
 
     rng = np.random.default_rng(0)

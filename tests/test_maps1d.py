@@ -242,7 +242,7 @@ def test_piecewise_calibrators_output_distributions(name):
 
 @pytest.mark.parametrize("decimals", [1, 3, 8])  # many ties in p, some, none
 def test_isotonic_on_target_runs_equals_plain_pav_on_every_point(decimals):
-    """Issue 12: the run-compressed fit (IRM's n·L pairs in < 1 GB) has the knots and outputs of PAV on all points."""
+    """The run-compressed fit (IRM's n·L pairs in < 1 GB) has the knots and outputs of PAV on all points."""
     from sklearn.isotonic import IsotonicRegression
 
     rng = np.random.default_rng(decimals)

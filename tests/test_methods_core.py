@@ -55,7 +55,7 @@ def test_ts_subsample_start_reaches_the_same_temperature():
 
 
 def test_ts_series_of_row_moments_equals_evaluating_the_data(monkeypatch):
-    """Issue 12: the gradient and curvature at β + δ from the power series of the row moments at β equal
+    """The gradient and curvature at β + δ from the power series of the row moments at β equal
     the direct evaluation at β + δ (small δ), and the fit that proposes its second point from the series ends
     at the plain Newton fit's temperature (1e-10 relative)."""
     from calbench.solvers import temperature_fit as temperature
@@ -108,7 +108,7 @@ def awkward_logits(case):
 
 @pytest.mark.parametrize("case", ["plain", "large", "offset", "ties", "negative"])
 def test_ts_fast_path_equals_the_straightforward_fit_and_softmax(case):
-    """Issue 12: the compiled fit (vectorised exp, row moments, series proposal, subsample start) ends where
+    """The compiled fit (vectorised exp, row moments, series proposal, subsample start) ends where
     the plain derivative's root is (1e-8 relative), with the same answer whatever its row blocks (1 row per
     block or all rows in one, on threads); its prediction equals scipy's softmax(z / T) (1e-12)."""
     from scipy.special import softmax

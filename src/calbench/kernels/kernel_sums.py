@@ -1,4 +1,4 @@
-"""KCal's Eq. 3 class sums for a block of query rows in one compiled pass (issue 12).
+"""KCal's Eq. 3 class sums for a block of query rows in one compiled pass (ImageNet-sized data).
 
 For each query row i of a block, from the matrix product ``gram[i, j] = 2·q_i·s_j`` (float32, BLAS):
 squared distances ``max(‖q_i‖² + ‖s_j‖² − gram[i, j], 0)`` in float64, support points of the query's own

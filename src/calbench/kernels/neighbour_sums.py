@@ -1,4 +1,4 @@
-"""Cache-blocked sums of pool rows over each query's neighbours, cumulative by rank band (LECE, issue 12).
+"""Cache-blocked sums of pool rows over each query's neighbours, cumulative by rank band (LECE at ImageNet size).
 
 LECE's grid needs, for every query, the sums of the pool's targets (p̂ − y, or y) over its k nearest
 for several nested k: ``out[i, j] = Σ_{r < ends[j]} targets[nearest[i, r]]``. A plain gather reads each
