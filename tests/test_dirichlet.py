@@ -22,8 +22,8 @@ from calbench.solvers.affine_softmax_fit import (
     objective,
     odir_penalty,
     unpack,
-    warm_start_order,
 )
+from calbench.solvers.warm_start_path import warm_start_order
 
 UNTUNED = ["vs", "ms", "dir", "dir_diag"]
 TUNED = ["ms_odir", "dir_l2", "dir_odir"]

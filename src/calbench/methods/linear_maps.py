@@ -17,16 +17,15 @@ from calbench.solvers.affine_softmax_fit import (
     LBFGS_ITERS_BEFORE_NEWTON_CG,
     NEWTON_MAX_PARAMS,
     REG_SCALES,
-    PathPredictor,
     Penalty,
     _check_scale,
     affine_logits,
     affine_probs,
     fit_affine_softmax,
     odir_penalty,
-    warm_start_order,
 )
 from calbench.solvers.temperature_fit import fit_inverse_temperature
+from calbench.solvers.warm_start_path import PathPredictor, warm_start_order
 
 #: A fit whose training objective (mean log-loss plus penalty) ends below this has separated its calibration data:
 #: no finite minimiser exists there (the digits ResNet's 397 calibration rows under ODIR: 1.5e-10, test NLL 3.7
