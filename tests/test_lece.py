@@ -130,7 +130,7 @@ def test_predict_grid_equals_one_fit_per_point(summation):
     zq, _ = _data(60, 4, 13)
     points = [{"q": q, "t": t} for q in (0.01, 0.1, 0.2, 1.0) for t in (0.0, 0.05, 1.0)]
     from calbench.scores import Scores
-    shared = dict(make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq)))
+    shared = {i: probs for i, probs, _ in make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq))}
     assert sorted(shared) == list(range(len(points)))
     for point, out in zip(points, (shared[i] for i in range(len(points)))):
         np.testing.assert_allclose(out, make("lecd", grid=None, **point).fit(z, y).predict_proba(zq), atol=1e-12)
@@ -199,7 +199,7 @@ def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summati
     estimator = make(name, grid=None)
     losses = estimator.grid_losses(points, Scores(z), y, Scores(zq), yq, scoring)
     expected = np.zeros(len(points))
-    for i, out in estimator.predict_grid(points, Scores(z), y, Scores(zq)):
+    for i, out, _ in estimator.predict_grid(points, Scores(z), y, Scores(zq)):
         expected[i] = fold_loss(out, yq, scoring)
     np.testing.assert_allclose(losses, expected, rtol=0, atol=1e-10)
     assert len(set(np.round(expected, 6))) > 10  # the thresholds and neighbourhoods change the outputs
