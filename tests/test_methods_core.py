@@ -228,8 +228,8 @@ def test_grid_search_picks_the_best_point_and_can_average_fold_models():
     class Skipping(Fixed):
         """A grid hook that forgets its last point."""
 
-        def predict_grid(self, points, train, y_train, val):
-            return ((i, Fixed(**p).fit(train, y_train).predict_proba(val)) for i, p in enumerate(points[:-1]))
+        def predict_grid(self, points, train, y_train, val, start=()):
+            return ((i, Fixed(**p).fit(train, y_train).predict_proba(val), None) for i, p in enumerate(points[:-1]))
 
     with pytest.raises(RuntimeError, match=r"left grid points \[1\] without a prediction"):
         GridSearch(Skipping(), {"t": [1.0, 2.0]}, folds=3).fit(data["logits"], data["labels"])
