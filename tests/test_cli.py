@@ -1,4 +1,4 @@
-"""The user's command line (issues 13 and 17.6): fit → apply equals Python, bad inputs, recommend, listings."""
+"""The user's command line: fit → apply equals Python, bad inputs, recommend, listings."""
 
 import subprocess
 import sys
@@ -151,7 +151,7 @@ def test_console_script_entry_point_is_main():
     from pathlib import Path
 
     project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["calbench"] == "calbench.__main__:main"
+    assert project["scripts"]["calbench"] == "calbench.cli:main"
     assert subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True).returncode == 0
 
 
@@ -182,12 +182,14 @@ def test_readme_use_the_winner_runs_as_written(tmp_path, monkeypatch, capsys):
     assert abs(calbench.load("ts.safetensors").temperature_ - 3.0) < 0.3
 
 
-def test_compile_fits_every_compiled_method_and_leaves_their_kernels_cached(capsys):
-    """`calbench compile` (run by make after installing) fits each numba-backed method once."""
-    from calbench.commands import COMPILED_METHODS
+def test_compile_warms_up_every_kernel_module_and_leaves_their_kernels_cached(capsys):
+    """`calbench compile` (run by make after installing) runs each kernel module's warm-up once."""
+    from calbench import kernels
 
     assert main(["compile"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert [line.split(":")[0] for line in lines] == [*COMPILED_METHODS, "kcal", "affine_softmax"]
-    cached = {path.name.split(".")[0] for path in Path(calbench.__file__).parent.rglob("__pycache__/*.nbi")}
-    assert {"piecewise_kernel", "neighbour_sums", "temperature", "kernel_sums", "softmax_residual"} <= cached
+    names = [module.__name__.rsplit(".", 1)[-1] for module in kernels.modules()]
+    assert [line.split(":")[0] for line in lines] == names
+    assert {"piecewise", "neighbour_sums", "scaled_softmax", "kernel_sums", "softmax_residual"} <= set(names)
+    cached = {path.name.split(".")[0] for path in Path(kernels.__file__).parent.glob("__pycache__/*.nbi")}
+    assert set(names) <= cached

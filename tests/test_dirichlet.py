@@ -7,7 +7,11 @@ from scipy.special import softmax
 
 from calbench.data.synthetic import generate, sample_categorical
 from calbench.methods import GridSearch, make
-from calbench.methods.affine_softmax import (
+from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
+from calbench.methods.linear_maps import authors_odir_grid, coarse_odir_grid
+from calbench.metrics import evaluate
+from calbench.scores import Scores
+from calbench.solvers.affine_softmax_fit import (
     Penalty,
     affine_logits,
     fit_affine_softmax,
@@ -18,12 +22,8 @@ from calbench.methods.affine_softmax import (
     objective,
     odir_penalty,
     unpack,
-    warm_start_order,
 )
-from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
-from calbench.methods.linear_maps import authors_odir_grid, coarse_odir_grid
-from calbench.metrics import evaluate
-from calbench.scores import Scores
+from calbench.solvers.warm_start_path import warm_start_order
 
 UNTUNED = ["vs", "ms", "dir", "dir_diag"]
 TUNED = ["ms_odir", "dir_l2", "dir_odir"]
@@ -77,7 +77,7 @@ def test_odir_penalty_is_exact_near_the_identity():
 
 @pytest.mark.parametrize("solver", ["newton", "lbfgs"])
 def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch):
-    import calbench.methods.affine_softmax as affine
+    import calbench.solvers.affine_softmax_fit as affine
 
     if solver == "lbfgs":
         monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
@@ -129,12 +129,13 @@ def test_hessian_matches_finite_differences_of_the_gradient(diagonal, penalty):
 
 @pytest.mark.parametrize("diagonal", [False, True])
 def test_newton_and_lbfgs_reach_the_same_optimum(diagonal, monkeypatch):
-    """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (NEWTON_AFTER): same optimum."""
-    import calbench.methods.affine_softmax as affine
+    """Newton finishes small problems (NEWTON_MAX_PARAMS) that L-BFGS has not (LBFGS_ITERS_BEFORE_NEWTON): same
+    optimum."""
+    import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800)
     x, penalty = Scores(logits).log_probs, odir_penalty(0.5, 0.1, 4)
-    monkeypatch.setattr(affine, "NEWTON_AFTER", 1)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON", 1)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, diagonal)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
     monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
@@ -182,10 +183,10 @@ def test_single_precision_hessian_products_are_close_to_the_exact_ones():
 def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
     """Fits on the same features share truncated Newton's Hessian blocks (``shared``, taken at the first fit
     that needs them): a weak penalty fitted after a strong one reaches the optimum of a fresh fit."""
-    import calbench.methods.affine_softmax as affine
+    import calbench.solvers.affine_softmax_fit as affine
 
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     logits, y = _toy(n=800, k=6)
     x, shared = Scores(logits).log_probs, {}
     fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, shared=shared)
@@ -204,13 +205,13 @@ def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
 def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
     the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls."""
-    import calbench.methods.affine_softmax as affine
+    import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800, k=6)
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
     assert info_cg["converged"]
@@ -226,14 +227,14 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     from the diagonal map (itself finished by truncated Newton with its exact float32 Hessian) and run
     truncated Newton with float32 products and the centred block preconditioner: the float64 objective
     decides the stop, so the optimum is exact Newton's (objective within 1e-9 relative, outputs 1e-6)."""
-    import calbench.methods.affine_softmax as affine
+    import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800, k=6)
     x = getattr(Scores(logits), features)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
     monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     shared = {}
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False, shared=shared)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "diagonal+newton-cg"
@@ -252,8 +253,8 @@ def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features(
     """Parameter (f, a) adds θ·features[f][:, a] to class a's score: the mean log-loss Hessian over those
     parameters is mean[(p_a δ_ab − p_a p_b) f f'], built from p(1 − p) on each class's own block (not p − p²,
     which cancels in float32 on confident rows); accumulated by blocks of rows, also of 7."""
-    import calbench.methods.affine_softmax as affine
-    from calbench.methods.affine_softmax import class_features_hessian
+    import calbench.solvers.affine_softmax_fit as affine
+    from calbench.solvers.affine_softmax_fit import class_features_hessian
 
     monkeypatch.setattr(affine, "HESSIAN_BLOCK_ROWS", block_rows)
 
@@ -277,7 +278,7 @@ def test_cholesky_solver_keeps_its_ridge_relative_to_each_entry():
     10⁻³–1: the preconditioned Hessian stays the identity (a ridge of 1e-7 of the mean diagonal was 0.075
     there, so P⁻¹H had eigenvalues down to ~0.01, and truncated Newton needed ~90 Hessian-vector products a
     step on ImageNet-sized ln q̂)."""
-    from calbench.methods.affine_softmax import _cholesky_solver
+    from calbench.solvers.affine_softmax_fit import _cholesky_solver
 
     rng = np.random.default_rng(4)
     a = rng.normal(size=(8, 8))
@@ -298,7 +299,7 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
     off-diagonal weights by their diagonal without it: under ODIR P⁻¹H's condition number is 1.4 on this
     30-class task, against 15.6 for the diagonal-only one it replaced and 15.4 for Jacobi; under a weak L2
     penalty 268, against 7,971 for Jacobi. P⁻¹ is symmetric positive definite."""
-    from calbench.methods.affine_softmax import _large_map_preconditioner, _objective_residual, _single_probs, pack
+    from calbench.solvers.affine_softmax_fit import _large_map_preconditioner, _objective_residual, _single_probs, pack
 
     rng = np.random.default_rng(0)
     k, n = 30, 3000
@@ -327,7 +328,7 @@ def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalt
     """Diagonal maps of LARGE_MAP_CLASSES or more classes (``vs`` at 1,000) are finished by truncated Newton
     with O(n k) Hessian-vector products: the optimum of exact Newton (also unpenalised, where the Hessian
     preconditioner is singular along the shift of every b)."""
-    import calbench.methods.affine_softmax as affine
+    import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800, k=6)
     x = Scores(logits).log_probs
@@ -335,7 +336,7 @@ def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalt
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
     monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    monkeypatch.setattr(affine, "NEWTON_CG_AFTER", 2)
+    monkeypatch.setattr(affine, "LBFGS_ITERS_BEFORE_NEWTON_CG", 2)
     w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, True, tol=1e-14)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "lbfgs+newton-cg"
     assert info_cg["converged"] and info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
@@ -563,7 +564,7 @@ def test_default_config_settings_build_and_fit():
 
 
 def test_a_fit_stopped_by_max_iter_warns_naming_the_setting():
-    """Issue 12: a weak penalty on separable data has no finite minimiser; the fit must say so."""
+    """A weak penalty on separable data has no finite minimiser; the fit must say so."""
     from calbench.convergence import NotConvergedWarning
 
     rng = np.random.default_rng(0)

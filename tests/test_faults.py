@@ -13,7 +13,7 @@ from calbench.config import ConfigError, load
 from calbench.data import download, sources
 from calbench.jobs.calibrate import calibrate_job
 from calbench.methods import Calibrator, make
-from calbench.methods.base import MissingClassWarning
+from calbench.methods.base import MissingClass, MissingClassWarning
 from conftest import run_snakemake
 from workflow_helpers import tiny_config
 
@@ -81,7 +81,7 @@ def test_good_import_passes_the_same_checks(tmp_path):
 class _PerClass(Calibrator):
     """A calibrator that fits one thing per class (stands in for one-vs-rest and per-class methods)."""
 
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def _fit(self, scores, y):
         self.means_ = np.stack([scores.logits[y == k].mean(axis=0) for k in range(scores.num_classes)])

@@ -9,8 +9,9 @@ import sys
 import numpy as np
 import pytest
 
+from calbench.folds import fold_ids
 from calbench.methods import make
-from calbench.methods.kcal import cv_log_loss, fold_ids, golden_section, kde_log_loss, kde_probs, project
+from calbench.methods.kcal import cv_log_loss, golden_section, kde_log_loss, kde_probs, project
 from calbench.scores import Scores
 
 FAST = {"steps_per_epoch": 20, "max_epochs": 4, "n_folds": 5, "device": "cpu"}
@@ -111,7 +112,7 @@ def test_threaded_blocks_give_the_serial_results_bit_for_bit(monkeypatch, cores)
 def test_compiled_nearest_distance_equals_the_masked_minimum():
     """kernel_sums._nearest (the shift of each row's kernels) is exactly numpy's minimum of the same float64 distances
     over the support outside the query's group, clipped at 0; +inf where the whole support is in the group."""
-    from calbench.methods.kernel_sums import _nearest
+    from calbench.kernels.kernel_sums import _nearest
 
     rng = np.random.default_rng(5)
     points = rng.normal(size=(1001, 4)).astype(np.float32)
@@ -128,7 +129,7 @@ def test_compiled_nearest_distance_equals_the_masked_minimum():
 
 
 def test_compiled_exp_matches_numpy_over_the_float64_range():
-    """The kernel's vectorised exp (calbench.vector_exp, through calbench.methods.kernel_sums) against np.exp,
+    """The kernel's vectorised exp (calbench.kernels.vector_exp, through calbench.kernels.kernel_sums) against np.exp,
     from exp(0) down to its underflow: one support point per class at squared distance t from the query, d = h = 1."""
     t = np.concatenate([[0.0], np.geomspace(1e-6, 700.0, 400), [707.0, 750.0, 1e4]])
     support = np.sqrt(t).astype(np.float32)[:, None]  # the kernel's float32 points; squared exactly in float64

@@ -1,5 +1,6 @@
 """The import graph of src/calbench has no upward arrow: a module imports only from its own subpackage or
-from a lower layer (issue 18). Imports inside functions count too; the package root ``calbench``
+from a lower layer, so that each layer can be read, tested and changed without the ones above it. Imports
+inside functions count too; the package root ``calbench``
 (``__version__`` and the public facade, whose functions import lazily) is not a layer."""
 
 import ast
@@ -9,10 +10,14 @@ from conftest import REPO
 
 PACKAGE = REPO / "src" / "calbench"
 
-# Lowest first. models (torch classifiers, the KCal projection) sits below methods because kcal trains its
-# projection with it; models writes through data's atomic files; persist and torch save/export calibrators.
+# Lowest first. Generic helpers; the compiled (numba) kernels; the numerical solvers that call them; the 1-D maps
+# and metrics; data and models (torch classifiers, the KCal projection, below methods because kcal trains its
+# projection with it); the registered calibration methods; saving and torch export of calibrators; config and
+# report; the workflow's jobs and the performance studies; the command line.
 LAYERS = [
-    {"scores", "folds", "parallel", "convergence", "vector_exp", "imports", "corruptions"},
+    {"atomic", "scores", "folds", "parallel", "convergence", "imports", "corruptions"},
+    {"kernels"},
+    {"solvers"},
     {"maps1d"},
     {"metrics"},
     {"data"},
@@ -21,7 +26,7 @@ LAYERS = [
     {"persist", "torch"},
     {"config", "report"},
     {"jobs", "perf"},
-    {"commands"},
+    {"cli"},
     {"__main__"},
 ]
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
@@ -44,7 +49,7 @@ def import_edges() -> set[tuple[str, str, str]]:
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                # ``from calbench import commands`` names a part; ``from calbench import save`` the root facade
+                # ``from calbench import kernels`` names a part; ``from calbench import save`` the root facade
                 modules = ([f"calbench.{alias.name}" for alias in node.names if alias.name in LAYER]
                            if node.module == "calbench" else [node.module])
             else:

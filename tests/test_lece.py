@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from calbench.data.synthetic import lece3
+from calbench.kernels import neighbour_sums as neighbour_sums_module
 from calbench.methods import lece as lece_module
 from calbench.methods import make
-from calbench.methods import neighbour_sums as neighbour_sums_module
 from calbench.methods.tuning import GridSearch
 
 
@@ -22,7 +22,7 @@ def summation(request, monkeypatch):
 
 @pytest.fixture(params=["partial sums", "loose partial sums", "float32 product"])
 def kl_bounds(request, monkeypatch):
-    """Run a KL test with each source of the score intervals (issue 12): the sums over a peaked query's
+    """Run a KL test with each source of the score intervals: the sums over a peaked query's
     largest classes (default), the same with a remaining mass of up to 0.5 (wide intervals: many rows
     re-scored in float64), and the float32 matrix product for every query."""
     if request.param == "loose partial sums":
@@ -130,7 +130,7 @@ def test_predict_grid_equals_one_fit_per_point(summation):
     zq, _ = _data(60, 4, 13)
     points = [{"q": q, "t": t} for q in (0.01, 0.1, 0.2, 1.0) for t in (0.0, 0.05, 1.0)]
     from calbench.scores import Scores
-    shared = dict(make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq)))
+    shared = {i: probs for i, probs, _ in make("lecd", grid=None).predict_grid(points, Scores(z), y, Scores(zq))}
     assert sorted(shared) == list(range(len(points)))
     for point, out in zip(points, (shared[i] for i in range(len(points)))):
         np.testing.assert_allclose(out, make("lecd", grid=None, **point).fit(z, y).predict_proba(zq), atol=1e-12)
@@ -157,7 +157,7 @@ def test_bad_settings_are_named(settings, key):
 @pytest.mark.parametrize("columns", [5, 64, 70])  # one padded chunk, one full chunk, a full and a padded one
 @pytest.mark.parametrize("tile_rows,query_block", [(512, 64), (3, 2), (1, 1)])
 def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block, monkeypatch):
-    """The cache-blocked kernel (issue 12) against sums over each query's first ends[j] neighbours."""
+    """The cache-blocked kernel against sums over each query's first ends[j] neighbours."""
     monkeypatch.setattr(neighbour_sums_module, "TILE_ROWS", tile_rows)
     monkeypatch.setattr(neighbour_sums_module, "QUERY_BLOCK", query_block)
     rng = np.random.default_rng(4)
@@ -173,7 +173,7 @@ def test_cumulative_band_sums_equal_a_plain_loop(columns, tile_rows, query_block
 
 
 def test_neighbour_keys_by_pool_row_equal_a_sort():
-    """The kernel's neighbour keys (row << shift | band) from a scan of the marked pool rows (issue 12) against
+    """The kernel's neighbour keys (row << shift | band) from a scan of the marked pool rows against
     np.sort of them; a row listed twice is refused (the scan would list it once)."""
     rng = np.random.default_rng(5)
     nearest = np.stack([rng.permutation(50)[:12] for _ in range(6)])
@@ -189,7 +189,7 @@ def test_neighbour_keys_by_pool_row_equal_a_sort():
 @pytest.mark.parametrize("name", ["lece", "lecd"])
 @pytest.mark.parametrize("scoring", ["nll", "brier"])
 def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summation):
-    """The per-row CV scores (issue 12) against fold_loss of each (q, t) output of predict_grid."""
+    """The per-row CV scores against fold_loss of each (q, t) output of predict_grid."""
     from calbench.methods.tuning import fold_loss
     from calbench.scores import Scores
 
@@ -199,7 +199,7 @@ def test_grid_losses_equal_the_losses_of_the_grid_outputs(name, scoring, summati
     estimator = make(name, grid=None)
     losses = estimator.grid_losses(points, Scores(z), y, Scores(zq), yq, scoring)
     expected = np.zeros(len(points))
-    for i, out in estimator.predict_grid(points, Scores(z), y, Scores(zq)):
+    for i, out, _ in estimator.predict_grid(points, Scores(z), y, Scores(zq)):
         expected[i] = fold_loss(out, yq, scoring)
     np.testing.assert_allclose(losses, expected, rtol=0, atol=1e-10)
     assert len(set(np.round(expected, 6))) > 10  # the thresholds and neighbourhoods change the outputs
@@ -221,7 +221,7 @@ def test_cv_search_with_the_grid_losses_hook_equals_scoring_each_output(monkeypa
 @pytest.mark.parametrize("bins", [4096, 3, 1])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_order_statistics_equal_a_full_sort(bins, dtype, monkeypatch):
-    """The histogram selection of the rank boundaries' scores (issue 12) against np.sort: random rows, ties,
+    """The histogram selection of the rank boundaries' scores against np.sort: random rows, ties,
     a constant row, a far outlier (every other value in one bin), chosen rows; 1 bin sorts each row whole."""
     monkeypatch.setattr(neighbour_sums_module, "SELECT_BINS", bins)
     rng = np.random.default_rng(23)
@@ -240,7 +240,7 @@ def test_order_statistics_equal_a_full_sort(bins, dtype, monkeypatch):
 
 def test_float32_kl_neighbours_equal_the_float64_order_at_near_ties(kl_bounds):
     """Pool rows in pairs whose KL scores differ by ~1e-9 (below float32's resolution): every rank band
-    holds the rows of the float64 order (issue 12: float32 product, float64 re-check at the boundaries)."""
+    holds the rows of the float64 order (float32 product, float64 re-check at the boundaries)."""
     rng = np.random.default_rng(20)
     p = rng.dirichlet(np.full(8, 0.5), size=60)
     twin = p * (1 + 1e-9 * rng.normal(size=p.shape))
@@ -286,7 +286,7 @@ def _peaked(n, classes, seed):
 def test_prediction_summing_only_the_classes_above_t_matches_algorithm1(name, q, t, summation, kl_bounds,
                                                                          monkeypatch):
     """With t > 0 a class with p̂ⱼ ≤ t keeps p̂ⱼ (Algorithm 1 line 7), so prediction sums the neighbours only
-    at the entries p̂ⱼ > t (issue 12): the same outputs as Algorithm 1 and as the dense sums of every class."""
+    at the entries p̂ⱼ > t: the same outputs as Algorithm 1 and as the dense sums of every class."""
     z, y = _peaked(300, 30, 22)
     zq, _ = _peaked(60, 30, 23)
     p, pq = (np.exp(a - np.log(np.exp(a).sum(1, keepdims=True))) for a in (z, zq))
@@ -305,7 +305,7 @@ def test_prediction_summing_only_the_classes_above_t_matches_algorithm1(name, q,
 @pytest.mark.parametrize("name,distance", [("lece", "kl"), ("lecd", "kl"), ("lece", "euclidean")])
 def test_cv_with_one_shared_pool_equals_a_pool_per_fold(name, distance, summation, monkeypatch):
     """The grid search builds the whole set's pool once and gives each fold its training rows of it
-    (``grid_shared``, issue 12): the same CV losses as a pool built from each fold's training part."""
+    (``grid_shared``): the same CV losses as a pool built from each fold's training part."""
     z, y = _peaked(240, 12, 24)
 
     def search():

@@ -154,7 +154,7 @@ def test_pl_compiled_loss_and_gradient_equal_the_definition(logit_space, loss):
 
 
 def test_pl_compiled_logistic_equals_expit():
-    from calbench.maps1d.piecewise_kernel import _logistic
+    from calbench.kernels.piecewise import _logistic
 
     f = np.concatenate([np.linspace(-800, 800, 4001), np.random.default_rng(1).normal(0, 10, 1000)])
     q = f.copy()
@@ -169,7 +169,7 @@ def test_pl_compiled_lbfgs_reaches_the_optimum_and_fits_each_data_set_alone(logi
     same loss (1e-8); fitting several data sets at once gives each one's own fit, bitwise."""
     from scipy.optimize import minimize
 
-    from calbench.maps1d.piecewise_kernel import CONVERGED, lbfgs_rows
+    from calbench.kernels.piecewise import CONVERGED, lbfgs_rows
 
     rng = np.random.default_rng(3)
     ps = [rng.beta(1, 3, 400), rng.beta(2, 2, 300)]
@@ -242,7 +242,7 @@ def test_piecewise_calibrators_output_distributions(name):
 
 @pytest.mark.parametrize("decimals", [1, 3, 8])  # many ties in p, some, none
 def test_isotonic_on_target_runs_equals_plain_pav_on_every_point(decimals):
-    """Issue 12: the run-compressed fit (IRM's n·L pairs in < 1 GB) has the knots and outputs of PAV on all points."""
+    """The run-compressed fit (IRM's n·L pairs in < 1 GB) has the knots and outputs of PAV on all points."""
     from sklearn.isotonic import IsotonicRegression
 
     rng = np.random.default_rng(decimals)

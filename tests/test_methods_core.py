@@ -45,7 +45,7 @@ def test_ts_solver_matches_a_brute_force_minimiser():
 def test_ts_subsample_start_reaches_the_same_temperature():
     """The subsample start (large inputs) changes the Newton path, not the minimiser: a tiny threshold
     forces two nested subsample stages on a small input."""
-    from calbench.methods.temperature import fit_inverse_temperature
+    from calbench.solvers.temperature_fit import fit_inverse_temperature
 
     data = planted_temperature(4000, np.random.default_rng(6), num_classes=20, temperature=1.8)
     z, y = data["logits"], data["labels"]
@@ -55,10 +55,10 @@ def test_ts_subsample_start_reaches_the_same_temperature():
 
 
 def test_ts_series_of_row_moments_equals_evaluating_the_data(monkeypatch):
-    """Issue 12: the gradient and curvature at β + δ from the power series of the row moments at β equal
+    """The gradient and curvature at β + δ from the power series of the row moments at β equal
     the direct evaluation at β + δ (small δ), and the fit that proposes its second point from the series ends
     at the plain Newton fit's temperature (1e-10 relative)."""
-    from calbench.methods import temperature
+    from calbench.solvers import temperature_fit as temperature
 
     data = planted_temperature(3000, np.random.default_rng(7), num_classes=50, temperature=1.6)
     z, y = data["logits"], data["labels"]
@@ -108,12 +108,12 @@ def awkward_logits(case):
 
 @pytest.mark.parametrize("case", ["plain", "large", "offset", "ties", "negative"])
 def test_ts_fast_path_equals_the_straightforward_fit_and_softmax(case):
-    """Issue 12: the compiled fit (vectorised exp, row moments, series proposal, subsample start) ends where
+    """The compiled fit (vectorised exp, row moments, series proposal, subsample start) ends where
     the plain derivative's root is (1e-8 relative), with the same answer whatever its row blocks (1 row per
     block or all rows in one, on threads); its prediction equals scipy's softmax(z / T) (1e-12)."""
     from scipy.special import softmax
 
-    from calbench.methods.temperature import fit_inverse_temperature, softmax_scaled
+    from calbench.solvers.temperature_fit import fit_inverse_temperature, softmax_scaled
 
     z, y = awkward_logits(case)
     beta = fit_inverse_temperature(z, y, subsample_entries=1_000)
@@ -130,7 +130,7 @@ def test_ts_fast_path_equals_the_straightforward_fit_and_softmax(case):
 
 def test_vector_exp_equals_numpy_exp_and_flushes_below_the_normal_range():
     """The compiled exp (2^k·e^r, Taylor to r^12) equals np.exp to 1e-15 relative; under 2^−1022 it is 0."""
-    from calbench.vector_exp import exp_split
+    from calbench.kernels.vector_exp import exp_split
 
     t = np.concatenate([np.random.default_rng(0).uniform(-760, 708, 200_000), [0.0, -0.0, 1e-300, -746.5, 708.0]])
     frac, scale = t.copy(), np.empty_like(t)
@@ -201,8 +201,8 @@ def test_code_files_name_the_modules_of_every_stage():
     assert any(f.endswith("methods/temperature.py") for f in files)
     assert any(f.endswith("methods/uncal.py") for f in files)
     assert any(f.endswith("methods/base.py") for f in files)
-    assert any(f.endswith("calbench/vector_exp.py") for f in files)  # ts's compiled passes use its exp
-    assert {"maps1d/piecewise_kernel.py", "calbench/vector_exp.py"} <= {  # PL's lazily imported kernel
+    assert any(f.endswith("kernels/vector_exp.py") for f in files)  # ts's compiled passes use its exp
+    assert {"kernels/piecewise.py", "kernels/vector_exp.py"} <= {  # PL's lazily imported kernel
         "/".join(f.split("/")[-2:]) for f in code_files("pl3_conf")}
 
 
@@ -228,8 +228,8 @@ def test_grid_search_picks_the_best_point_and_can_average_fold_models():
     class Skipping(Fixed):
         """A grid hook that forgets its last point."""
 
-        def predict_grid(self, points, train, y_train, val):
-            return ((i, Fixed(**p).fit(train, y_train).predict_proba(val)) for i, p in enumerate(points[:-1]))
+        def predict_grid(self, points, train, y_train, val, start=()):
+            return ((i, Fixed(**p).fit(train, y_train).predict_proba(val), None) for i, p in enumerate(points[:-1]))
 
     with pytest.raises(RuntimeError, match=r"left grid points \[1\] without a prediction"):
         GridSearch(Skipping(), {"t": [1.0, 2.0]}, folds=3).fit(data["logits"], data["labels"])

@@ -1,15 +1,15 @@
-"""The issue-12 scale benchmarks of the parametric methods (src/calbench/perf/scale_param.py)."""
+"""The scale benchmarks of the parametric methods (src/calbench/perf/scale_param.py)."""
 
 import numpy as np
 import pytest
 
 from calbench.methods import available, make
 from calbench.perf import discover
-from calbench.perf.scale_param import PARAMETRIC, imagenet_like
+from calbench.perf.scale_param import PARAMETRIC, overconfident_logits
 
 
-def test_imagenet_like_task_is_accurate_and_overconfident_by_its_planted_temperature():
-    z, y = imagenet_like(3000, seed=0)
+def test_overconfident_logits_are_accurate_and_overconfident_by_their_planted_temperature():
+    z, y = overconfident_logits(3000, seed=0)
     assert z.shape == (3000, 1000)
     assert 0.75 < np.mean(z.argmax(axis=1) == y) < 0.85  # an ImageNet-1k CNN's top-1
     assert make("ts").fit(z, y).temperature_ == pytest.approx(1.5, abs=0.1)

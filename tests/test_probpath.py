@@ -338,7 +338,7 @@ def test_method_summaries_are_whole_sentences_without_internal_names():
     import inspect
 
     import calbench.methods as methods_package
-    from calbench.commands import summary
+    from calbench.cli.methods import summary
     from calbench.methods import method_class
 
     internal = {name for module in vars(methods_package).values() if inspect.ismodule(module)
@@ -353,7 +353,7 @@ def test_method_summaries_are_whole_sentences_without_internal_names():
 
 def test_methods_verbose_says_which_methods_export_to_torch():
     pytest.importorskip("torch")
-    from calbench.commands import exports_to_torch
+    from calbench.cli.methods import exports_to_torch
 
     assert exports_to_torch("ts") and exports_to_torch("dir_odir")
     assert exports_to_torch("irm") is False and exports_to_torch("kcal") is False

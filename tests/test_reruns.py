@@ -92,13 +92,13 @@ def test_adding_a_metric_reruns_evaluation_and_aggregation_only(done):
 
 @pytest.mark.parametrize("method", ["vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "ts+dir_odir"])
 def test_editing_the_affine_softmax_solver_reruns_the_affine_map_methods(method):
-    """The solver (methods/affine_softmax.py) is two imports away from dirichlet.py/scaling.py, its compiled
-    passes (softmax_residual.py) three: the import closure follows them."""
+    """The solver (solvers/affine_softmax_fit.py) is two imports away from dirichlet.py/scaling.py, its compiled
+    passes (kernels/softmax_residual.py) three: the import closure follows them."""
     from calbench.methods import code_files
 
     files = code_files(method)
-    for module in ("affine_softmax.py", "linear_maps.py", "softmax_residual.py"):
-        assert any(f.endswith(f"methods/{module}") for f in files), (module, files)
+    for module in ("solvers/affine_softmax_fit.py", "methods/linear_maps.py", "kernels/softmax_residual.py"):
+        assert any(f.endswith(module) for f in files), (module, files)
 
 
 def _expected_after_editing(relative: str) -> set[tuple[str, str]]:
@@ -133,8 +133,8 @@ def test_an_edit_reruns_exactly_the_jobs_whose_code_imports_the_file(done):
     package = done[0] / "src" / "calbench"
     root = REPO / "src" / "calbench"
     inside = sorted({Path(f).relative_to(root).as_posix() for m in METHODS for f in method_files(m)})
-    outside = ["methods/lece.py", "methods/affine_softmax.py", "report/simplex.py", "metrics/kcal.py"]
-    assert "vector_exp.py" in inside and not set(outside) & set(inside)
+    outside = ["methods/lece.py", "solvers/affine_softmax_fit.py", "report/simplex.py", "metrics/kcal.py"]
+    assert "kernels/vector_exp.py" in inside and not set(outside) & set(inside)
     scheduled_nothing = []
     for relative in inside + outside:
         module = package / relative

@@ -1,4 +1,4 @@
-"""Settings that mean what they say (issue 13) and calibrators as scikit-learn estimators (issue 17 point 4)."""
+"""Settings that mean what they say and calibrators as scikit-learn estimators."""
 
 import json
 import logging
@@ -198,13 +198,13 @@ OWN_MESSAGE = dict.fromkeys(
      "check_estimators_empty_data_messages"],
     "refused with calbench's own message, not the wording the check matches (one column, 1-D, complex, object, "
     "float labels, None, zero features; zero rows: test_every_method_refuses_an_empty_calibration_set)")
-#: Argmax-preserving maps cannot predict the one class seen in fit (issue 17 point 5 covers a missing class).
+#: Argmax-preserving maps cannot predict the one class seen in fit (a missing class is tested in test_valid_outputs.py).
 ONE_LABEL = {"check_classifiers_one_label": "keeps the classifier's argmax, which a single label cannot change"}
 #: One method of each kind (scaling, linear map, one-vs-rest, neighbours), a grid search and a chain; the
 #: rest share their base classes (the suite's runtime stays small).
 PER_CLASS = dict.fromkeys(["check_positive_only_tag_during_fit", "check_estimators_dtypes", "check_fit2d_1sample",
                            "check_pipeline_consistency", "check_estimators_nan_inf"],
-                          "its data lacks a class, which per-class fits refuse (needs_every_class; tested in "
+                          "its data lacks a class, which per-class fits refuse (on_missing_class REFUSE; tested in "
                           "test_valid_outputs.py)")
 CHECKED = {"ts": ONE_LABEL, "dir_odir": {}, "irova": PER_CLASS, "lece": {}}
 

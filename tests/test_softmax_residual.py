@@ -1,4 +1,4 @@
-"""The compiled row passes of the affine-softmax solver (methods/softmax_residual.py) equal the plain numpy
+"""The compiled row passes of the affine-softmax solver (kernels/softmax_residual.py) equal the plain numpy
 objective, gradient, probabilities and Hessian pieces, and a grid search selects what it did before them."""
 
 import numpy as np
@@ -6,8 +6,9 @@ import pytest
 from scipy.special import logsumexp, softmax
 
 from calbench.data.synthetic import sample_categorical
+from calbench.kernels.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
 from calbench.methods import make
-from calbench.methods.affine_softmax import (
+from calbench.solvers.affine_softmax_fit import (
     Penalty,
     _objective_residual,
     _single_probs,
@@ -21,7 +22,6 @@ from calbench.methods.affine_softmax import (
     pack,
     unpack,
 )
-from calbench.methods.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
 
 PENALTIES = [odir_penalty(2.0, 3.0, 6), l2_penalty(1.5, 6)]
 

@@ -1,4 +1,4 @@
-"""Every calibrated row is a distribution, and inputs of the wrong kind are caught (issue 16; issue 17 point 5).
+"""Every calibrated row is a distribution, and inputs of the wrong kind are caught.
 
 Property tests (hypothesis) over every registered method and the paper's chains on random logits with
 saturated rows (margins 30–40), near-ties and 2–1,000 classes; regression tests built from the
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from calbench import ProbabilitiesAsLogitsWarning, Scores
 from calbench.methods import available, make, method_class
-from calbench.methods.base import MissingClassWarning
+from calbench.methods.base import MissingClass, MissingClassWarning
 from calbench.metrics import evaluate
 
 #: The LECE paper's chains (§4.2.2) and the benchmark's (config/cifar.yaml).
@@ -92,7 +92,7 @@ def test_kcal_outputs_distributions_on_saturated_embeddings():
 
 
 def test_confidence_maps_sum_to_one_at_saturation():
-    """Issue 16 (1), its example verbatim: pl3_conf rows were off by 0.21 where the top probability rounds to 1."""
+    """pl3_conf rows were off by 0.21 where the top probability rounds to 1."""
     rng = np.random.default_rng(0)
     n, C = 4000, 9
     y = rng.integers(0, C, n)
@@ -107,7 +107,7 @@ def test_confidence_maps_sum_to_one_at_saturation():
 
 
 def test_probabilities_passed_as_logits_warn_and_the_warning_can_be_silenced():
-    """Issue 16 (2): a softmax output given where logits are expected."""
+    """A softmax output given where logits are expected."""
     rng = np.random.default_rng(1)
     z, y = hard_logits(rng, 200, 5, 0.0, 0.0)
     probs = Scores(z).probs
@@ -122,7 +122,7 @@ def test_probabilities_passed_as_logits_warn_and_the_warning_can_be_silenced():
 
 
 def test_evaluate_refuses_rows_that_are_not_distributions_and_names_the_method():
-    """Issue 16 (3) and issue 17 (5): evaluate(logits, ...) gave nll = -2.05 and no error."""
+    """evaluate(logits, ...) gave nll = -2.05 and no error."""
     rng = np.random.default_rng(2)
     z, y = hard_logits(rng, 100, 4, 0.0, 0.0)
     with pytest.raises(ValueError, match=r"probs: 100 of 100 rows are not probability vectors.*softmax"):
@@ -137,7 +137,7 @@ def test_evaluate_refuses_rows_that_are_not_distributions_and_names_the_method()
 
 
 def test_from_probs_keeps_log_probabilities_below_1e12():
-    """Issue 16 (4): probabilities below the old 1e-12 clip changed ts+lece's accuracy (0.9563 -> 0.9485)."""
+    """Probabilities below the old 1e-12 clip changed ts+lece's accuracy (0.9563 -> 0.9485)."""
     rng = np.random.default_rng(3)
     z, y = hard_logits(rng, 600, 10, 0.6, 0.0)
     probs = Scores(z).probs
@@ -151,7 +151,7 @@ def test_from_probs_keeps_log_probabilities_below_1e12():
 
 @pytest.mark.parametrize("name", ["ts+irova", "hist_lece"])
 def test_per_class_maps_are_strictly_positive_by_default_and_unfloored_as_an_option(name):
-    """Issue 16: ts+irova and hist_lece gave exact zeros on the true class (NLL 1.35 vs uncal 0.92)."""
+    """ts+irova and hist_lece gave exact zeros on the true class (NLL 1.35 vs uncal 0.92)."""
     rng = np.random.default_rng(4)
     z, y = hard_logits(rng, 1500, 100, 0.0, 0.0)
     unfloored = {part: {"eps": 0.0} for part in name.split("+") if part != "ts"}
@@ -166,15 +166,15 @@ def test_per_class_maps_are_strictly_positive_by_default_and_unfloored_as_an_opt
 
 @pytest.mark.parametrize("name", LOGIT_METHODS + TRAIN_METHODS)
 def test_a_class_missing_from_the_calibration_labels_is_refused_or_warned(name):
-    """Issue 17 (5): irova, platt, hist, beta and vs fitted silently and gave 0 % accuracy on the missing class."""
+    """irova, platt, hist, beta and vs fitted silently and gave 0 % accuracy on the missing class."""
     cls = method_class(name)
-    if cls.needs_every_class is None:
+    if cls.on_missing_class is MissingClass.IGNORE:
         pytest.skip(f"{name} does not use the labels")
     rng = np.random.default_rng(5)
     z, y = hard_logits(rng, 200, 4, 0.0, 0.0)
     y = np.where(y == 2, 1, y)
     z = Scores(z, embeddings=z.copy())  # for KCal; the other methods ignore embeddings
-    if cls.needs_every_class:
+    if cls.on_missing_class is MissingClass.REFUSE:
         with pytest.raises(ValueError, match=rf"^{name} needs calibration examples of every class, but 1 of 4 "
                                              r"classes have none among the 200 calibration labels \(classes 2\)"):
             make(name).fit(z, y)  # refused before any training (KCal's torch included)

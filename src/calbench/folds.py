@@ -7,6 +7,10 @@ consecutive folds whose sizes differ by at most one, the first ``n mod k`` folds
 :func:`stratified_kfold_splits` yields exactly the folds of ``StratifiedKFold(k, shuffle=True,
 random_state=seed)`` (scikit-learn ≥ 0.22), so tuned methods keep the folds, and the numbers, they had
 with scikit-learn.
+
+:func:`fold_ids` gives each row its fold number instead (KCal's bandwidth CV and its projection's fold
+groups), from numpy's ``default_rng`` stream: another stream, so other folds than :func:`kfold_splits`' for the
+same seed, kept so that KCal's numbers stay as they were.
 """
 
 from __future__ import annotations
@@ -29,6 +33,14 @@ def kfold_splits(n: int, k: int, seed: int):
         mask[test] = False
         yield np.arange(n)[mask], test
         start += size
+
+
+def fold_ids(n: int, k: int, seed: int) -> np.ndarray:
+    """The fold (0..k−1) of each of ``n`` rows: a ``default_rng(seed)`` permutation dealt round-robin over
+    min(k, n) folds, whose sizes differ by at most one."""
+    ids = np.empty(n, dtype=np.int64)
+    ids[np.random.default_rng(seed).permutation(n)] = np.arange(n) % min(k, n)
+    return ids
 
 
 def stratified_kfold_splits(y: np.ndarray, k: int, seed: int) -> list[tuple[np.ndarray, np.ndarray]]:

@@ -219,7 +219,7 @@ def save(cal, path, *, input_kind: str = "logits") -> Path:
     ``"logits"`` or ``"probs"`` (probabilities, as ``fit --probs``); ``load``/``apply`` check new inputs against it."""
     from safetensors.numpy import save_file
 
-    from calbench.data.atomic import atomic_path
+    from calbench.atomic import atomic_path
 
     if input_kind not in INPUT_KINDS:
         raise ValueError(f"input_kind: expected one of {INPUT_KINDS}, got {input_kind!r}")

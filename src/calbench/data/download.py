@@ -12,7 +12,7 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from calbench.data.atomic import atomic_path
+from calbench.atomic import atomic_path
 
 
 def sha256_of(path) -> str:

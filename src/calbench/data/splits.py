@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.atomic import atomic_path
 from calbench.data import store
-from calbench.data.atomic import atomic_path
 
 
 def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None = None) -> None:

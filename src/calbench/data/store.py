@@ -18,7 +18,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from calbench.data.atomic import atomic_path
+from calbench.atomic import atomic_path
 from calbench.scores import check_labels, check_logits
 
 #: Key of a metrics JSON (results/metrics/...) that is not a metric: the evaluate job's own peak memory in MB.

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
+from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.data.atomic import write_text_atomic
 from calbench.data.store import PEAK_KEY
 from calbench.metrics import evaluate, lookup
 from calbench.scores import Scores

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import softmax
 
+from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.data.atomic import write_text_atomic
 from calbench.report.critical_difference import cd_figure, rank_test
 from calbench.report.plotting import write_csv
 from calbench.report.reliability import reliability_bins, reliability_figure

@@ -24,10 +24,10 @@ from torch.utils.data import ConcatDataset, DataLoader  # noqa: E402
 from tqdm.auto import tqdm  # noqa: E402
 
 import calbench
+from calbench.atomic import atomic_path
 from calbench.config import shift_sets
 from calbench.corruptions import corrupt
 from calbench.data import store
-from calbench.data.atomic import atomic_path
 from calbench.models import architectures, datasets
 from calbench.models.training import Recipe, resolve_device, seed_everything, train
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.report.plotting import write_csv
 from calbench.report.shift import figure_metrics, ranking_markdown, severity_figure, severity_markdown
 

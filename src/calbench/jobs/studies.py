@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.report.learning_curve import learning_curve, learning_curve_figure, markdown, summarise
 from calbench.report.plotting import write_csv
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.report.paper_comparison import comparison_markdown, paper_table, true_map_rows
 from calbench.report.runtime import runtime_frame, runtime_markdown
 from calbench.report.tables import clean, write_tables

@@ -20,7 +20,7 @@ model on all 10 folds"); ``ensemble=False`` refits one model on all data instead
 Optimiser (documented deviation): the authors train with minibatch Adam (lr 0.01, batch
 min(n/4, 512), ≤ 1500 epochs, early stopping with patience 20 on the training loss). The default
 here minimises the same loss over the same family with full-batch L-BFGS and analytic gradients, each
-fold model by its own run, compiled (:mod:`calbench.maps1d.piecewise_kernel`) — deterministic and orders of
+fold model by its own run, compiled (:mod:`calbench.kernels.piecewise`) — deterministic and orders of
 magnitude faster; ``optimizer="adam"`` runs the authors' schedule.
 """
 
@@ -96,7 +96,7 @@ class PiecewiseLinear:
 
     def _knots(self, theta):
         """Knot positions t (input space), dt/db, widths w and knot values u of the parameter row ``theta``."""
-        from calbench.maps1d.piecewise_kernel import knot_params  # lazy: numba only where a PL map is used
+        from calbench.kernels.piecewise import knot_params  # lazy: numba only where a PL map is used
 
         return knot_params(np.ascontiguousarray(theta, dtype=np.float64), self.logit_space)
 
@@ -123,8 +123,8 @@ class PiecewiseLinear:
     # -- loss and gradient of F models at once ---------------------------------------------
     def _loss_grad(self, theta, folds: _Folds):
         """Σ_f mean loss of model f (row f of ``theta``) on data set f of ``folds``, and the gradient [F, 2B + 1]
-        (one compiled pass over each sorted data set: :func:`calbench.maps1d.piecewise_kernel.loss_grad`)."""
-        from calbench.maps1d.piecewise_kernel import summed_loss_grad
+        (one compiled pass over each sorted data set: :func:`calbench.kernels.piecewise.loss_grad`)."""
+        from calbench.kernels.piecewise import summed_loss_grad
 
         theta = np.ascontiguousarray(theta, dtype=np.float64)
         grad = np.empty_like(theta)
@@ -153,9 +153,9 @@ class PiecewiseLinear:
         return self.fit_folds(self.sorted_folds(ps, ys))
 
     def _lbfgs(self, theta, folds: _Folds):
-        """Each model by its own L-BFGS (:func:`calbench.maps1d.piecewise_kernel.lbfgs`), stopping on a relative
+        """Each model by its own L-BFGS (:func:`calbench.kernels.piecewise.lbfgs`), stopping on a relative
         decrease ≤ :data:`FTOL` or max |∇| ≤ :data:`GTOL`; one that reaches ``max_iter`` first warns."""
-        from calbench.maps1d.piecewise_kernel import AT_MAX_ITER, lbfgs_rows
+        from calbench.kernels.piecewise import AT_MAX_ITER, lbfgs_rows
 
         theta = np.array(theta, dtype=np.float64)
         states, _ = lbfgs_rows(theta, folds.x, folds.y, folds.start, self.logit_space, self.loss == "ce",

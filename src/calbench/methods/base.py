@@ -14,8 +14,10 @@ the estimator's tags.
 from __future__ import annotations
 
 import copy
+import enum
 import inspect
 import warnings
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -24,8 +26,17 @@ from calbench.metrics.proper import log_loss_rows
 from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
 
 
+class MissingClass(enum.Enum):
+    """What :meth:`Calibrator.fit` does when some class has no calibration label (a method's
+    ``on_missing_class``)."""
+
+    REFUSE = "refuse"  # the method fits something per class and fails (or silently degenerates) without one
+    WARN = "warn"  # the method copes: MissingClassWarning
+    IGNORE = "ignore"  # the method does not use the labels
+
+
 class MissingClassWarning(UserWarning):
-    """A method that copes without examples of some class (its ``needs_every_class`` is False) was
+    """A method that copes without examples of some class (``on_missing_class`` is ``WARN``) was
     fitted on calibration labels that lack one; its output for that class comes from the scores alone."""
 
 
@@ -45,12 +56,12 @@ def check_not_empty(scores: Scores, who: str) -> None:
                          "calibration rows")
 
 
-def check_every_class(y: np.ndarray, num_classes: int, who: str, needs: bool | None = True) -> None:
-    """Raise (``needs`` True) or warn (False) when some class of ``[0, num_classes)`` has no label in ``y``."""
-    text = None if needs is None else missing_classes_text(y, num_classes)
+def check_every_class(y: np.ndarray, num_classes: int, who: str, policy: MissingClass = MissingClass.REFUSE) -> None:
+    """Raise (``REFUSE``) or warn (``WARN``) when some class of ``[0, num_classes)`` has no label in ``y``."""
+    text = None if policy is MissingClass.IGNORE else missing_classes_text(y, num_classes)
     if text is None:
         return
-    if needs:
+    if policy is MissingClass.REFUSE:
         raise ValueError(
             f"{who} needs calibration examples of every class, but {text}; use a larger or stratified calibration "
             "split (source `split: {cal_size: N, stratify: true}`) or a method that does not fit per class"
@@ -81,9 +92,11 @@ class Calibrator:
         classes where the grid depends on it.
     default_cv : settings of that search (see :class:`calbench.methods.tuning.GridSearch`).
     preserves_argmax : True for methods whose output never changes the predicted class.
-    needs_every_class : True for methods that fit something per class and fail (or silently degenerate)
-        when a class has no calibration example; ``fit`` then refuses such a calibration set. False
-        (methods that cope): ``fit`` warns with :class:`MissingClassWarning`. None: the labels are unused.
+    on_missing_class : what ``fit`` does with a calibration set lacking some class (:class:`MissingClass`):
+        ``REFUSE`` for methods that fit something per class and fail (or silently degenerate) without an
+        example; ``WARN`` (methods that cope) with :class:`MissingClassWarning`; ``IGNORE``: labels unused.
+    floor_note : the floor a method puts under its outputs, if any, as the tables' footnote says it (e.g.
+        IROvA's and H-LECE's ``eps``); "" for none.
     open_ended_params : hyperparameters whose range has no natural end (penalty weights): a grid search warns
         (:class:`~calbench.methods.tuning.GridEdgeWarning`) when its optimum lies at the end of the grid's
         values of one of them with the CV loss still falling there.
@@ -95,7 +108,8 @@ class Calibrator:
     default_grid: dict | None = None
     default_cv: dict = {}
     preserves_argmax: bool = False
-    needs_every_class: bool | None = False
+    on_missing_class: MissingClass = MissingClass.WARN
+    floor_note: str = ""
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
 
@@ -184,7 +198,7 @@ class Calibrator:
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
         check_not_empty(scores, method_label(self))
-        check_every_class(y, scores.num_classes, method_label(self), self.needs_every_class)
+        check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
         self.num_classes_ = scores.num_classes
         if "train" in self.needs:
             if train is None:
@@ -222,6 +236,29 @@ class Calibrator:
     def fitted_summary(self) -> dict:
         """Small fitted parameters worth recording with the results (JSON-serialisable)."""
         return {}
+
+    # -- grid search (calbench.methods.tuning): how a method shares work across the points of a grid ---------
+    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores, start=(),
+                     **fit_kwargs) -> Iterator[tuple[int, np.ndarray, Calibrator | None]]:
+        """Yield ``(point index, probabilities on val, fitted model or None)`` for every grid point, in any order,
+        the model fitted on (``train``, ``y_train``) with the settings ``points[index]``. This default fits a
+        clone per point (``fit_kwargs``: ``train=`` for methods that need the training split) and keeps no model;
+        methods override it to share work across the grid (LECE: one distance pass per fold; the affine maps:
+        warm starts along a path, continued from ``start``, models fitted on the same rows in path order)."""
+        for i, point in enumerate(points):
+            yield i, clone(self).set_params(**point).fit(train, y_train, **fit_kwargs).predict_proba(val), None
+
+    def grid_shared(self, scores: Scores, y: np.ndarray):
+        """What every CV fold's :meth:`grid_losses` shares, computed once on the whole calibration set; None (this
+        default) for nothing."""
+        return None
+
+    def grid_losses(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores, y_val: np.ndarray,
+                    scoring: str, shared=None, train_rows=None) -> np.ndarray | None:
+        """The validation loss of every grid point (``[len(points)]``) without forming the outputs, with
+        ``shared`` from :meth:`grid_shared` restricted to the fold's ``train_rows``; None (this default): the
+        search scores :meth:`predict_grid`'s outputs instead."""
+        return None
 
     # -- torch export: each class describes its own computation ------------------------------------------
     #: The methods that compute a calibrator's output, each with the export method that must mirror it: a

@@ -17,10 +17,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.affine_softmax import Penalty, l2_penalty
+from calbench.methods.base import MissingClass
 from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, l2_default_grid
 from calbench.methods.registry import register
 from calbench.scores import PROB_EPS
+from calbench.solvers.affine_softmax_fit import Penalty, l2_penalty
 
 
 def linear_to_canonical(weights: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,7 +67,7 @@ class Dirichlet(DirichletBase):
     """Full Dirichlet calibration, unregularised."""
 
     #: Unregularised: a class without examples drives its bias to −∞ (refused; dir_l2, dir_odir cope).
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def __init__(self, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.eps = eps

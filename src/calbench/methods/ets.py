@@ -22,11 +22,11 @@ from scipy.special import softmax
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Options
 from calbench.methods.registry import register
+from calbench.metrics.proper import ETS_LOSS_EPS
 from calbench.scores import Scores
 
 CODE_T_BOUNDS = (0.05, 5.0)
 JOINT_T_BOUNDS = (1e-2, 1e2)
-NLL_EPS = 1e-20
 LOSSES = ("mse", "nll")
 PROCEDURES = ("joint", "two_stage")
 
@@ -39,7 +39,7 @@ def ensemble(z: np.ndarray, t: float, w) -> np.ndarray:
 def loss_value(probs: np.ndarray, onehot: np.ndarray, loss: str) -> float:
     if loss == "mse":
         return float(np.mean((probs - onehot) ** 2))
-    return float(-np.mean(np.log(np.clip(np.sum(probs * onehot, axis=1), NLL_EPS, None))))
+    return float(-np.mean(np.log(np.clip(np.sum(probs * onehot, axis=1), ETS_LOSS_EPS, None))))
 
 
 class EnsembleLoss:
@@ -69,7 +69,7 @@ class EnsembleLoss:
         w1, w2, w3 = (float(v) for v in w)
         p_y = w1 * a_y + w2 * self.raw_y + w3 / k
         if self.loss == "nll":
-            return float(-np.mean(np.log(np.clip(p_y, NLL_EPS, None))))
+            return float(-np.mean(np.log(np.clip(p_y, ETS_LOSS_EPS, None))))
         sum_sq = (w1**2 * a_sq + w2**2 * self.raw_sq + w3**2 * n / k + 2 * w1 * w2 * a_raw
                   + 2 * (w1 + w2) * w3 * n / k)
         return float((sum_sq - 2 * np.sum(p_y) + n) / (n * k))

@@ -13,7 +13,7 @@ KCal replaces the classifier's last layer by a kernel density classifier on a le
 The kernel is the authors' code's ``RBFKernelMean``: φ(u, v) = exp(−‖Π(u) − Π(v)‖² / (d·h)), so
 the bandwidth h lives on the scale of mean squared distances (h ≈ b² of the paper's φ_b; the 1/b
 factor of φ_b cancels in Eq. 3). The search covers h ∈ [0.1, 10] with tolerance 1e-4 and 20-fold
-CV, as their code does. Inference is numpy and one numba kernel (:mod:`calbench.methods.kernel_sums`).
+CV, as their code does. Inference is numpy and one numba kernel (:mod:`calbench.kernels.kernel_sums`).
 Each row of kernel values is shifted by its largest log-kernel before exponentiating: Eq. 3 is unchanged
 and no row underflows, which replaces the code's "row sum ≤ 1e-10 → class prior" guard. ``kcal_logits``
 runs the same on the logits (the code's ``use_preds`` variant) for sources without embeddings.
@@ -31,15 +31,16 @@ import contextlib
 
 import numpy as np
 
-from calbench.methods.base import Calibrator
+from calbench.folds import fold_ids
+from calbench.kernels.kernel_sums import class_mass
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval, Options
-from calbench.methods.kernel_sums import class_mass
 from calbench.methods.registry import register
+from calbench.metrics.proper import KCAL_LOSS_EPS
 from calbench.parallel import available_cores, thread_map
 from calbench.scores import Scores
 
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
-LOSS_CLIP = 1e-10
 
 
 def project(params: dict, x: np.ndarray) -> np.ndarray:
@@ -63,7 +64,7 @@ CHUNK_ROWS = 256
 
 
 class _Support:
-    """Support points sorted by class, for Eq. 3's per-class sums (:func:`calbench.methods.kernel_sums.class_mass`).
+    """Support points sorted by class, for Eq. 3's per-class sums (:func:`calbench.kernels.kernel_sums.class_mass`).
 
     ``groups`` (cross-validation folds; one per point gives leave-one-out) leave out the support points of a
     query's own group."""
@@ -153,7 +154,7 @@ def kde_probs(query: np.ndarray, support: np.ndarray, support_labels: np.ndarray
 
 
 def _log_loss(label_probs: np.ndarray) -> float:
-    return float(-np.sum(np.log(np.maximum(label_probs, LOSS_CLIP))))
+    return float(-np.sum(np.log(np.maximum(label_probs, KCAL_LOSS_EPS))))
 
 
 def cv_log_loss(z, y, num_classes, groups, cache: bool = True):
@@ -207,13 +208,6 @@ def golden_section(loss, lo: float, hi: float, tol: float) -> tuple[float, int]:
     return (lo + hi) / 2.0, evaluations
 
 
-def fold_ids(n: int, n_folds: int, seed: int) -> np.ndarray:
-    """Shuffled k-fold assignment (fold of each row)."""
-    ids = np.empty(n, dtype=np.int64)
-    ids[np.random.default_rng(seed).permutation(n)] = np.arange(n) % min(n_folds, n)
-    return ids
-
-
 @contextlib.contextmanager
 def _torch_threads(threads: int):
     import torch
@@ -245,7 +239,7 @@ class KCal(Calibrator):
 
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
     feature = "embeddings"
     _parameter_constraints = {
         "dim": [Interval("int", 1)], "projection": [Options("skip_elu", "linear")], "m": [Interval("int", 1)],

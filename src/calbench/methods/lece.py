@@ -15,7 +15,7 @@ constant per query, so neighbour order needs only −a·ln b (Euclidean: one mat
 queries). Every term of −a·ln b is ≥ 0, so a peaked query's few largest classes bound each
 pool row's score from both sides; other queries take a float32 product with its error bound. Rows whose
 bounds straddle a rank boundary are re-scored in float64 (the same neighbours as float64;
-:mod:`calbench.methods.neighbour_sums`), and the neighbour sums of several k at once are one compiled
+:mod:`calbench.kernels.neighbour_sums`), and the neighbour sums of several k at once are one compiled
 cache-blocked pass over the pool's targets. Queries are processed in blocks so memory stays bounded for
 any test size. During the grid search the whole set's pool is built once, one distance computation and
 one partial ordering per fold serve every (q, t), and the CV loss of each (q, t) comes from per-row sums
@@ -29,9 +29,9 @@ import copy
 
 import numpy as np
 
-from calbench.methods import neighbour_sums
+from calbench.kernels import neighbour_sums
 from calbench.methods.base import Calibrator
-from calbench.methods.constraints import Interval, Options
+from calbench.methods.constraints import Interval, Options, check_settings
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.metrics.proper import NLL_EPS
@@ -58,15 +58,6 @@ def neighbour_count(q: float, n: int) -> int:
     return max(1, int(q * n))
 
 
-def _check_settings(q: float, t: float, distance: str) -> None:
-    if not 0 < q <= 1:
-        raise ValueError(f"q: expected the neighbourhood proportion in (0, 1], got {q!r} (0.1 = 10% of the pool)")
-    if not 0 <= t <= 1:
-        raise ValueError(f"t: expected the threshold in [0, 1], got {t!r} (0 = no thresholding, 1 = identity)")
-    if distance not in DISTANCES:
-        raise ValueError(f"distance: expected one of {DISTANCES}, got {distance!r}")
-
-
 class NeighbourPool:
     """Calibration predictions and per-point targets; sums targets over each query's k nearest.
 
@@ -74,7 +65,7 @@ class NeighbourPool:
     overwrite) and labels ``labels`` (p̂ᵢ − yᵢ for LECE, yᵢ for LECD): a module-level function, so that a saved
     pool names it. The pool is built by blocks of :data:`BUILD_ROWS` rows, so no float64 copy of the whole
     pool's probabilities is made; the targets are kept as column chunks for the compiled cache-blocked kernel
-    (:mod:`calbench.methods.neighbour_sums`). A CV fold's pool is the whole set's pool :meth:`restricted` to
+    (:mod:`calbench.kernels.neighbour_sums`). A CV fold's pool is the whole set's pool :meth:`restricted` to
     the fold's training rows. A saved pool (:mod:`calbench.persist`) holds only what defines it, the logits,
     labels and settings, and is built again on loading: the same arrays, a file of 1/5 the size. A pool fitted
     inside a chain (``ts+lece``) saves the chain's input logits and earlier steps instead of its own logits
@@ -299,14 +290,13 @@ class LECE(Calibrator):
         return NeighbourPool(scores, y, self._targets, self.distance, self.eps)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        _check_settings(self.q, self.t, self.distance)
         self.pool_ = self._pool(scores, y) if self.t < 1.0 else None  # t = 1: the identity, no neighbours
         self.k_ = neighbour_count(self.q, y.size)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         """Each block of outputs made from its block of estimates (no full-size estimate is held). With
         t = 1 every class keeps p̂ᵢ ≤ 1 (Algorithm 1 line 7), so no neighbours are needed."""
-        _check_settings(self.q, self.t, self.distance)
+        check_settings(self._parameter_constraints, self.get_params(deep=False))  # set_params after fit
         if self.t >= 1.0:
             return renormalise(scores.probs)
         out = np.empty(scores.logits.shape)
@@ -321,7 +311,7 @@ class LECE(Calibrator):
         """(k, t) of each hyperparameter point (``q``/``t`` default to the estimator's own)."""
         settings = [(p.get("q", self.q), p.get("t", self.t)) for p in points]
         for q, t in settings:
-            _check_settings(q, t, self.distance)
+            check_settings(self._parameter_constraints, {"q": q, "t": t}, prefix="grid.")
         return [(neighbour_count(q, pool.n), t) for q, t in settings]
 
     def _block_estimates(self, pool: NeighbourPool, scores: Scores, ks, handle, keep_below: float = 0.0) -> None:
@@ -361,10 +351,11 @@ class LECE(Calibrator):
         for k, t in settings:
             yield threshold_and_renormalise(probs, estimates[k], t)
 
-    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores):
+    def predict_grid(self, points, train_scores: Scores, y_train, val_scores: Scores, start=()):
         """Grid-search hook: one pool, one distance pass and one partial sort serve every (q, t);
-        yields (point index, probabilities), one at a time."""
-        return enumerate(self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores))
+        yields (point index, probabilities, None), one at a time."""
+        outputs = self._predict_points(points, self._pool(train_scores, np.asarray(y_train)), val_scores)
+        return ((i, probs, None) for i, probs in enumerate(outputs))
 
     def grid_shared(self, scores: Scores, y) -> NeighbourPool:
         """Grid-search hook: the pool of the whole calibration set, built once for every CV fold."""

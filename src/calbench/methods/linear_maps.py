@@ -1,5 +1,5 @@
 """The affine-softmax calibrators σ(W x + b) (:class:`AffineSoftmax`, the base of vector/matrix scaling and
-Dirichlet calibration) and the paper grids of their penalties; the solver is :mod:`calbench.methods.affine_softmax`
+Dirichlet calibration) and the paper grids of their penalties; the solver is :mod:`calbench.solvers.affine_softmax_fit`
 (docs/methods_parametric.md)."""
 
 from __future__ import annotations
@@ -10,23 +10,22 @@ import numpy as np
 from scipy.special import log_softmax
 
 from calbench.convergence import NoFiniteOptimumWarning, NotConvergedWarning
-from calbench.methods.affine_softmax import (
-    NEWTON_CG_AFTER,
+from calbench.methods.base import Calibrator, clone
+from calbench.methods.constraints import Interval, Options
+from calbench.scores import Scores
+from calbench.solvers.affine_softmax_fit import (
+    LBFGS_ITERS_BEFORE_NEWTON_CG,
     NEWTON_MAX_PARAMS,
     REG_SCALES,
-    PathPredictor,
     Penalty,
     _check_scale,
     affine_logits,
     affine_probs,
     fit_affine_softmax,
     odir_penalty,
-    warm_start_order,
 )
-from calbench.methods.base import Calibrator, clone
-from calbench.methods.constraints import Interval, Options
-from calbench.methods.temperature import fit_inverse_temperature
-from calbench.scores import Scores
+from calbench.solvers.temperature_fit import fit_inverse_temperature
+from calbench.solvers.warm_start_path import PathPredictor, warm_start_order
 
 #: A fit whose training objective (mean log-loss plus penalty) ends below this has separated its calibration data:
 #: no finite minimiser exists there (the digits ResNet's 397 calibration rows under ODIR: 1.5e-10, test NLL 3.7
@@ -75,7 +74,7 @@ class AffineSoftmax(Calibrator):
     diagonal: bool = False
     uses_log_probs: bool = False
     #: L-BFGS iterations before truncated Newton finishes a full map of 17–200 classes (fit_affine_softmax).
-    newton_cg_after: int = NEWTON_CG_AFTER
+    newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG
     # λ only: the μ list runs from an intercept all but unpenalised (μ_code = 10⁻⁵ at 10 classes) to one pinned
     # at 0 (10⁶), so an end of it is not a sign of the optimum beyond (CIFAR-10 VGG-19 ms_odir: lowest at the
     # weakest μ, 0.4 % below the next, five decades away)
@@ -138,7 +137,7 @@ class AffineSoftmax(Calibrator):
         start for a grid path's first full fit where Newton finishes the diagonal fit (up to 150 classes; one
         CIFAR-100 fold, λ_code = μ_code = 10⁶: 26 full L-BFGS iterations from the identity, 0.50 CPU-s; 12
         diagonal and 2 full ones from this, 0.22 CPU-s). Full maps of
-        :data:`~calbench.methods.affine_softmax.LARGE_MAP_CLASSES` classes or more start from the diagonal
+        :data:`~calbench.solvers.affine_softmax_fit.LARGE_MAP_CLASSES` classes or more start from the diagonal
         map inside :func:`fit_affine_softmax` (truncated Newton fits it there: at 1,000 classes × 20,000 rows
         of ln q̂, 47 iterations and 32 CPU-s, where L-BFGS alone had not finished in 1,000, 255 CPU-s)."""
         return fit_affine_softmax(x, y, self.penalty(x.shape[1]), True, max_iter=self.max_iter, tol=self.tol)[:2]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.parallel import thread_map
 from calbench.scores import Scores
 
@@ -30,7 +30,7 @@ class OneVsRest(Calibrator):
     """
 
     #: A class without calibration examples gets a map fitted on all-zero targets: refused.
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         """The classes' maps in threads (:func:`calbench.parallel.thread_map`): their fits are independent, and

@@ -1,8 +1,9 @@
 """Registry of calibration methods and the front door :func:`make`.
 
-A method is one class decorated with :func:`register` in a module of this package; the package
-imports every module once, so registering needs no other edit. Method names are lower-case
-identifiers; ``+`` joins names into a :class:`~calbench.methods.chain.Chain`.
+A method is one class decorated with :func:`register` in a module of this package; the registry imports every
+module of the package that registers one (a line starting ``@register(``), so registering needs no other edit,
+and the modules of shared machinery (torch export among them) are imported only by their users. Method names are
+lower-case identifiers; ``+`` joins names into a :class:`~calbench.methods.chain.Chain`.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from pathlib import Path
 
 from calbench.imports import code_files as closure
 
 _REGISTRY: dict[str, type] = {}
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-#: Modules of this package that hold infrastructure, not methods.
-_INFRASTRUCTURE = {"base", "registry", "chain", "tuning", "ovr", "constraints", "torch_stages"}
+_REGISTERS = re.compile(r"^@register\(", re.MULTILINE)
 
 
 def register(name: str):
@@ -35,9 +36,11 @@ def register(name: str):
 
 
 def _load_all() -> None:
+    """Import each module of this package that registers a method."""
     package = importlib.import_module("calbench.methods")
     for info in pkgutil.iter_modules(package.__path__):
-        if info.name not in _INFRASTRUCTURE:
+        source = Path(info.module_finder.path, f"{info.name}.py")
+        if not info.ispkg and _REGISTERS.search(source.read_text(encoding="utf-8")):
             importlib.import_module(f"calbench.methods.{info.name}")
 
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from calbench.methods.base import MissingClass
 from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned
 from calbench.methods.registry import register
 
@@ -17,7 +18,7 @@ class MatrixScaling(AffineSoftmax):
     """σ(W z + b) on logits, unregularised, fitted by log-loss from W = I, b = 0."""
 
     #: Unregularised: a class without examples drives its bias to −∞ (refused; ms_odir copes).
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter

@@ -13,7 +13,7 @@ Logistic calibration on log-probabilities, σ(W x + b), made robust for many cla
 
 SVS restricts W to its diagonal. Defaults (λ = 1, ρ = τ = 1, ``uniform_mix`` = 1) are those of the
 authors' package ``probmetrics`` (``get_calibrator("sms")``, ridge penalty); the fit reuses the affine-softmax
-solvers of :mod:`calbench.methods.affine_softmax` (the penalty centred at W = I).
+solvers of :mod:`calbench.solvers.affine_softmax_fit` (the penalty centred at W = I).
 """
 
 from __future__ import annotations
@@ -21,12 +21,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.affine_softmax import Penalty, _check_reg
-from calbench.methods.base import clone
+from calbench.methods.base import Calibrator
 from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
-from calbench.methods.temperature import fit_inverse_temperature
 from calbench.scores import Scores
+from calbench.solvers.affine_softmax_fit import Penalty, _check_reg
+from calbench.solvers.temperature_fit import fit_inverse_temperature
 
 
 @register("sms")
@@ -78,10 +78,8 @@ class StructuredMatrixScaling(AffineSoftmax):
         self.mix_ = min(self.uniform_mix / (scores.n + 1), 1.0)
         super()._fit(scores, y)
 
-    def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores):
-        """Each grid point fitted on its own (the preprocessing is part of every fit)."""
-        for i, point in enumerate(points):
-            yield i, clone(self).set_params(**point).fit(train, y_train).predict_proba(val)
+    #: Each grid point fitted on its own (the preprocessing is part of every fit), not along the affine maps' path.
+    predict_grid = Calibrator.predict_grid
 
     def fitted_summary(self) -> dict:
         return {**super().fitted_summary(), "temperature": 1.0 / self.inv_temperature_, "uniform_mix": self.mix_}

@@ -4,19 +4,15 @@ Used as LECE paper §4.2.2 tunes (q, t) (10-fold CV on log-loss) and as the Diri
 (λ, μ) (5-fold CV on log-loss, the fold models averaged at prediction time, its §4.2/Supp. E.5).
 Configured, not coded, per method: ``make(name, grid={...}, cv={...})``.
 
-An estimator may define ``predict_grid(grid_points, train_scores, y_train, val_scores)`` yielding
-(point index, probabilities) for every grid point in any order, to share work across the grid (one
-distance computation per fold for LECE, warm starts for Dirichlet); otherwise each point is fitted
-separately. An estimator may instead define ``grid_losses(grid_points, train_scores, y_train, val_scores,
-y_val, scoring)`` returning the validation loss of every point (LECE: from per-row sums, no outputs
-formed); with ``grid_shared(scores, y)`` too, what it returns for the whole calibration set is computed once
-and passed to every fold's ``grid_losses`` as ``shared=``, with the fold's training rows as ``train_rows=``
-(LECE: one neighbour pool, not one per fold). Each prediction is scored as it comes, so memory holds one of
-them per fold, and the folds run in threads on the available cores (:mod:`calbench.parallel`), each logging
-at INFO when done.
-``predict_grid`` may also yield the fitted model as a third item: with ``ensemble``, each fold keeps its
-best-scoring models within :data:`KEEP_MODELS_BYTES`, and the fold model at the chosen point is the search's
-where its fold kept it, refitted on the same rows otherwise.
+Each fold asks the estimator for the validation loss of every point (:meth:`Calibrator.grid_losses`; LECE's
+come from per-row sums, no outputs formed, with :meth:`Calibrator.grid_shared`'s neighbour pool of the whole
+set restricted to the fold), and where it gives none, for the predictions of every point
+(:meth:`Calibrator.predict_grid`: by default each point fitted separately; LECE shares one distance pass, the
+affine maps warm starts). Each prediction is scored as it comes, so memory holds one of them per fold, and the
+folds run in threads on the available cores (:mod:`calbench.parallel`), each logging at INFO when done. With
+``ensemble``, each fold keeps the best-scoring models that ``predict_grid`` yields within
+:data:`KEEP_MODELS_BYTES`, and the fold model at the chosen point is the search's where its fold kept it,
+refitted on the same rows otherwise.
 
 A default grid searches only the hyperparameters the user left unset (:func:`without_fixed`).
 """
@@ -32,7 +28,7 @@ import warnings
 import numpy as np
 
 from calbench.folds import kfold_splits, stratified_kfold_splits
-from calbench.methods.base import Calibrator, clone
+from calbench.methods.base import Calibrator, MissingClass, clone
 from calbench.metrics import proper
 from calbench.parallel import thread_map
 from calbench.scores import Scores
@@ -135,8 +131,8 @@ class GridSearch(Calibrator):
         optimum lies there with the loss still falling (by more than :data:`EXTEND_FALL`), one decade (×10 or
         ÷10) at a time along the chosen point's line, until the loss rises or :data:`EXTEND_DECADES` decades were
         added in that direction. :func:`~calbench.methods.registry.make` sets it for a default grid, never for
-        one the user writes. Estimators whose ``predict_grid`` takes ``start=`` (fitted models) continue their
-        warm-started path from the fold's models at the line's last two points.
+        one the user writes. Estimators whose ``predict_grid`` yields fitted models continue their warm-started
+        path from the fold's models at the line's last two points (``start``).
 
     Fitted attributes (scikit-learn's names): ``best_params_``, ``best_index_``, ``best_score_`` (minus the
     best CV loss), ``cv_results_`` (``params``, ``param_<name>``, ``split<i>_test_score``,
@@ -165,8 +161,8 @@ class GridSearch(Calibrator):
         return self.estimator.preserves_argmax
 
     @property
-    def needs_every_class(self) -> bool | None:
-        return self.estimator.needs_every_class
+    def on_missing_class(self) -> MissingClass:
+        return self.estimator.on_missing_class
 
     @property
     def method_name(self) -> str:
@@ -185,33 +181,27 @@ class GridSearch(Calibrator):
         else the lowest-loss ones within :data:`KEEP_MODELS_BYTES`). ``shared``: the estimator's
         ``grid_shared`` of the whole set (or None). ``prior``: for the points an extension adds, the fold's
         (losses, models, start models) so far; the new points' indices follow the prior ones, and the start
-        models warm-start a ``predict_grid`` that takes ``start=``."""
+        models warm-start ``predict_grid`` (``start``)."""
         tr, va = split
         train, y_train, val = scores.subset(tr), y[tr], scores.subset(va)
         before, models, start = (np.empty(0), {}, []) if prior is None else (prior[0], dict(prior[1]), prior[2])
         offset = before.size
-        if hasattr(self.estimator, "grid_losses"):
+        extra = {} if shared is None else {"shared": shared, "train_rows": tr}
+        losses = self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring, **extra)
+        if losses is not None:
             hook = "grid_losses"
-            extra = {} if shared is None else {"shared": shared, "train_rows": tr}
-            losses = np.asarray(self.estimator.grid_losses(points, train, y_train, val, y[va], self.scoring, **extra),
-                                float)
+            losses = np.asarray(losses, float)
             if losses.shape != (len(points),):
                 raise RuntimeError(f"{type(self.estimator).__name__}.grid_losses returned {losses.shape} losses "
                                    f"(expected {len(points)})")
         else:
             hook = "predict_grid"
-            if hasattr(self.estimator, "predict_grid"):
-                warm = {"start": start} if start and "start" in inspect.signature(
-                    self.estimator.predict_grid).parameters else {}
-                predictions = self.estimator.predict_grid(points, train, y_train, val, **warm)
-            else:
-                predictions = ((i, clone(self.estimator).set_params(**p).fit(train, y_train, **fit_kwargs)
-                                .predict_proba(val)) for i, p in enumerate(points))
+            predictions = self.estimator.predict_grid(points, train, y_train, val, start, **fit_kwargs)
             losses = np.full(len(points), np.nan)
-            for i, probs, *model in predictions:
+            for i, probs, model in predictions:
                 losses[i] = fold_loss(probs, y[va], self.scoring)
-                if model and self.ensemble:
-                    models[offset + i] = model[0]
+                if model is not None and self.ensemble:
+                    models[offset + i] = model
                     every = np.concatenate([before, losses])
                     while models and sum(_array_bytes(m) for m in models.values()) > KEEP_MODELS_BYTES:
                         del models[max(models, key=lambda j: (every[j], j))]  # the worst-scoring one goes
@@ -331,8 +321,7 @@ class GridSearch(Calibrator):
         fit_kwargs = {"train": train} if train is not None else {}
         splits = self._splits(y)
         progress = self._progress(len(points))
-        shared = (self.estimator.grid_shared(scores, y) if hasattr(self.estimator, "grid_shared")
-                  and hasattr(self.estimator, "grid_losses") else None)
+        shared = self.estimator.grid_shared(scores, y)
         fixed = {k: v for k, v in self.estimator.get_params(deep=False).items() if k not in points[0]}
         with warnings.catch_warnings(record=True) as caught:  # the fold threads' warnings too (process-wide)
             warnings.simplefilter("always")

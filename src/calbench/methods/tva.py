@@ -30,8 +30,9 @@ from calbench.methods.binary_calibrators import with_confidence
 from calbench.methods.histogram import HistogramBinning, _check_bins
 from calbench.methods.isotonic import IsotonicOneVsRest
 from calbench.methods.registry import register
-from calbench.methods.temperature import BETA_MAX, BETA_MIN, TemperatureScaling
+from calbench.methods.temperature import TemperatureScaling
 from calbench.scores import Scores
+from calbench.solvers.temperature_fit import BETA_MAX, BETA_MIN
 
 
 def top_label_problem(scores: Scores, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

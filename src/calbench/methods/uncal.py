@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -12,7 +12,7 @@ class IdentityMap(Calibrator):
     fit data (``perturb``)."""
 
     preserves_argmax = True
-    needs_every_class = None  # the labels are unused
+    on_missing_class = MissingClass.IGNORE
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         pass

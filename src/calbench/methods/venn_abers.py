@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -99,7 +99,7 @@ class VennAbers(Calibrator):
 
     #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
     #: No settings, so the inherited empty ``_parameter_constraints``.
-    needs_every_class = True
+    on_missing_class = MissingClass.REFUSE
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         probs = scores.probs

@@ -11,7 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+#: The floor under p̂_y of every log-loss, one per job; the values differ on purpose, each kept as the published
+#: numbers used it. The ``nll`` metric and the grid searches' CV loss (sklearn's ``log_loss`` clip):
 NLL_EPS = 1e-15
+#: KCal's projection training loss and bandwidth CV loss (the kernel's class share of the true label):
+KCAL_LOSS_EPS = 1e-10
+#: ETS's fitting loss, whose fitted weights and temperature depend on it:
+ETS_LOSS_EPS = 1e-20
 
 
 def accuracy(probs, labels) -> float:

@@ -28,9 +28,9 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from calbench.convergence import NotConvergedWarning
+from calbench.metrics.proper import KCAL_LOSS_EPS as PROB_CLIP
 
 log = logging.getLogger("calbench")
-PROB_CLIP = 1e-10
 
 
 class SkipELU(nn.Module):

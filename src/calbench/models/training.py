@@ -21,7 +21,7 @@ from torch import nn
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
-from calbench.data.atomic import atomic_path
+from calbench.atomic import atomic_path
 from calbench.models.errors import load_tensors
 
 log = logging.getLogger("calbench")

@@ -7,7 +7,7 @@ import json
 import platform
 import sys
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.perf import discover
 
 

@@ -1,7 +1,7 @@
-"""Issue 12 `scale` benchmarks of the parametric methods: fit + predict of one job, with its default settings.
+"""The `scale` benchmarks of the parametric methods: fit + predict of one job, with its default settings.
 
 * ``scale_param_1000.<method>``: a synthetic ImageNet-sized task, 1,000 classes, 25,000 calibration +
-  25,000 test rows (:func:`imagenet_like`).
+  25,000 test rows (:func:`overconfident_logits`).
 * ``scale_param_cifar100.<method>``: the CIFAR-100 ResNet-20 logits of ../shared/data, split 5,000 / 5,000
   as config/cifar.yaml does (seed 0); skipped where the folder is absent.
 
@@ -30,7 +30,7 @@ PARAMETRIC = ["ts", "ets", "vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "
 CIFAR100 = Path(__file__).resolve().parents[3] / ".." / "shared" / "data" / "logits" / "cifar100_resnet-20"
 
 
-def imagenet_like(n: int, seed: int, classes: int = 1000) -> tuple[np.ndarray, np.ndarray]:
+def overconfident_logits(n: int, seed: int, classes: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """Logits 1.5·s of calibrated logits s = 9·onehot(k) + N(0, 1): about 80 % accuracy at 1,000 classes (an
     ImageNet-1k CNN's) and overconfident by a temperature of 1.5; labels drawn from σ(s)."""
     data = planted_temperature(n, np.random.default_rng(seed), num_classes=classes, temperature=1.5, signal=9.0)
@@ -38,7 +38,7 @@ def imagenet_like(n: int, seed: int, classes: int = 1000) -> tuple[np.ndarray, n
 
 
 def _synthetic():
-    (z_cal, y_cal), (z_test, y_test) = imagenet_like(25_000, 0), imagenet_like(25_000, 1)
+    (z_cal, y_cal), (z_test, y_test) = overconfident_logits(25_000, 0), overconfident_logits(25_000, 1)
     return z_cal, y_cal, z_test, y_test
 
 

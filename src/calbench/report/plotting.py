@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from calbench.data.atomic import atomic_path, write_text_atomic  # noqa: E402
+from calbench.atomic import atomic_path, write_text_atomic  # noqa: E402
 
 DPI = 150
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calbench.data.atomic import write_text_atomic
+from calbench.atomic import write_text_atomic
 from calbench.data.store import PEAK_KEY
 from calbench.metrics import lookup
 
@@ -93,7 +93,7 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str
 
 def floor_notes(methods) -> list[str]:
     """Notes naming the methods whose default output is floored away from 0 where the paper's is not
-    (a calibrator's ``floor_note``; issue 16), e.g. IROvA's and H-LECE's ``eps``."""
+    (a calibrator's ``floor_note``), e.g. IROvA's and H-LECE's ``eps``."""
     from calbench.methods.registry import method_class, split_chain
 
     notes = []
@@ -103,7 +103,7 @@ def floor_notes(methods) -> list[str]:
         except ValueError:  # a column that is not a registered method (e.g. the true map)
             continue
         for part in parts:
-            note = getattr(method_class(part), "floor_note", "")
+            note = method_class(part).floor_note
             if note:
                 notes.append(f"- {method}: output floored by default: {note}")
     return ["", "Floored outputs:", *notes] if notes else []

@@ -23,8 +23,8 @@ import math
 import numpy as np
 from numba import njit
 
+from calbench.kernels.vector_exp import exp_split
 from calbench.scores import PROB_EPS
-from calbench.vector_exp import exp_split
 
 #: Line search: sufficient decrease (Armijo) and weak curvature constants, and the trial bound.
 ARMIJO, CURVATURE, MAX_TRIALS = 1e-4, 0.9, 40
@@ -81,7 +81,7 @@ def scratch(size, n_pieces):
 @njit(cache=True, nogil=True, fastmath={"contract"})
 def _logistic(f, scale):
     """f ← σ(f) = 1 / (1 + exp(−f)) in place (``scale``: scratch of f's size), with the vectorised exp of
-    :mod:`calbench.vector_exp`."""
+    :mod:`calbench.kernels.vector_exp`."""
     for i in range(f.size):
         f[i] = -f[i]
     exp_split(f, scale)
@@ -287,3 +287,17 @@ def lbfgs_rows(theta, x, y, start, logit_space, ce, max_iter, ftol, gtol):
         a, b = start[f], start[f + 1]
         states[f], iterations[f] = lbfgs(theta[f], x[a:b], y[a:b], logit_space, ce, max_iter, ftol, gtol)
     return states, iterations
+
+
+def warm_up() -> None:
+    """Compile the fits and the loss of PL (probability space) and PL3 (logit space) maps, CE and squared loss."""
+    x = np.linspace(0.05, 0.95, 8)
+    y = (np.arange(8) % 2).astype(np.float64)
+    start = np.array([0, 4, 8], dtype=np.int64)
+    for logit_space in (False, True):
+        inputs = np.log(x / (1 - x)) if logit_space else x
+        for ce in (True, False):
+            theta = np.zeros((2, 5))
+            knot_params(theta[0].copy(), logit_space)
+            summed_loss_grad(theta, inputs, y, start, logit_space, ce, np.empty_like(theta))
+            lbfgs_rows(theta, inputs, y, start, logit_space, ce, 3, 1e-9, 1e-9)

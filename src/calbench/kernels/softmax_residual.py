@@ -1,11 +1,11 @@
-"""Compiled row passes of the affine-softmax solver (:mod:`calbench.methods.affine_softmax`): what follows the
+"""Compiled row passes of the affine-softmax solver (:mod:`calbench.solvers.affine_softmax_fit`): what follows the
 BLAS product s = x Wᵀ in an objective evaluation, a truncated-Newton step's probabilities, a Hessian-vector
 product and the calibrators' predictions (:mod:`calbench.methods.linear_maps`), one pass per row while the row
 is in cache.
 
 numpy spent 5–7 passes over the n × k array there (the intercept, row max, exp, row sum, division, the label's
 entry, column sums), and its float64 exp is not vectorised on machines without AVX-512; here the exp is
-:func:`calbench.vector_exp.exp_sum`'s. On one CIFAR-100 fold (4,000 × 100) an objective evaluation went from
+:func:`calbench.kernels.vector_exp.shifted_exp`'s. On one CIFAR-100 fold (4,000 × 100) an objective evaluation went from
 6.7 to 4.9 ms, of which the two products are ~4 ms. The kernels take float64 or float32 rows (truncated Newton's
 Hessian products run in float32); the exp and the sums are float64 either way.
 """
@@ -17,24 +17,12 @@ import math
 import numpy as np
 from numba import njit
 
-from calbench.vector_exp import exp_sum
-
-
-@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
-def _shifted_exp(row, intercept, buffer, scale):
-    """``buffer`` ← exp(row + b − max) (``scale``: float64 work of the row's size); returns (max of row + b,
-    Σ buffer), so that σ(row + b) = buffer / Σ and logsumexp(row + b) = max + ln Σ."""
-    top = row[0] + intercept[0]
-    for j in range(row.size):
-        top = max(top, row[j] + intercept[j])
-    for j in range(row.size):
-        buffer[j] = row[j] + intercept[j] - top
-    return top, exp_sum(buffer, scale)
+from calbench.kernels.vector_exp import offset_max, shifted_exp
 
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def residual_pass(scores, intercept, y, column_sums):
-    """The log-loss part of :func:`~calbench.methods.affine_softmax.objective` (Dirichlet paper Eq. 7's layer):
+    """The log-loss part of :func:`~calbench.solvers.affine_softmax_fit.objective` (Dirichlet paper Eq. 7's layer):
     each row s of ``scores`` (x Wᵀ, without b) becomes the residual σ(s + b) − onehot(y) in place, its column
     sums are added into ``column_sums`` (float64, [k]), and the return value is Σᵢ logsumexp(sᵢ + b) − (sᵢ + b)_yᵢ,
     the summed log-loss."""
@@ -44,7 +32,8 @@ def residual_pass(scores, intercept, y, column_sums):
     for i in range(scores.shape[0]):
         row, label = scores[i], y[i]
         picked = row[label] + intercept[label]
-        top, total = _shifted_exp(row, intercept, buffer, scale)
+        top = offset_max(row, intercept)
+        total = shifted_exp(row, intercept, top, 1.0, buffer, scale)
         loss += top + math.log(total) - picked
         inverse = 1.0 / total
         for j in range(k):
@@ -62,7 +51,7 @@ def softmax_pass(scores, intercept):
     buffer, scale = np.empty(k), np.empty(k)
     for i in range(scores.shape[0]):
         row = scores[i]
-        total = _shifted_exp(row, intercept, buffer, scale)[1]
+        total = shifted_exp(row, intercept, offset_max(row, intercept), 1.0, buffer, scale)
         inverse = 1.0 / total
         for j in range(k):
             row[j] = buffer[j] * inverse
@@ -82,3 +71,13 @@ def hessian_vector_pass(dz, shift, probs, column_sums):
         for j in range(k):
             row[j] = p[j] * (row[j] + shift[j] - mean)
             column_sums[j] += row[j]
+
+
+def warm_up() -> None:
+    """Compile the row passes for the solver's types: float64 objective and softmax, float32 Hessian products."""
+    rng = np.random.default_rng(0)
+    scores, intercept = rng.normal(size=(4, 3)), np.zeros(3)
+    residual_pass(scores.copy(), intercept, np.arange(4, dtype=np.int64) % 3, np.zeros(3))
+    softmax_pass(scores.copy(), intercept)
+    single = scores.astype(np.float32)
+    hessian_vector_pass(single.copy(), np.zeros(3, dtype=np.float32), single, np.zeros(3))

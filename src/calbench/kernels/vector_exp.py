@@ -1,5 +1,6 @@
 """exp in a numba loop that the compiler turns into vector instructions (libm's exp is one call per point,
-2.5 × slower): shared by the compiled kernels (PL / PL3 maps, temperature scaling).
+2.5 × slower): shared by the compiled kernels (PL / PL3 maps, temperature scaling, the affine-softmax passes,
+KCal's class sums), with the one shifted softmax numerator :func:`shifted_exp` of the softmax kernels.
 
 exp(t) = 2^k·e^r with k = round(t / ln 2) and |r| ≤ ln 2 / 2: ln 2 in two parts (r exact to ~1e-19), the
 constant 1.5·2^52 whose addition rounds t / ln 2 to an integer kept in its low bits, Taylor terms of e^r to
@@ -52,3 +53,30 @@ def exp_sum(t, scale):
         t[i] *= scale[i]
         total += t[i]
     return total
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def offset_max(row, offset):
+    """max_j (row[j] + offset[j]): the shift that keeps :func:`shifted_exp`'s exponents ≤ 0."""
+    top = row[0] + offset[0]
+    for j in range(row.size):
+        top = max(top, row[j] + offset[j])
+    return top
+
+
+@njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
+def shifted_exp(row, offset, shift, beta, out, scale):
+    """``out`` ← exp(β (row + offset − shift)) (``scale``: float64 work of the row's size); returns Σ out. With
+    ``shift`` = :func:`offset_max`, σ(β (row + offset)) = out / Σ and its logsumexp = β shift + ln Σ."""
+    for j in range(row.size):
+        out[j] = beta * (row[j] + offset[j] - shift)
+    return exp_sum(out, scale)
+
+
+def warm_up() -> None:
+    """Compile the kernels of this module for the float64 rows that their callers pass."""
+    row = np.linspace(-3.0, 0.0, 5)
+    scale = np.empty(5)
+    exp_split(row.copy(), scale)
+    exp_sum(row.copy(), scale)
+    shifted_exp(row, np.zeros(5), offset_max(row, np.zeros(5)), 1.0, np.empty(5), scale)

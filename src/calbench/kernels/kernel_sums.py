@@ -1,4 +1,4 @@
-"""KCal's Eq. 3 class sums for a block of query rows in one compiled pass (issue 12).
+"""KCal's Eq. 3 class sums for a block of query rows in one compiled pass (ImageNet-sized data).
 
 For each query row i of a block, from the matrix product ``gram[i, j] = 2·q_i·s_j`` (float32, BLAS):
 squared distances ``max(‖q_i‖² + ‖s_j‖² − gram[i, j], 0)`` in float64, support points of the query's own
@@ -6,7 +6,7 @@ group (cross-validation fold) left out, the nearest admissible distance δ_i, an
 ``mass[i, c] = Σ_{j in class c} exp((δ_i − sq_ij) / (d·h))`` over the support sorted by class. The numpy
 path it replaces made six passes over [rows, support] arrays and exponentiated in float32.
 
-The exponentials are :func:`calbench.vector_exp.exp_split`'s vectorised float64 exp (numba has no vector exp
+The exponentials are :func:`calbench.kernels.vector_exp.exp_split`'s vectorised float64 exp (numba has no vector exp
 without Intel's SVML); kernel values below 2⁻¹⁰²² (the smallest normal float) count as 0, and each row's nearest
 point contributes 1.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from calbench.vector_exp import exp_split
+from calbench.kernels.vector_exp import exp_split
 
 #: Support points processed together per row: the segment's two float64 buffers stay in the L1 cache.
 SEGMENT = 2048
@@ -104,3 +104,18 @@ def class_mass(gram, query_sq, support_sq, support_groups, query_groups, class_e
             else:
                 mass[i, 1] += _dot(poly, scaled, 0, m)
                 mass[i, 0] += _dot(poly, scaled, min(max(start - lo, 0), m), min(max(class_ends[label] - lo, 0), m))
+
+
+def warm_up() -> None:
+    """Compile :func:`class_mass` as KCal calls it: every class's mass, and a label's mass with the total
+    (nearest distances found, then read)."""
+    rng = np.random.default_rng(0)
+    support = rng.normal(size=(6, 2))
+    query = support[:3].astype(np.float32)
+    gram = 2.0 * query @ support.astype(np.float32).T
+    query_sq, support_sq = np.einsum("ij,ij->i", support[:3], support[:3]), np.einsum("ij,ij->i", support, support)
+    groups, class_ends = np.zeros(6, dtype=np.int64), np.array([3, 6], dtype=np.int64)
+    nearest = np.empty(3)
+    for labels, columns, find in ((np.empty(0, dtype=np.int64), 2, True), (np.zeros(3, dtype=np.int64), 2, False)):
+        class_mass(gram, query_sq, support_sq, groups, np.full(3, -1, dtype=np.int64), class_ends, 0.5, labels,
+                   nearest, find, np.empty((3, columns)))

@@ -1,5 +1,6 @@
 """The solver of the softmax of an affine map, σ(W x + b), shared by vector/matrix scaling and Dirichlet calibration:
-penalties, objective and Hessian, the L-BFGS and Newton solvers, and the warm-start predictor of a grid path.
+penalties, objective and Hessian, the L-BFGS and Newton solvers (the warm starts of a grid path:
+:mod:`calbench.solvers.warm_start_path`).
 
 Dirichlet paper (Kull et al. 2019) §3: matrix scaling is σ(W z + b) on logits z, Dirichlet calibration the
 same layer on x = ln q̂ (its Eq. 7, the linear parametrisation); vector scaling and the diagonal
@@ -28,24 +29,25 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from calbench.methods.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
+from calbench.kernels.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
 
 REG_SCALES = ("paper", "code")
 # Newton's method finishes fits of up to NEWTON_MAX_PARAMS parameters that L-BFGS has not finished in
-# NEWTON_AFTER iterations: its Hessian costs about n·P² flops a step (5 ms for P = 110, n = 4,000, some
-# 4 L-BFGS iterations), and it converges in a few steps where L-BFGS needed up to 1,000 on the saturated
+# LBFGS_ITERS_BEFORE_NEWTON iterations: its Hessian costs about n·P² flops a step (5 ms for P = 110,
+# n = 4,000, some 4 L-BFGS iterations), and it converges in a few steps where L-BFGS needed up to 1,000 on the saturated
 # ln q̂ features of CIFAR-10 models. On the authors' 432-point grid (one fold, CIFAR-10, CPU s):
 # dir_odir on VGG-19 38.8 (L-BFGS only), 7.7 (Newton only), 6.1 (this); ms_odir on ResNet-20 5.7, 7.5, 5.1.
 NEWTON_MAX_PARAMS = 300
-NEWTON_AFTER = 10
+LBFGS_ITERS_BEFORE_NEWTON = 10
 # Larger full maps of up to NEWTON_CG_MAX_CLASSES classes are finished by truncated Newton (:func:`_newton_cg`):
 # its preconditioner holds k blocks of (k + 1)² entries (8 MB at 100 classes, 65 MB at 200). On the weakest
 # ODIR penalty of the default grid (one CIFAR-100 fold, λ_code = 0.01) it needs ~150 Hessian-vector products
 # where Jacobi-preconditioned L-BFGS needed ~420 iterations, and ~680 without the block preconditioner.
 NEWTON_CG_MAX_CLASSES = 200
-# It starts after NEWTON_CG_AFTER L-BFGS iterations (the fits of a grid path share one preconditioner, so it is
-# cheap to start early; one CIFAR-100 fold of dir_odir: 7.2 CPU-s after 50, 5.9 after 20, 6.0 after 10).
-NEWTON_CG_AFTER = 20
+# It starts after LBFGS_ITERS_BEFORE_NEWTON_CG L-BFGS iterations (the fits of a grid path share one
+# preconditioner, so it is cheap to start early; one CIFAR-100 fold of dir_odir: 7.2 CPU-s after 50, 5.9
+# after 20, 6.0 after 10).
+LBFGS_ITERS_BEFORE_NEWTON_CG = 20
 # Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
 # products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
 CG_MIN_RESIDUAL = 1e-4
@@ -576,15 +578,15 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, init=None,
                        max_iter: int = 1000, tol: float = 1e-10, shared: dict | None = None,
-                       newton_cg_after: int = NEWTON_CG_AFTER) -> tuple[np.ndarray, np.ndarray, dict]:
+                       newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0).
 
     L-BFGS (:func:`_lbfgs`) first; where θ has at most :data:`NEWTON_MAX_PARAMS` entries and L-BFGS has
-    not converged within :data:`NEWTON_AFTER` iterations, Newton's method (:func:`_newton`) finishes from
+    not converged within :data:`LBFGS_ITERS_BEFORE_NEWTON` iterations, Newton's method (:func:`_newton`) finishes from
     where it stopped. Well-conditioned fits (matrix scaling on logits) stay with the cheap L-BFGS
     iterations; ill-conditioned ones (saturated ln q̂ features) get Newton's 5–10 steps instead of
     hundreds. Larger full maps of up to :data:`NEWTON_CG_MAX_CLASSES` classes that L-BFGS has not finished in
-    ``newton_cg_after`` (:data:`NEWTON_CG_AFTER`) iterations are finished by truncated Newton
+    ``newton_cg_after`` (:data:`LBFGS_ITERS_BEFORE_NEWTON_CG`) iterations are finished by truncated Newton
     (:func:`_newton_cg`), as are diagonal maps of :data:`LARGE_MAP_CLASSES` classes or more; full maps of as
     many run :func:`_fit_large_map`. At most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in
     all. Returns (W, b, info) with info = {"iterations", "converged", "loss", "solver"}.
@@ -603,7 +605,7 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     small = (k if diagonal else k * k) + k <= NEWTON_MAX_PARAMS
     finisher = _newton if small else _newton_cg if (diagonal and k >= LARGE_MAP_CLASSES
                                                     or not diagonal and k <= NEWTON_CG_MAX_CLASSES) else None
-    first = NEWTON_AFTER if finisher is _newton else newton_cg_after if finisher else max_iter
+    first = LBFGS_ITERS_BEFORE_NEWTON if finisher is _newton else newton_cg_after if finisher else max_iter
     weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
     info["solver"] = "lbfgs"
     if finisher and not info["converged"] and info["iterations"] < max_iter:
@@ -666,56 +668,3 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
     weights, intercept = unpack(result.x * d, k, diagonal)
     return weights, intercept, {"iterations": int(result.nit), "converged": bool(result.success),
                                 "loss": float(result.fun)}
-
-
-def warm_start_order(points: list[dict]) -> list[int]:
-    """Visit grid points from strong to weak regularisation along a snake path (λ major, μ alternating),
-    so that each fit starts from the solution of a neighbouring point."""
-    lams = sorted({p.get("reg_lambda", 0.0) for p in points}, reverse=True)
-    order = []
-    for rank, lam in enumerate(lams):
-        row = [i for i, p in enumerate(points) if p.get("reg_lambda", 0.0) == lam]
-        row.sort(key=lambda i: points[i].get("reg_mu", 0.0), reverse=rank % 2 == 0)
-        order.extend(row)
-    return order
-
-
-class PathPredictor:
-    """Warm starts along a (λ, μ) snake path (:func:`warm_start_order`).
-
-    Within a λ row, the step from μ' to μ is predicted by the same step in the previous row
-    (θ(λ, μ) ≈ θ(λ, μ') + θ(λ_prev, μ) − θ(λ_prev, μ')); at a change of λ, the solution is extrapolated
-    linearly in log λ from the last two rows. Changing λ moves all k(k−1) off-diagonal weights; on CIFAR
-    logits these predictions cut the L-BFGS iterations over the authors' grid by 1.3× (100 classes) to 2× (10).
-    """
-
-    def __init__(self):
-        self.rows: list[tuple[float, dict]] = []  # (λ, {μ: (W, b)}) in visiting order
-        self.last: tuple | None = None
-
-    def add(self, lam: float, mu: float, params: tuple) -> None:
-        if not self.rows or self.rows[-1][0] != lam:
-            self.rows.append((lam, {}))
-            del self.rows[:-3]
-        self.rows[-1][1][mu] = params
-        self.last = (lam, mu, params)
-
-    def predict(self, lam: float, mu: float):
-        if self.last is None:
-            return None
-        last_lam, last_mu, last_params = self.last
-        if lam == last_lam and len(self.rows) >= 2:
-            before = self.rows[-2][1]
-            if mu in before and last_mu in before:
-                return _combine(last_params, before[mu], before[last_mu], 1.0)
-        if lam != last_lam and len(self.rows) >= 2 and mu in self.rows[-2][1] and min(lam, last_lam) > 0:
-            prev_lam = self.rows[-2][0]
-            if prev_lam > 0 and prev_lam != last_lam and mu == last_mu:
-                ratio = np.log(lam / last_lam) / np.log(last_lam / prev_lam)
-                return _combine(last_params, last_params, self.rows[-2][1][mu], ratio)
-        return last_params
-
-
-def _combine(base, plus, minus, factor):
-    """base + factor·(plus − minus), parameter-wise."""
-    return tuple(b + factor * (p - m) for b, p, m in zip(base, plus, minus))

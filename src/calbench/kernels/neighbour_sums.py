@@ -1,4 +1,4 @@
-"""Cache-blocked sums of pool rows over each query's neighbours, cumulative by rank band (LECE, issue 12).
+"""Cache-blocked sums of pool rows over each query's neighbours, cumulative by rank band (LECE at ImageNet size).
 
 LECE's grid needs, for every query, the sums of the pool's targets (p̂ − y, or y) over its k nearest
 for several nested k: ``out[i, j] = Σ_{r < ends[j]} targets[nearest[i, r]]``. A plain gather reads each
@@ -396,3 +396,21 @@ def _select(values, query_rows, certain_in, certain_out, rest, col_max, relative
         for e in range(bands):
             if fill[e] != ends[e]:
                 raise RuntimeError("nearest_kl_by_band: a rank band is not full (error bound violated)")
+
+
+def warm_up() -> None:
+    """Compile the kernels on a tiny KL pool: a peaked and a flat query (both selections, float64 and float32),
+    the rank-band sums and the column sums."""
+    rng = np.random.default_rng(0)
+    n, classes, eps = 50, MAX_CLASSES + 36, 1e-12
+    logits = rng.normal(size=(n, classes)) * 3
+    log_norm = np.log(np.exp(logits).sum(axis=1))
+    cols32 = np.ascontiguousarray(np.minimum(log_norm[:, None] - logits, -np.log(eps)).T, dtype=np.float32)
+    queries = np.full((2, classes), 1.0 / classes)
+    queries[0] = np.eye(classes)[0]
+    ends = [3, 10]
+    scale = float(np.abs(logits).max() + np.abs(log_norm).max())
+    nearest = nearest_kl_by_band(queries, cols32, cols32.max(axis=0), logits, log_norm, ends, eps, scale)
+    chunks = chunk_columns(rng.normal(size=(n, classes)))
+    cumulative_band_sums(chunks, classes, nearest, ends)
+    column_sums(chunks, nearest[:, :3], queries > 0.5)

@@ -1,0 +1,69 @@
+"""``calbench fit``: fit a method on your calibration scores and save it (:mod:`calbench.persist`)."""
+
+from __future__ import annotations
+
+import yaml
+
+from calbench.cli.arrays import read_array, read_scores
+
+
+def add_parser(sub) -> None:
+    fit = sub.add_parser("fit", help="fit a method on your calibration scores and save it")
+    fit.add_argument("method", help="a method name or chain (calbench methods), e.g. ts or ts+lece")
+    fit.add_argument("--scores", required=True, help="calibration logits [N, C] (.npy/.npz/.csv)")
+    fit.add_argument("--labels", required=True, help="calibration labels [N], integers 0..C-1")
+    fit.add_argument("--probs", action="store_true", help="the scores are probabilities, not logits")
+    fit.add_argument("--set", action="append", metavar="NAME=VALUE",
+                     help="a setting (repeatable); in a chain STAGE.NAME=VALUE; grid=null switches tuning off")
+    fit.add_argument("--embeddings", help="calibration embeddings [N, D] (kcal)")
+    fit.add_argument("--train-scores", help="training-split scores (kcal, kcal_logits)")
+    fit.add_argument("--train-labels", help="training-split labels (kcal, kcal_logits)")
+    fit.add_argument("--train-embeddings", help="training-split embeddings (kcal)")
+    fit.add_argument("-o", "--output", required=True, help="where to save the calibrator (.safetensors)")
+    fit.set_defaults(handler=run)
+
+
+def parse_settings(method: str, pairs) -> dict:
+    """``["q=0.05", "lece.t=0"]`` → settings for :func:`calbench.methods.make` (values read as YAML);
+    in a chain, ``stage.setting=value``."""
+    from calbench.methods import split_chain
+
+    parts = split_chain(method)
+    settings: dict = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ValueError(f"--set {pair!r}: expected NAME=VALUE, e.g. --set q=0.05")
+        stage, dot, name = key.rpartition(".")
+        if len(parts) > 1:
+            if stage not in parts:
+                raise ValueError(f"--set {pair!r}: in chain {method!r} write STAGE.NAME=VALUE with STAGE one of "
+                                 f"{parts}")
+            settings.setdefault(stage, {})[name] = yaml.safe_load(value)
+        else:
+            settings[key] = yaml.safe_load(value)
+    return settings
+
+
+def run(args) -> int:
+    import calbench
+    from calbench.methods import make
+
+    kind = "probs" if args.probs else "logits"
+    fix = "drop --probs" if args.probs else "pass --probs so they are fitted as log-probabilities"
+    scores = read_scores(args.scores, kind, args.embeddings, fix)
+    labels = read_array(args.labels, ("labels", "y"))
+    if labels.ndim == 2 and 1 in labels.shape:
+        labels = labels.ravel()
+    cal = make(args.method, **parse_settings(args.method, args.set))
+    train = None
+    if "train" in cal.needs:
+        if not (args.train_scores and args.train_labels):
+            raise ValueError(f"{args.method} learns from the classifier's training split: "
+                             "pass --train-scores and --train-labels (and --train-embeddings for kcal)")
+        train = (read_scores(args.train_scores, kind, args.train_embeddings, fix),
+                 read_array(args.train_labels, ("labels", "y")).ravel())
+    cal.fit(scores, labels, train=train)
+    calbench.save(cal, args.output, input_kind=kind)
+    print(f"fitted {args.method} on {scores.n} x {scores.num_classes} {kind} -> {args.output}")
+    return 0

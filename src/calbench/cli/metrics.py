@@ -1,0 +1,20 @@
+"""``calbench metrics``: the metric ids, with a sentence each."""
+
+from __future__ import annotations
+
+import textwrap
+
+
+def add_parser(sub) -> None:
+    sub.add_parser("metrics", help="list metric ids with a sentence each").set_defaults(handler=run)
+
+
+def run(args) -> int:
+    from calbench.metrics.registry import described_ids
+
+    for usage, description, family in described_ids():
+        direction = "higher is better" if family.higher_is_better else "lower is better"
+        print(usage)
+        print(textwrap.fill(f"{description} ({direction})", width=110, initial_indent="    ",
+                            subsequent_indent="    "))
+    return 0
