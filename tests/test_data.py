@@ -265,7 +265,7 @@ IMAGENET_SMALL = {"num_classes": 40, "embedding_dim": 24, "accuracy": 0.7, "temp
 
 
 def test_imagenet_like_network_is_overconfident_linear_in_its_embeddings_and_fixed_across_seeds():
-    """Issue 12's ImageNet-sized task, scaled down: logits = T·(β·h·Mᵀ + ln π), accuracy as configured."""
+    """The ImageNet-sized task, scaled down: logits = T·(β·h·Mᵀ + ln π), accuracy as configured."""
     parts = synthetic.generate("imagenet_like", 0, 3000, 3000, **IMAGENET_SMALL)
     test = parts["test"]
     # E[max σ(s)] = accuracy of the calibrated network; the observed accuracy matches within sampling error.
@@ -288,7 +288,7 @@ def test_imagenet_like_network_is_overconfident_linear_in_its_embeddings_and_fix
 
 
 def test_imagenet_like_embeddings_cluster_by_class_as_penultimate_features_do():
-    """Issue 12: the classes of a real network's embeddings cluster (neural collapse, Papyan et al. 2020), so
+    """The classes of a real network's embeddings cluster (neural collapse, Papyan et al. 2020), so
     KCal's low-dimensional projection can keep the accuracy. The nearest class mean of the training split
     reaches most of the network's accuracy (before the class-signal scale r = 3·√dim: 40 % of it here)."""
     options = {**IMAGENET_SMALL, "num_classes": 100, "embedding_dim": 128}
@@ -348,7 +348,7 @@ def test_calibrated_outputs_are_the_predictions_bit_for_bit(tmp_path):
 
 
 def test_job_memory_grows_with_the_size_of_the_source(tmp_path):
-    """rules' mem_mb (issue 12): base + copies of the [rows, classes] data and the embeddings."""
+    """rules' mem_mb: base + copies of the [rows, classes] data and the embeddings."""
     entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
     make_dump("inet", entry, [0], tmp_path / "inet.h5")
     assert store.split_sizes(tmp_path / "inet.h5", 0) == {"rows": 80, "train_rows": 80, "classes": 40,

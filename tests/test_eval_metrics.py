@@ -1,4 +1,4 @@
-"""Evaluation metrics of issue 6: binned/debiased/CV ECE, KDE-ECE, SKCE, p-ECE, KCal ECE, ECE gain,
+"""Evaluation metrics: binned/debiased/CV ECE, KDE-ECE, SKCE, p-ECE, KCal ECE, ECE gain,
 fit-on-test estimators, CMEE and bootstrap intervals."""
 
 from __future__ import annotations
@@ -254,7 +254,7 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
 
 
 def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing_each_resample(monkeypatch):
-    """Issue 12: binned estimators from the row counts of all resamples at once (equal-width sums chunked
+    """Binned estimators from the row counts of all resamples at once (equal-width sums chunked
     over columns with a tiny block; equal-mass from cumulative counts) give the resample loop's values
     within 1e-8; ties that would make the re-sort's order matter fall back to the loop."""
     from calbench.metrics import binned
@@ -297,7 +297,7 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
 @pytest.mark.parametrize("classes, bins, tiny", [(4, 7, False), (40, 15, False), (40, 15, True)])
 def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_each_resample(classes, bins, tiny,
                                                                                               monkeypatch):
-    """Issue 12: the KCal paper's adaptive ECE (remainder in the last bins; classwise keeps p̂ ≥ min(0.01,
+    """The KCal paper's adaptive ECE (remainder in the last bins; classwise keeps p̂ ≥ min(0.01,
     1/K), so at 40 classes many columns keep fewer rows than bins, or none) from the row counts of all
     resamples equals recomputing it on each resample, resample by resample (also with tiny blocks)."""
     from calbench.metrics import binned
@@ -320,7 +320,7 @@ def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_
 
 
 def test_bootstrap_of_true_ce_and_resample_loop_metrics_equal_recomputing_each_resample():
-    """Issue 12: the true CEs from the resamples' row counts (l1: means of per-row terms; l2: the root of
+    """The true CEs from the resamples' row counts (l1: means of per-row terms; l2: the root of
     one) and the metrics still recomputed per resample (fed the confidence columns of the full context,
     cut to the resample) equal recomputing every metric on each resample from scratch (1e-10)."""
     from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices

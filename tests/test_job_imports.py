@@ -1,5 +1,5 @@
 """Every workflow job is a fresh Python process, so what its module imports is paid by each of the ~250 jobs
-of a run: heavy libraries are imported where they are used, not by the job modules (issue 14)."""
+of a run: heavy libraries are imported where they are used, not by the job modules."""
 
 import subprocess
 import sys

@@ -71,7 +71,7 @@ def test_the_default_config_trains_a_torchvision_cnn_and_a_timm_vit():
 
 
 def test_the_default_trained_sources_resplit_their_held_out_pool_for_every_seed():
-    """Issue 14: a trained source's cells are a spread over the run's seeds (re-splits of cal + test), not one value."""
+    """A trained source's cells are a spread over the run's seeds (re-splits of cal + test), not one value."""
     for name in DEFAULT_TRAINED:
         entry = DEFAULT_SOURCES[name]
         assert entry["split"] == {"cal_size": entry["sizes"]["cal"]} and "seeds" not in entry, name

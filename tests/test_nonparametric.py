@@ -95,7 +95,7 @@ def test_irm_fits_one_strictly_increasing_map_on_all_pooled_entries(synthetic):
 
 @pytest.mark.parametrize("loss", ["mse", "nll"])
 def test_ets_loss_from_sums_equals_the_direct_formula(loss):
-    """The fast ETS objective (per-t sums, issue 12) equals loss_value of the formed ensemble, also off the
+    """The fast ETS objective (per-t sums) equals loss_value of the formed ensemble, also off the
     simplex (SLSQP evaluates infeasible trial points)."""
     rng = np.random.default_rng(2)
     z, y = 3.0 * rng.standard_normal((300, 7)), rng.integers(7, size=300)

@@ -1,4 +1,4 @@
-"""Saved calibrators (issue 13): save/load round trip of every method and chains, and damaged files."""
+"""Saved calibrators: save/load round trip of every method and chains, and damaged files."""
 
 import json
 

@@ -44,7 +44,7 @@ def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
 
 
 def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):
-    """Issue 13: the fitted calibrator's chosen grid point (its fitted_summary in the calibrated HDF5) is shown."""
+    """The fitted calibrator's chosen grid point (its fitted_summary in the calibrated HDF5) is shown."""
     lece = [{"best_params": {"q": q, "t": 0.0}, "cv_loss": 0.5} for q in (0.05, 0.2, 0.05)]
     chain = {"0:ts": {"temperature": 1.5}, "1:lece": {"best_params": {"t": 0.01}, "fixed_params": {"q": 0.05}}}
     jobs = [("s", "lece", seed) for seed in range(3)] + [("s", "ts+lece", 0)]

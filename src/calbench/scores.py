@@ -18,7 +18,7 @@ from scipy.special import log_softmax, softmax
 #: Floor of probabilities whose logarithm becomes logits (``Scores.from_probs``, imported
 #: ``scores: probs`` files): the smallest positive normal float64, ln = −708.4. Only exact zeros (and
 #: subnormals) move; every representable probability keeps its own log, so log-probabilities
-#: survive the round trip (issue 16: a floor of 1e-12 changed accuracy and ECE).
+#: survive the round trip (a floor of 1e-12 would tie small probabilities and change accuracy and ECE).
 PROB_FLOOR = float(np.finfo(np.float64).tiny)
 
 #: Floor of the calibrated probabilities of a chain's *intermediate* stage (``Calibrator.transform``

@@ -31,7 +31,7 @@ def with_confidence(logits: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
     """Probabilities whose top class (the argmax of ``logits``) gets ``new_conf``; the other classes share
     1 − ``new_conf`` in proportion to their original probabilities. Those proportions p_j / (1 − p_top) are
     the softmax of the other classes' own logits: computing 1 − p_top by subtraction cancels to 0 or a few
-    ulps when p_top ≈ 1 (issue 16)."""
+    ulps when p_top ≈ 1, which would make the other classes' probabilities 0."""
     rows = np.arange(logits.shape[0])
     top = logits.argmax(axis=1)
     others = logits.copy()

@@ -39,7 +39,7 @@ class IsotonicOneVsRest(OneVsRest):
 
     ``eps = 1e-9`` (default, the authors' codes: LECE, Mix-n-Match) keeps every class with p̂_j > 0
     strictly positive, so log-loss stays finite; ``eps = 0`` is the paper's map, which gives exact
-    zeros on the true class of some test rows (1–2 % on 100-class sets, issue 16).
+    zeros on the true class of some test rows (1–2 % on 100-class sets: an infinite log-loss).
     """
 
     _parameter_constraints = {"eps": [Interval("real", 0)]}

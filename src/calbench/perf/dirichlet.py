@@ -1,4 +1,4 @@
-"""Benchmarks of Dirichlet calibration and matrix scaling (issue 4): one ODIR fit, the authors' full
+"""Benchmarks of Dirichlet calibration and matrix scaling: one ODIR fit, the authors' full
 (λ, μ) grid with 5-fold CV on 100 classes (L-BFGS) and on 10 (Newton), and a 1000-class fit (the reference
 package's n × k × k array cannot)."""
 
