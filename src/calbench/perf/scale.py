@@ -4,10 +4,11 @@ The data are the ``imagenet_like`` synthetic network of config/scale.yaml (768-d
 KCal also gets a 25,000-row training split). Each case runs in a forked child whose peak resident
 memory is reset at the start (``/proc/self/clear_refs``), so ``peak_mib`` is what the job holds at
 its peak, the benchmark's whole data set (about 1.2 GB) included, and ``peak_above_inputs_mib``
-what the case added to it; ``cpu_seconds`` is the child's CPU time, the fairer figure on a shared
-machine. Targets (docs/runtime.md, "Targets at a glance"): ``lece``/``ts+lece`` with the 10 × 10 CV grid ≤ 30 s and ≤ 2 GB, ``irm`` ≤ 1 GB, other methods ≤ 60 s and ≤ 3 GB, ``kcal`` ≤ 3 min, every default
-metric ≤ 5 s, bootstrap intervals of the default metric list ≤ 2 min (timed on a few resamples,
-extrapolated). The parametric methods are benchmarked by ``scale_param_*`` (another module).
+what the case added to it; ``cpu_seconds`` is the child's CPU time, the fairer figure on a shared machine. Targets
+(docs/runtime.md, "Targets at a glance"): ``lece``/``ts+lece`` with the 10 × 10 CV grid ≤ 30 s and ≤ 2 GB, ``irm``
+≤ 1 GB, other methods ≤ 60 s and ≤ 3 GB, ``kcal`` ≤ 3 min, every default metric ≤ 5 s, bootstrap intervals of the
+default metric list ≤ 2 min (timed on a few resamples, extrapolated). The parametric methods are benchmarked by
+``scale_param_*`` (another module).
 """
 
 from __future__ import annotations
