@@ -301,3 +301,18 @@ def test_bad_settings_are_named():  # checked before torch is needed
 def test_importing_the_methods_does_not_import_torch():
     code = "import sys, calbench.methods as m; m.available(); assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_learning_curve_benchmark_reports_every_size_method_and_metric(monkeypatch):
+    """``make bench``'s ``kcal.curve`` (calbench.perf.kcal), at a tiny size."""
+    pytest.importorskip("torch", reason=NEEDS_TORCH)
+    from calbench.perf import kcal as perf_kcal
+
+    for name, value in {"CURVE_TRAIN": 400, "CURVE_TEST": 300, "CURVE_SIZES": (100,), "CURVE_SEEDS": (0,)}.items():
+        monkeypatch.setattr(perf_kcal, name, value)
+    monkeypatch.setattr(perf_kcal, "make", lambda method: make(method, **(FAST if method == "kcal" else {})))
+    result = perf_kcal.kcal_curve(1)
+    for method in perf_kcal.CURVE_METHODS:
+        for metric in perf_kcal.CURVE_METRICS:
+            assert np.isfinite(result[f"n100.{method}.{metric}"])
+    assert result["n100.kcal.acc"] > 0.5

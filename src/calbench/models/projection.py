@@ -10,7 +10,9 @@ with φ(u, v) = exp(−‖Π(u) − Π(v)‖² / d) (bandwidth 1 during training
 mean log-loss over S^B. Each row's kernels are shifted by its largest before exponentiating (Eq. 6's
 ratio is unchanged), which needs none of the authors' code's 1e-10 guards; probabilities are still
 clipped at 1e-10 in the loss as in their code. An episode's train-mode forward pass is one affine map
-of every training row (:class:`TrainingRows`). Early stopping follows the authors' code (the spec's
+of every training row (:class:`TrainingRows`); the prediction batch and the background points form one
+BatchNorm batch (the paper does not say; the authors' code calls Π on each separately, so each is
+normalised by its own batch statistics). Early stopping follows the authors' code (the spec's
 reading of "until the loss does not improve"): after each epoch the leave-one-out log-loss of the
 calibration set (bandwidth 1) steps a ReduceLROnPlateau schedule (factor 0.5) and training stops once
 the learning rate falls below ``min_lr``. Only imported inside :meth:`calbench.methods.kcal.KCal.fit`.
