@@ -3,9 +3,9 @@
 # Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
 from calbench.jobs import paths
 
-RELIABILITY = config.get("figures", {}).get("reliability")
-SIMPLEX = config.get("figures", {}).get("simplex")
-CRITICAL_DIFFERENCE = config.get("figures", {}).get("critical_difference")
+RELIABILITY = config["figures"].get("reliability")
+SIMPLEX = config["figures"].get("simplex")
+CRITICAL_DIFFERENCE = config["figures"].get("critical_difference")
 
 
 def figure_seed(source):

@@ -44,7 +44,7 @@ rule dump_shifts_model:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
     script:
@@ -53,7 +53,7 @@ rule dump_shifts_model:
 
 def perturb_levels(wildcards):
     """The number of perturbation levels of the `perturb` stage (Tomani et al. 2021; docs/shift.md)."""
-    return make("perturb", **config["method_settings"].get("perturb", {})).levels
+    return make("perturb", **chain_settings(config, "perturb")["perturb"]).levels
 
 
 def method_perturbed_cal(wildcards):
@@ -81,7 +81,7 @@ rule dump_perturbed_cal:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
     script:

@@ -3,7 +3,7 @@
 # The section's defaults and names are resolved by calbench.config.load; None = not run.
 from calbench.jobs import paths
 
-LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
+LEARNING_CURVE = config["studies"].get("learning_curve")
 
 
 def learning_curve_jobs():

@@ -137,10 +137,11 @@ def _imagefolder(root: Path, image_size, sizes, seed, where) -> ImageData:
                      list(folder.classes))
 
 
-def load(entry: dict, where: str, cache_dir="resources/downloads") -> ImageData:
-    """The train/cal/test splits of the source ``entry`` (keys ``dataset``, ``sizes``, ``data_dir``, ``split_seed``)."""
+def load(entry: dict, where: str, cache_dir) -> ImageData:
+    """The train/cal/test splits of the source ``entry`` (keys ``dataset``, ``sizes``, ``data_dir``, ``split_seed``);
+    a torchvision dataset without ``data_dir`` lives in ``cache_dir/{dataset}`` (the config's ``downloads_dir``)."""
     name = entry["dataset"]
-    sizes, seed = entry.get("sizes", {}), int(entry.get("split_seed", 0))
+    sizes, seed = entry["sizes"], int(entry["split_seed"])
     root = Path(entry.get("data_dir") or Path(cache_dir) / name)
     if name == "digits":
         from sklearn.datasets import load_digits
