@@ -64,8 +64,8 @@ def metric_files():
 
 
 def table_files():
-    return [paths.METRICS_LONG, "results/tables/summary.md", "results/tables/average_ranks.md"] + [
-        f"results/tables/{m}.md" for m in METRICS
+    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS] + [
+        paths.METRIC_TABLE.format(metric=m) for m in METRICS
     ]
 
 

@@ -5,7 +5,7 @@ PAPER_COMPARISON = config.get("paper_comparison")  # None: no comparison; its so
 
 
 def paper_comparison_outputs():
-    return ["results/tables/paper_comparison.md"] if PAPER_COMPARISON else []
+    return [paths.PAPER_COMPARISON] if PAPER_COMPARISON else []
 
 
 def paper_comparison_dump(wildcards):
@@ -28,7 +28,7 @@ if PAPER_COMPARISON is not None:
             dump=paper_comparison_dump,
             code=script_code("paper_comparison"),
         output:
-            "results/tables/paper_comparison.md",
+            paths.PAPER_COMPARISON,
         params:
             table=PAPER_COMPARISON["table"],
             source=PAPER_COMPARISON["source"],

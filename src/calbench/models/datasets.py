@@ -67,7 +67,7 @@ def _split_official(train_labels: np.ndarray, n_test: int, sizes: dict, seed: in
     train, cal = train_test_split(np.arange(train_labels.size), train_size=n_train, test_size=n_cal,
                                   random_state=seed, stratify=train_labels)
     test = np.arange(n_test)
-    if int(sizes.get("test", n_test)) < n_test:
+    if "test" in sizes and int(sizes["test"]) < n_test:  # no `test` size: the whole official test set
         test = np.random.default_rng(seed).choice(n_test, int(sizes["test"]), replace=False)
     return np.sort(train), np.sort(cal), np.sort(test)
 
