@@ -248,7 +248,7 @@ def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(on
     titles = []
     monkeypatch.setattr(reliability, "save_figure", lambda fig, path, crop: titles.append(fig._suptitle.get_text()))
     calibrated = {m: results / "calibrated" / "src" / m / "seed0.h5" for m in outputs}
-    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src")
+    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", 15, "em", 10)
     assert titles == ["src: confidence reliability diagrams, 15 equal-mass bins, as the tables' ece.conf.em15.l1"]
     table = pd.read_csv(tmp_path / "f.csv")
     for method, probs in outputs.items():

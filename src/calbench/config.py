@@ -44,6 +44,8 @@ def _describe(error) -> str:
         return f"{error.message}; allowed keys here: {allowed}"
     if error.validator == "enum":
         return f"{error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "const":
+        return f"{error.instance!r} is not allowed; the only allowed value: {error.validator_value}"
     if error.validator == "pattern" and _key_path(error).startswith("methods"):
         return f"{error.instance!r} is not a method name (lower-case names joined by '+')"
     return error.message
