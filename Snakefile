@@ -31,7 +31,7 @@ rule all:
     default_target: True
     input:
         table_files(),
-        "results/tables/runtime.md",
+        paths.RUNTIME,
         figure_files(),
         study_files(),
         paper_comparison_outputs(),

@@ -57,3 +57,8 @@ def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str
         elif in_table and parts and not set(parts[0]) <= {"-"}:
             in_table = False
     return counts
+
+
+#: The config's download cache folder, as the schema defines it (jobs take it as the argument ``cache_dir``).
+SCHEMA = yaml.safe_load((REPO / "src" / "calbench" / "config.schema.yaml").read_text())
+DOWNLOADS = SCHEMA["properties"]["downloads_dir"]["default"]

@@ -9,9 +9,20 @@ import numpy as np
 import pytest
 import yaml
 
-from calbench.data import download, splits, store, synthetic
-from calbench.data.sources import build_groups, make_dump
+from calbench.config import complete_source
+from calbench.data import download, sources, splits, store, synthetic
 from calbench.scores import PROB_FLOOR
+from conftest import DOWNLOADS
+
+
+def groups_of(name: str, entry: dict, seeds) -> dict:
+    """The dump groups of a source entry, filled as calbench.config.load fills it."""
+    return sources.build_groups(name, complete_source(entry), seeds, DOWNLOADS)
+
+
+def dump_of(name: str, entry: dict, seeds, path, cache_dir=DOWNLOADS) -> None:
+    """Write the dump of a source entry, filled as calbench.config.load fills it."""
+    sources.make_dump(name, complete_source(entry), seeds, path, cache_dir)
 
 
 def _logits(n=60, c=3, seed=0):
@@ -131,26 +142,26 @@ def test_import_npy_pool_and_fixed_splits(tmp_path):
     z, y = _logits(50)
     np.save(tmp_path / "z.npy", z)
     np.save(tmp_path / "y.npy", y)
-    groups = build_groups("s", {"type": "import", "format": "npy",
-                                "files": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")}}, [0])
+    groups = groups_of("s", {"type": "import", "format": "npy",
+                             "files": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")}}, [0])
     np.testing.assert_allclose(groups["all"]["logits"], z)
     fixed = {"cal": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")},
              "test": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")}}
-    groups = build_groups("s", {"type": "import", "format": "npy", "files": fixed}, [0])
+    groups = groups_of("s", {"type": "import", "format": "npy", "files": fixed}, [0])
     assert set(groups) == {"cal", "test"}
 
 
 def test_import_npz_with_split_prefixes(tmp_path):
     z, y = _logits(50)
     np.savez(tmp_path / "a.npz", cal_logits=z[:20], cal_labels=y[:20], test_logits=z[20:], test_labels=y[20:])
-    groups = build_groups("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "a.npz")}}, [0])
+    groups = groups_of("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "a.npz")}}, [0])
     np.testing.assert_array_equal(groups["test"]["labels"], y[20:])
     np.savez(tmp_path / "b.npz", logits=z, labels=y)
-    assert set(build_groups("s", {"type": "import", "format": "npz",
-                                  "files": {"archive": str(tmp_path / "b.npz")}}, [0])) == {"all"}
+    assert set(groups_of("s", {"type": "import", "format": "npz",
+                               "files": {"archive": str(tmp_path / "b.npz")}}, [0])) == {"all"}
     np.savez(tmp_path / "c.npz", validation_logits=z)
     with pytest.raises(ValueError, match="is not named {split}_{field}"):
-        build_groups("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "c.npz")}}, [0])
+        groups_of("s", {"type": "import", "format": "npz", "files": {"archive": str(tmp_path / "c.npz")}}, [0])
 
 
 def test_import_nn_calibration_pickle(tmp_path):
@@ -159,13 +170,13 @@ def test_import_nn_calibration_pickle(tmp_path):
     with open(tmp_path / "probs_model_c10_logits.p", "wb") as fh:
         pickle.dump(((z[:30], y[:30].reshape(-1, 1)), (z[30:], y[30:].reshape(-1, 1))), fh)
     entry = {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "probs_model_c10_logits.p")}}
-    make_dump("m", entry, [0], tmp_path / "m.h5")
+    dump_of("m", entry, [0], tmp_path / "m.h5")
     part = splits.load_split(tmp_path / "m.h5", 0, None)
     np.testing.assert_allclose(part["cal"]["logits"], z[:30])
     np.testing.assert_array_equal(part["test"]["labels"], y[30:])
     (tmp_path / "junk.p").write_bytes(pickle.dumps({"not": "a tuple"}))
     with pytest.raises(ValueError, match="expected the NN_calibration pickle"):
-        build_groups("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
+        groups_of("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
 
 
 class _Planted:
@@ -191,8 +202,8 @@ def test_a_crafted_pickle_is_refused_without_running_it_by_validate_and_a_dry_ru
     for protocol in (2, 5):
         with open(tmp_path / "ok.p", "wb") as fh:
             pickle.dump(((z[:30], y[:30].reshape(-1, 1)), (z[30:], y[30:])), fh, protocol=protocol)
-        groups = build_groups("m", {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "ok.p")}},
-                              [0])
+        groups = groups_of("m", {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "ok.p")}},
+                           [0])
         np.testing.assert_array_equal(groups["cal"]["logits"], z[:30])
     planted = tmp_path / "planted"
     with open(tmp_path / "crafted.p", "wb") as fh:
@@ -219,16 +230,16 @@ def test_probabilities_import_as_floored_log_probabilities_and_mismatches_are_er
     np.save(tmp_path / "z.npy", z)
     np.save(tmp_path / "y.npy", y)
     files = {"logits": str(tmp_path / "p.npy"), "labels": str(tmp_path / "y.npy")}
-    groups = build_groups("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
+    groups = groups_of("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
     np.testing.assert_allclose(groups["all"]["logits"][0], np.log([1.0, PROB_FLOOR, PROB_FLOOR]))
     with pytest.raises(ValueError, match="declared `scores: logits` but every row is a probability vector"):
-        build_groups("s", {"type": "import", "format": "npy", "scores": "logits", "files": files}, [0])
+        groups_of("s", {"type": "import", "format": "npy", "scores": "logits", "files": files}, [0])
     files["logits"] = str(tmp_path / "z.npy")
     with pytest.raises(ValueError, match="declared `scores: probs` but rows are not probability vectors"):
-        build_groups("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
+        groups_of("s", {"type": "import", "format": "npy", "scores": "probs", "files": files}, [0])
     with pytest.raises(FileNotFoundError, match="sources.s.files: .*missing.npy does not exist"):
-        build_groups("s", {"type": "import", "format": "npy",
-                           "files": {"logits": str(tmp_path / "missing.npy"), "labels": files["labels"]}}, [0])
+        groups_of("s", {"type": "import", "format": "npy",
+                        "files": {"logits": str(tmp_path / "missing.npy"), "labels": files["labels"]}}, [0])
 
 
 def test_download_checks_sha256_and_caches(tmp_path):
@@ -254,18 +265,19 @@ def test_download_source_builds_the_same_dump_as_an_import(tmp_path):
                  "sha256": hashlib.sha256((tmp_path / f"{k[0]}.npy").read_bytes()).hexdigest()}
              for k in ("z", "y")}
     entry = {"type": "download", "format": "npy", "files": {"logits": files["z"], "labels": files["y"]}}
-    make_dump("d", entry, [0], tmp_path / "d.h5", cache_dir=tmp_path / "cache")
+    dump_of("d", entry, [0], tmp_path / "d.h5", cache_dir=tmp_path / "cache")
     with h5py.File(tmp_path / "d.h5", "r") as f:
         np.testing.assert_allclose(f["all/logits"][()], z)
     with pytest.raises(ValueError, match="a download source needs {url, sha256}"):
-        build_groups("d", {**entry, "files": {"logits": "plain/path.npy"}}, [0])
+        groups_of("d", {**entry, "files": {"logits": "plain/path.npy"}}, [0])
 
 
 IMAGENET_SMALL = {"num_classes": 40, "embedding_dim": 24, "accuracy": 0.7, "temperature": 1.5, "imbalance": 1.0}
 
 
 def test_imagenet_like_network_is_overconfident_linear_in_its_embeddings_and_fixed_across_seeds():
-    """The ImageNet-sized task, scaled down: logits = T·(β·h·Mᵀ + ln π), accuracy as configured."""
+    """The ImageNet-sized task (1,000 classes at full size), scaled down: logits = T·(β·h·Mᵀ + ln π), accuracy as
+    configured."""
     parts = synthetic.generate("imagenet_like", 0, 3000, 3000, **IMAGENET_SMALL)
     test = parts["test"]
     # E[max σ(s)] = accuracy of the calibrated network; the observed accuracy matches within sampling error.
@@ -288,8 +300,8 @@ def test_imagenet_like_network_is_overconfident_linear_in_its_embeddings_and_fix
 
 
 def test_imagenet_like_embeddings_cluster_by_class_as_penultimate_features_do():
-    """The classes of a real network's embeddings cluster (neural collapse, Papyan et al. 2020), so
-    KCal's low-dimensional projection can keep the accuracy. The nearest class mean of the training split
+    """The classes of a real network's embeddings cluster (neural collapse, Papyan et al. 2020), and so do the
+    task's, so KCal's low-dimensional projection can keep the accuracy. The nearest class mean of the training split
     reaches most of the network's accuracy (before the class-signal scale r = 3·√dim: 40 % of it here)."""
     options = {**IMAGENET_SMALL, "num_classes": 100, "embedding_dim": 128}
     train = synthetic.generate_train("imagenet_like", 3000, **options)
@@ -304,14 +316,14 @@ def test_imagenet_like_embeddings_cluster_by_class_as_penultimate_features_do():
 
 def test_imagenet_like_dump_has_a_training_split_and_bad_options_are_named(tmp_path):
     entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
-    make_dump("inet", entry, [0, 1], tmp_path / "inet.h5")
+    dump_of("inet", entry, [0, 1], tmp_path / "inet.h5")
     assert store.list_groups(tmp_path / "inet.h5") == ["seed0/cal", "seed0/test", "seed1/cal", "seed1/test", "train"]
     assert store.read_group(tmp_path / "inet.h5", "train")["embeddings"].shape == (80, 24)
     with pytest.raises(ValueError, match="imagenet_like.*signal"):
-        build_groups("inet", {**entry, "signal": 3.0}, [0])
+        groups_of("inet", {**entry, "signal": 3.0}, [0])
     with pytest.raises(ValueError, match="n_train.*planted_temperature"):
-        build_groups("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5,
-                           "n_train": 9}, [0])
+        groups_of("p", {"type": "synthetic", "task": "planted_temperature", "n_cal": 5, "n_test": 5,
+                        "n_train": 9}, [0])
 
 
 def test_calibrated_outputs_store_the_calibration_split_only_on_request_and_old_files_stay_readable(tmp_path):
@@ -348,9 +360,10 @@ def test_calibrated_outputs_are_the_predictions_bit_for_bit(tmp_path):
 
 
 def test_job_memory_grows_with_the_size_of_the_source(tmp_path):
-    """rules' mem_mb: base + copies of the [rows, classes] data and the embeddings."""
+    """rules' mem_mb, so that a 1,000-class synthetic dump fits its job's memory: base + copies of the
+    [rows, classes] data and the embeddings."""
     entry = {"type": "synthetic", "task": "imagenet_like", "n_cal": 50, "n_test": 30, "n_train": 80, **IMAGENET_SMALL}
-    make_dump("inet", entry, [0], tmp_path / "inet.h5")
+    dump_of("inet", entry, [0], tmp_path / "inet.h5")
     assert store.split_sizes(tmp_path / "inet.h5", 0) == {"rows": 80, "train_rows": 80, "classes": 40,
                                                           "embedding_dim": 24}
     base, copies, emb = store.MEMORY_MODEL["calibrate"]

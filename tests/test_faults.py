@@ -9,18 +9,23 @@ import h5py
 import numpy as np
 import pytest
 
-from calbench.config import ConfigError, load
+from calbench.config import ConfigError, complete_source, load
 from calbench.data import download, sources
 from calbench.jobs.calibrate import calibrate_job
 from calbench.methods import Calibrator, make
 from calbench.methods.base import MissingClass, MissingClassWarning
-from conftest import run_snakemake
+from conftest import DOWNLOADS, run_snakemake
 from workflow_helpers import tiny_config
 
 RNG = np.random.default_rng(0)
 LOGITS = RNG.normal(size=(40, 4))
 LABELS = np.arange(40) % 4
 PROBS = np.exp(LOGITS) / np.exp(LOGITS).sum(axis=1, keepdims=True)
+
+
+def dump_of(name: str, entry: dict, seeds, path) -> None:
+    """Write the dump of a source entry, filled as calbench.config.load fills it."""
+    sources.make_dump(name, complete_source(entry), seeds, path, DOWNLOADS)
 
 
 def _with(arr, index, value):
@@ -67,14 +72,14 @@ def test_bad_imported_scores_are_refused_with_file_field_and_fix(case, tmp_path)
     entry = _import_entry(tmp_path, logits, labels, declared)
     out = tmp_path / "results" / "dumps" / "bad.h5"
     with pytest.raises(ValueError, match=message) as err:
-        sources.make_dump("bad", entry, [0], out)
+        dump_of("bad", entry, [0], out)
     assert str(err.value).startswith(f"sources.bad: {tmp_path / named}:")
     assert not out.parent.exists() or not any(out.parent.iterdir())  # no dump, no temporary file
 
 
 def test_good_import_passes_the_same_checks(tmp_path):
     out = tmp_path / "good.h5"
-    sources.make_dump("good", _import_entry(tmp_path, LOGITS, LABELS), [0], out)
+    dump_of("good", _import_entry(tmp_path, LOGITS, LABELS), [0], out)
     assert out.exists()
 
 
@@ -106,7 +111,7 @@ def dump(tmp_path):
     path = tmp_path / "dump.h5"
     entry = {"type": "synthetic", "task": "planted_temperature", "num_classes": 4, "temperature": 2.0,
              "n_cal": 200, "n_test": 300}
-    sources.make_dump("tiny", entry, [0], path)
+    dump_of("tiny", entry, [0], path)
     return path
 
 

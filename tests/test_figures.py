@@ -81,7 +81,8 @@ def _calibrated(path, probs, labels, index=None):
 
 def test_reliability_job_writes_figure_and_csv(tmp_path):
     files = {m: _calibrated(tmp_path / f"{m}.h5", PROBS, LABELS) for m in ("a", "b+c")}
-    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4, scheme="ew")
+    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4, scheme="ew",
+                    max_classes=10)
     assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
     table = pd.read_csv(tmp_path / "conf.csv")
     assert sorted(set(table["method"])) == ["a", "b+c"]
@@ -104,11 +105,11 @@ def test_simplex_job_draws_and_checks_row_alignment(tmp_path):
     store.write_dump(dump, {"seed0/cal": parts["cal"], "seed0/test": parts["test"]}, {"source": "lece"})
     p_hat = softmax(parts["test"]["logits"], axis=1)
     good = _calibrated(tmp_path / "ok.h5", parts["test"]["true_probs"], parts["test"]["labels"])
-    simplex_job({"oracle": good}, dump, tmp_path / "map.png", "lece", seed=0, divisions=6)
+    simplex_job({"oracle": good}, dump, tmp_path / "map.png", "lece", seed=0, split=None, divisions=6)
     assert (tmp_path / "map.png").read_bytes()[:4] == PNG
     shifted = _calibrated(tmp_path / "bad.h5", p_hat, parts["test"]["labels"], np.arange(400) + 1)
     with pytest.raises(ValueError, match="test rows are not those"):
-        simplex_job({"bad": shifted}, dump, tmp_path / "bad.png", "lece", seed=0)
+        simplex_job({"bad": shifted}, dump, tmp_path / "bad.png", "lece", seed=0, split=None, divisions=15)
 
 
 # Dirichlet paper Supp. Table 4 (naive Bayes, log-loss): ranks of DirL2, Beta, FreqB, Isot, WidB, TempS, Uncal.

@@ -11,11 +11,28 @@ import yaml
 
 torch = pytest.importorskip("torch", reason="the model sources need torch: pip install 'calbench[models]'")
 
+from calbench.config import complete_source  # noqa: E402
 from calbench.data import splits, store  # noqa: E402
 from calbench.jobs import models as jobs  # noqa: E402
 from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
-from conftest import REPO  # noqa: E402
+from conftest import DOWNLOADS, REPO  # noqa: E402
+
+
+def train(source: str, entry: dict, output) -> None:
+    """The train job on one thread, its entry filled as calbench.config.load fills it."""
+    jobs.train_job(source, complete_source(entry), output, cache_dir=DOWNLOADS, threads=1, progress=False)
+
+
+def dump_model(source: str, entry: dict, output, weights=None) -> None:
+    """The dump job on one thread, its entry filled as calbench.config.load fills it."""
+    jobs.dump_model_job(source, complete_source(entry), output, weights, cache_dir=DOWNLOADS, threads=1,
+                        progress=False)
+
+
+def load_images(entry: dict, where: str) -> datasets.ImageData:
+    return datasets.load(complete_source(entry), where, DOWNLOADS)
+
 
 TINY_VIT = {"img_size": 8, "patch_size": 4, "in_chans": 1, "depth": 1, "embed_dim": 16, "num_heads": 2}
 
@@ -31,8 +48,8 @@ def _entry(model="timm:vit_tiny_patch16_224", epochs=1, **extra):
 def test_dump_round_trip_holds_penultimate_activations(tmp_path, model, image_size):
     entry = _entry(model, image_size=image_size)
     weights, dump = tmp_path / "model.pt", tmp_path / "dump.h5"
-    jobs.train_job("tiny", entry, weights, progress=False)
-    jobs.dump_model_job("tiny", entry, dump, weights, progress=False)
+    train("tiny", entry, weights)
+    dump_model("tiny", entry, dump, weights)
     assert store.list_groups(dump) == ["cal", "test", "train"]
     groups = {g: store.read_group(dump, g) for g in ("train", "cal", "test")}
     for name, size in entry["sizes"].items():
@@ -45,7 +62,7 @@ def test_dump_round_trip_holds_penultimate_activations(tmp_path, model, image_si
     net = architectures.build(model, 10, kwargs=entry["model_kwargs"])
     net.load_state_dict(saved["model"])
     net.eval()
-    data = datasets.load(entry, "test")
+    data = load_images(entry, "test")
     images = torch.stack([data.splits["test"][i][0] for i in range(len(data.splits["test"]))])
     channels = architectures.input_channels(model, entry["model_kwargs"])
     x = datasets.prepare_batch(images, saved["mean"], saved["std"], channels, image_size)
@@ -71,7 +88,8 @@ def test_the_default_config_trains_a_torchvision_cnn_and_a_timm_vit():
 
 
 def test_the_default_trained_sources_resplit_their_held_out_pool_for_every_seed():
-    """A trained source's cells are a spread over the run's seeds (re-splits of cal + test), not one value."""
+    """A trained source's cells are a spread over the run's seeds (re-splits of cal + test), not one value: one split
+    would hide how much a result depends on the calibration set drawn."""
     for name in DEFAULT_TRAINED:
         entry = DEFAULT_SOURCES[name]
         assert entry["split"] == {"cal_size": entry["sizes"]["cal"]} and "seeds" not in entry, name
@@ -83,8 +101,8 @@ def test_default_model_trains_an_epoch_and_dumps_a_held_out_pool_per_seed(tmp_pa
     default = DEFAULT_SOURCES[name]
     entry = {**default, "sizes": {"train": 100, "cal": 40, "test": 60}, "recipe": {**default["recipe"], "epochs": 1},
              "split": {"cal_size": 40}}
-    jobs.train_job(name, entry, tmp_path / "model.pt", progress=False)
-    jobs.dump_model_job(name, entry, tmp_path / "dump.h5", tmp_path / "model.pt", progress=False)
+    train(name, entry, tmp_path / "model.pt")
+    dump_model(name, entry, tmp_path / "dump.h5", tmp_path / "model.pt")
     assert store.list_groups(tmp_path / "dump.h5") == ["all", "train"]
     pool = store.read_group(tmp_path / "dump.h5", "all")
     assert pool["logits"].shape == (100, 10) and pool["embeddings"].shape[0] == 100
@@ -95,7 +113,7 @@ def test_default_model_trains_an_epoch_and_dumps_a_held_out_pool_per_seed(tmp_pa
 
 def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypatch):
     entry = _entry(epochs=2)
-    jobs.train_job("tiny", entry, tmp_path / "full" / "model.pt", progress=False)
+    train("tiny", entry, tmp_path / "full" / "model.pt")
 
     saves = []
     real_save = training.save_checkpoint
@@ -107,7 +125,7 @@ def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypa
 
     monkeypatch.setattr(training, "save_checkpoint", save_then_die)
     with pytest.raises(KeyboardInterrupt):
-        jobs.train_job("tiny", entry, tmp_path / "killed" / "model.pt", progress=False)
+        train("tiny", entry, tmp_path / "killed" / "model.pt")
     assert saves == [1] and (tmp_path / "killed" / "checkpoint.pt").exists()
     assert not (tmp_path / "killed" / "model.pt").exists()
 
@@ -116,7 +134,7 @@ def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypa
         saves.append(state["epoch"])
 
     monkeypatch.setattr(training, "save_checkpoint", count_save)
-    jobs.train_job("tiny", entry, tmp_path / "killed" / "model.pt", progress=False)
+    train("tiny", entry, tmp_path / "killed" / "model.pt")
     assert saves == [1, 2]  # the rerun trained only the second epoch
     full = torch.load(tmp_path / "full" / "model.pt", weights_only=False)["model"]
     resumed = torch.load(tmp_path / "killed" / "model.pt", weights_only=False)["model"]
@@ -132,7 +150,7 @@ def test_checkpoint_of_another_recipe_is_not_resumed(tmp_path, monkeypatch):
     saves = []
     monkeypatch.setattr(training, "save_checkpoint", lambda p, s: saves.append(s["epoch"]))
     net = architectures.build(entry["model"], 10, kwargs=TINY_VIT)
-    data = datasets.load(entry, "x")
+    data = load_images(entry, "x")
     training.train(net, data.splits["train"], lambda x, a, g: datasets.prepare_batch(x, [0.5], [0.5], 1),
                    recipe, torch.device("cpu"), tmp_path / "checkpoint.pt", {}, progress=False)
     assert saves == [1]
@@ -144,9 +162,10 @@ def _no_network(*args, **kwargs):
 
 def test_dataset_download_failure_says_what_was_tried(tmp_path, monkeypatch):
     monkeypatch.setattr(urllib.request, "urlopen", _no_network)
-    entry = {"dataset": "cifar10", "data_dir": str(tmp_path / "cifar"), "sizes": {"train": 10, "cal": 10}}
+    entry = {"type": "train", "dataset": "cifar10", "data_dir": str(tmp_path / "cifar"),
+             "sizes": {"train": 10, "cal": 10}}
     with pytest.raises(OfflineError) as err:
-        datasets.load(entry, "sources.c10")
+        load_images(entry, "sources.c10")
     text = str(err.value)
     assert "sources.c10" in text and "CIFAR10" in text and str(tmp_path / "cifar") in text and "Offline" in text
 
@@ -216,7 +235,7 @@ def test_pretrained_source_rejects_a_head_of_other_classes(tmp_path):
     torch.save(net.state_dict(), tmp_path / "w.pth")
     entry = {**_entry(), "type": "pretrained", "weights": str(tmp_path / "w.pth")}
     with pytest.raises(ValueError, match="outputs 7 classes but digits has 10"):
-        jobs.dump_model_job("p", entry, tmp_path / "d.h5", progress=False)
+        dump_model("p", entry, tmp_path / "d.h5")
 
 
 def test_pooled_split_is_stratified_disjoint_and_sized():
@@ -258,7 +277,7 @@ def test_imagenet_config_path_runs_offline_on_a_tiny_model_and_image_folder(tmp_
     torch.save(net.state_dict(), tmp_path / "w.pth")
     entry = {**entry, "data_dir": str(_image_folder(tmp_path / "val")), "image_size": 8,
              "sizes": {"train": 0, "cal": 9, "test": 9}, "model": "timm:resnet10t", "weights": str(tmp_path / "w.pth")}
-    jobs.dump_model_job("inet", entry, tmp_path / "d.h5", progress=False)
+    dump_model("inet", entry, tmp_path / "d.h5")
     assert store.list_groups(tmp_path / "d.h5") == ["cal", "test"]
     cal, test = (store.read_group(tmp_path / "d.h5", g) for g in ("cal", "test"))
     assert cal["logits"].shape == test["logits"].shape == (9, 3) and cal["embeddings"].shape[0] == 9
@@ -270,13 +289,13 @@ def test_imagenet_config_fails_clearly_without_images_or_weights(tmp_path, monke
 
     entry = yaml.safe_load(open("config/imagenet.yaml"))["sources"]["imagenet_vit_b16"]
     with pytest.raises(FileNotFoundError, match=r"sources.v.data_dir: .*missing.* WordNet id"):
-        jobs.dump_model_job("v", {**entry, "data_dir": str(tmp_path / "missing")}, tmp_path / "d.h5", progress=False)
+        dump_model("v", {**entry, "data_dir": str(tmp_path / "missing")}, tmp_path / "d.h5")
     from huggingface_hub import constants
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
     data_dir = str(_image_folder(tmp_path / "val", classes=2, per_class=2))
     with pytest.raises(OfflineError, match="sources.v: timm could not load .*vit_base_patch16_224.*weights: /path"):
-        jobs.dump_model_job("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
-                      tmp_path / "d.h5", progress=False)
+        dump_model("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
+                   tmp_path / "d.h5")
     assert not (tmp_path / "d.h5").exists()

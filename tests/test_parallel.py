@@ -1,4 +1,5 @@
-"""calbench.parallel: worker threads run with one BLAS thread each (issue 17 point 3, threadpoolctl)."""
+"""calbench.parallel: worker threads run with one BLAS thread each (threadpoolctl), so that they do not
+oversubscribe the cores."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(monkeypatch):
 
 def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
     """Five folds on two cores: four on the workers with one BLAS thread each, then the fifth in the calling
-    thread with two (issue 12: it ran with one core idle). Which item it is depends on the count only."""
+    thread with two (else a third round ran with one core idle). Which item it is depends on the count only."""
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
     monkeypatch.setattr(calbench.parallel, "_granted_threads", None)  # a library call: no share_cores
     caller = threading.get_ident()
@@ -39,15 +40,37 @@ def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
             assert _blas_threads() == {outside}
 
 
-def test_a_process_granted_one_thread_keeps_every_item_on_one_blas_thread(monkeypatch):
-    """A Snakemake job declares one thread and shares the cores with the job beside it (share_cores): its fifth
-    fold runs on a worker with one BLAS thread, as the other four."""
-    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
+def test_a_job_runs_on_its_granted_threads_with_one_blas_thread_throughout(monkeypatch):
+    """A Snakemake job granted two of four cores (share_cores): its five folds run on two workers, none in the
+    calling thread, and BLAS runs on one thread in the workers and in the caller, whatever the grant."""
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 4)
     monkeypatch.setattr(calbench.parallel, "_granted_threads", None)
-    calbench.parallel.share_cores(1)
+    monkeypatch.setattr(calbench.parallel, "_one_blas_thread", None)
     caller = threading.get_ident()
-    seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident() == caller), range(5))
-    assert seen == [({1}, False)] * 5
+    with threadpool_limits(limits=2, user_api="blas"):
+        calbench.parallel.share_cores(2)
+        seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident()), range(5))
+        assert _blas_threads() == {1}
+    assert [blas for blas, _ in seen] == [{1}] * 5
+    assert caller not in {ident for _, ident in seen} and len({ident for _, ident in seen}) <= 2
+
+
+def test_grid_search_results_do_not_depend_on_the_granted_threads(monkeypatch):
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 4, 400)
+    z = rng.normal(size=(400, 4)) + 2.0 * np.eye(4)[y]
+    grid = {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3, 1e-1]}
+    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 3)
+    monkeypatch.setattr(calbench.parallel, "_one_blas_thread", None)
+    fits = []
+    with threadpool_limits(limits=3, user_api="blas"):
+        for threads in (1, 2, 3):
+            monkeypatch.setattr(calbench.parallel, "_granted_threads", None)
+            calbench.parallel.share_cores(threads)
+            fits.append(make("dir_odir", grid=grid).fit(z, y))
+    for fit in fits[1:]:
+        np.testing.assert_array_equal(fit.cv_losses_, fits[0].cv_losses_)
+        np.testing.assert_array_equal(fit.predict_proba(z), fits[0].predict_proba(z))
 
 
 def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatch):

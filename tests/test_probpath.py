@@ -127,9 +127,11 @@ def test_a_probability_source_is_benchmarked_on_what_apply_reads(prob_files, tmp
     np.save(tmp_path / "labels.npy", y)
     entry = {"type": "import", "format": "npy", "scores": "probs", "split": {"cal_size": 400},
              "files": {"probs": str(tmp_path / "probs.npy"), "labels": str(tmp_path / "labels.npy")}}
+    from calbench.config import complete_source
     from calbench.data.sources import make_dump
+    from conftest import DOWNLOADS
 
-    make_dump("p", entry, [0], tmp_path / "p.h5")
+    make_dump("p", complete_source(entry), [0], tmp_path / "p.h5", DOWNLOADS)
     assert store.read_group(tmp_path / "p.h5", "all")["logits"].dtype == np.float64
     calibrate_job(tmp_path / "p.h5", tmp_path / "c.h5", "irm", {"irm": {}}, 0, entry["split"],
                   calibrator_output=tmp_path / "irm.safetensors", input_kind="probs")
@@ -246,7 +248,7 @@ def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(on
     titles = []
     monkeypatch.setattr(reliability, "save_figure", lambda fig, path, crop: titles.append(fig._suptitle.get_text()))
     calibrated = {m: results / "calibrated" / "src" / m / "seed0.h5" for m in outputs}
-    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src")
+    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", 15, "em", 10)
     assert titles == ["src: confidence reliability diagrams, 15 equal-mass bins, as the tables' ece.conf.em15.l1"]
     table = pd.read_csv(tmp_path / "f.csv")
     for method, probs in outputs.items():

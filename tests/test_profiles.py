@@ -56,10 +56,11 @@ def test_the_calibrate_evaluate_group_is_bundled(name):
 def test_every_gpu_rule_requests_gpus_in_both_spellings():
     from snakemake_executor_plugin_slurm.utils import set_gres_string
 
-    listed = set(PROFILES["slurm"]["set-resources"]) | set(PROFILES["slurm-gres"]["set-resources"])
+    listed = set(PROFILES["slurm-gres"]["set-resources"])
     assert listed  # the GPU rules of the model sources (train_model, dump_model)
-    for rule in sorted(listed | set(GPU_RULES)):  # the rules say gpu=1; the profiles translate
-        gpus, gres = PROFILES["slurm"]["set-resources"][rule], PROFILES["slurm-gres"]["set-resources"][rule]
+    for rule in sorted(listed | set(GPU_RULES)):  # the rules say gpu=1; slurm-gres translates, slurm needs nothing
+        gpus = PROFILES["slurm"].get("set-resources", {}).get(rule, {})
+        gres = PROFILES["slurm-gres"]["set-resources"][rule]
         assert set_gres_string(_Job({"gpu": 1, **gpus})) == " --gpus=1", rule
         assert set_gres_string(_Job({"gpu": 1, **gres})) == " --gres=gpu:1", rule
 

@@ -10,7 +10,7 @@ import yaml
 from calbench.config import load
 from calbench.corruptions import FAMILIES, SEVERITIES
 from calbench.data import store
-from conftest import REPO
+from conftest import DOWNLOADS, REPO
 
 jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
 perturbed_cal = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
@@ -25,9 +25,10 @@ def shifted(tmp_path_factory):
     entry = {**DEFAULT, "recipe": {**DEFAULT["recipe"], "epochs": 20},
              "shifts": {family: list(SEVERITIES) for family in FAMILIES}}
     entry = load({"sources": {"d": entry}, "methods": ["ts"], "metrics": ["acc"]})["sources"]["d"]
-    jobs.train_job("d", entry, folder / "model.pt", progress=False)
-    jobs.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", progress=False)
-    jobs.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", progress=False)
+    run = {"cache_dir": DOWNLOADS, "threads": 1, "progress": False}
+    jobs.train_job("d", entry, folder / "model.pt", **run)
+    jobs.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", **run)
+    jobs.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", **run)
     return folder, entry
 
 
@@ -60,7 +61,8 @@ def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_defaul
     """Tomani et al. (2021; the authors' estimate_epsilons): level 0 is the clean held-out pool; the noise grows
     with the level and the accuracy falls from the clean accuracy to chance (1/K) within the tolerances."""
     folder, entry = shifted
-    perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt")
+    perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt",
+                                         cache_dir=DOWNLOADS, threads=1)
     attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()
              if k in ("epsilons", "accuracies", "target_accuracies")}
     assert store.list_groups(tmp_path / "perturbed.h5") == [f"level/{i}" for i in range(5)]

@@ -44,6 +44,8 @@ def _describe(error) -> str:
         return f"{error.message}; allowed keys here: {allowed}"
     if error.validator == "enum":
         return f"{error.instance!r} is not allowed; allowed values: {', '.join(map(str, error.validator_value))}"
+    if error.validator == "const":
+        return f"{error.instance!r} is not allowed; the only allowed value: {error.validator_value}"
     if error.validator == "pattern" and _key_path(error).startswith("methods"):
         return f"{error.instance!r} is not a method name (lower-case names joined by '+')"
     return error.message
@@ -103,6 +105,25 @@ def _fill_schema_defaults(config: dict, schema: dict) -> None:
     filler = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"properties": fill_then_descend})
     for _ in filler(schema).iter_errors(config):
         pass
+
+
+def _fill_entry_defaults(entry: dict, seeds: list) -> None:
+    """The defaults of a source entry that depend on the config: ``seeds`` (the config's), and a model source's
+    ``normalize``: ImageNet statistics for published weights (``pretrained`` or ``weights``), else the statistics
+    of the training split."""
+    entry.setdefault("seeds", list(seeds))
+    if entry["type"] in ("train", "pretrained") and "normalize" not in entry:
+        entry["normalize"] = "imagenet" if entry["pretrained"] or entry.get("weights") else "dataset"
+
+
+def complete_source(entry: dict, seeds=None) -> dict:
+    """A copy of one valid source entry with every default filled, as :func:`load` fills the entries of a config
+    whose ``seeds`` are ``seeds`` (for callers that build an entry without a config file: tests, notebooks)."""
+    schema = load_schema()
+    entry = copy.deepcopy(entry)
+    _fill_schema_defaults(entry, {"$defs": schema["$defs"], "$ref": "#/$defs/source"})
+    _fill_entry_defaults(entry, schema["properties"]["seeds"]["default"] if seeds is None else seeds)
+    return entry
 
 
 def _check_names(where: str, names, known, what: str) -> None:
@@ -276,6 +297,8 @@ def load(config) -> dict:
     schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
+    for entry in config["sources"].values():
+        _fill_entry_defaults(entry, config["seeds"])
     _check_methods(config)
     _check_metrics("metrics", config["metrics"])
     _resolve_figures_and_studies(config)

@@ -17,12 +17,12 @@ rule aggregate:
             category="Tables",
         ),
         summary=report(
-            "results/tables/summary.md",
+            paths.SUMMARY,
             caption="../report/summary.rst",
             category="Tables",
         ),
-        ranks="results/tables/average_ranks.md",
-        per_metric=[f"results/tables/{m}.md" for m in METRICS],
+        ranks=paths.AVERAGE_RANKS,
+        per_metric=[paths.METRIC_TABLE.format(metric=m) for m in METRICS],
     params:
         metrics=METRICS,
         methods=METHODS,

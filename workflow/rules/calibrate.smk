@@ -16,6 +16,7 @@ rule calibrate:
         settings=method_settings,
         split=source_split,
         scores_kind=source_scores_kind,
+    threads: config["calibrate_threads"]  # the CV folds' worker threads (calbench.parallel.share_cores)
     log:
         "logs/calibrate/{source}/{method}/seed{seed}.log",
     benchmark:

@@ -49,8 +49,8 @@ wildcard_constraints:
 
 
 def source_seeds(source):
-    """A source's own ``seeds``, else the config's."""
-    return SOURCES[source].get("seeds", config["seeds"])
+    """A source's own ``seeds``, else the config's (calbench.config.load fills them in)."""
+    return SOURCES[source]["seeds"]
 
 
 def jobs():
@@ -64,8 +64,8 @@ def metric_files():
 
 
 def table_files():
-    return [paths.METRICS_LONG, "results/tables/summary.md", "results/tables/average_ranks.md"] + [
-        f"results/tables/{m}.md" for m in METRICS
+    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS] + [
+        paths.METRIC_TABLE.format(metric=m) for m in METRICS
     ]
 
 
@@ -95,9 +95,10 @@ def canonical(value):
 
 
 def source_entry(wildcards):
-    """The source's entry but its ``shifts``: adding a shifted test set reruns no training, dump or calibration
-    (docs/shift.md); the shift dump (rules/shift.smk) reads the whole entry."""
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "shifts"})
+    """The source's entry but its ``shifts`` and ``seeds``: adding a shifted test set or a seed reruns no training,
+    dump or calibration (docs/shift.md; the dump rule of a data source takes its seeds as a param of their own);
+    the shift dump (rules/shift.smk) reads the whole entry."""
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "seeds")})
 
 
 def source_seed_list(wildcards):
@@ -115,7 +116,7 @@ def source_split_file(wildcards):
 
 def source_scores_kind(wildcards):
     """What a saved calibrator of the source takes: its declared ``scores`` (logits or probs)."""
-    return SOURCES[wildcards.source].get("scores", "logits")
+    return SOURCES[wildcards.source]["scores"]
 
 
 def method_settings(wildcards):

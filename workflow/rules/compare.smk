@@ -1,11 +1,11 @@
 # Our aggregated results beside a paper's published table (config key `paper_comparison`).
 from calbench.jobs import paths
 
-PAPER_COMPARISON = config.get("paper_comparison", {})  # its source is checked by calbench.config.load
+PAPER_COMPARISON = config.get("paper_comparison")  # None: no comparison; its source is checked by calbench.config.load
 
 
 def paper_comparison_outputs():
-    return ["results/tables/paper_comparison.md"] if PAPER_COMPARISON else []
+    return [paths.PAPER_COMPARISON] if PAPER_COMPARISON else []
 
 
 def paper_comparison_dump(wildcards):
@@ -16,24 +16,26 @@ def paper_comparison_seeds(wildcards):
     return source_seeds(PAPER_COMPARISON["source"])
 
 
-localrules:
-    paper_comparison,
+if PAPER_COMPARISON is not None:
+
+    localrules:
+        paper_comparison,
 
 
-rule paper_comparison:
-    input:
-        long=paths.METRICS_LONG,
-        dump=paper_comparison_dump,
-        code=script_code("paper_comparison"),
-    output:
-        "results/tables/paper_comparison.md",
-    params:
-        table=PAPER_COMPARISON.get("table"),
-        source=PAPER_COMPARISON.get("source"),
-        seeds=paper_comparison_seeds,
-    log:
-        "logs/paper_comparison.log",
-    conda:
-        "../../envs/calbench.yaml"
-    script:
-        "../scripts/paper_comparison.py"
+    rule paper_comparison:
+        input:
+            long=paths.METRICS_LONG,
+            dump=paper_comparison_dump,
+            code=script_code("paper_comparison"),
+        output:
+            paths.PAPER_COMPARISON,
+        params:
+            table=PAPER_COMPARISON["table"],
+            source=PAPER_COMPARISON["source"],
+            seeds=paper_comparison_seeds,
+        log:
+            "logs/paper_comparison.log",
+        conda:
+            "../../envs/calbench.yaml"
+        script:
+            "../scripts/paper_comparison.py"

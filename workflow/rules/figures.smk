@@ -3,9 +3,9 @@
 # Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
 from calbench.jobs import paths
 
-RELIABILITY = config.get("figures", {}).get("reliability")
-SIMPLEX = config.get("figures", {}).get("simplex")
-CRITICAL_DIFFERENCE = config.get("figures", {}).get("critical_difference")
+RELIABILITY = config["figures"].get("reliability")
+SIMPLEX = config["figures"].get("simplex")
+CRITICAL_DIFFERENCE = config["figures"].get("critical_difference")
 
 
 def figure_seed(source):
@@ -43,18 +43,18 @@ def figure_seed_of(wildcards):
 
 
 def cd_figure_paths():
-    return {m: f"results/figures/critical_difference/{m}.png" for m in CRITICAL_DIFFERENCE["metrics"]}
+    return {m: paths.CRITICAL_DIFFERENCE_FIGURE.format(metric=m) for m in CRITICAL_DIFFERENCE["metrics"]}
 
 
 def figure_files():
     files = []
     if RELIABILITY is not None:
-        files += [f"results/figures/reliability/{s}/{t}.{ext}" for s in RELIABILITY["sources"]
-                  for t in RELIABILITY["targets"] for ext in ("png", "csv")]
+        files += [path.format(source=s, target=t) for s in RELIABILITY["sources"] for t in RELIABILITY["targets"]
+                  for path in (paths.RELIABILITY_FIGURE, paths.RELIABILITY_TABLE)]
     if SIMPLEX is not None:
-        files += [f"results/figures/simplex/{s}.png" for s in SIMPLEX["sources"]]
+        files += [paths.SIMPLEX_FIGURE.format(source=s) for s in SIMPLEX["sources"]]
     if CRITICAL_DIFFERENCE is not None:
-        files += list(cd_figure_paths().values()) + ["results/tables/friedman.md", "results/tables/friedman.csv"]
+        files += list(cd_figure_paths().values()) + [paths.FRIEDMAN_TABLE, paths.FRIEDMAN_CSV]
     return files
 
 
@@ -66,13 +66,13 @@ if RELIABILITY is not None:
             code=script_code("reliability_diagram"),
         output:
             figure=report(
-                "results/figures/reliability/{source}/{target}.png",
+                paths.RELIABILITY_FIGURE,
                 caption="../report/reliability.rst",
                 category="Reliability diagrams",
                 subcategory="{source}",
                 labels={"source": "{source}", "target": "{target}"},
             ),
-            table="results/figures/reliability/{source}/{target}.csv",
+            table=paths.RELIABILITY_TABLE,
         params:
             methods=reliability_methods,
             bins=RELIABILITY["bins"],
@@ -102,7 +102,7 @@ if SIMPLEX is not None:
             code=script_code("simplex_map"),
         output:
             report(
-                "results/figures/simplex/{source}.png",
+                paths.SIMPLEX_FIGURE,
                 caption="../report/simplex.rst",
                 category="Calibration maps",
                 labels={"source": "{source}"},
@@ -141,11 +141,11 @@ if CRITICAL_DIFFERENCE is not None:
                 for m, p in cd_figure_paths().items()
             ],
             table=report(
-                "results/tables/friedman.md",
+                paths.FRIEDMAN_TABLE,
                 caption="../report/friedman.rst",
                 category="Tables",
             ),
-            csv="results/tables/friedman.csv",
+            csv=paths.FRIEDMAN_CSV,
         params:
             metrics=CRITICAL_DIFFERENCE["metrics"],
             test=CRITICAL_DIFFERENCE["test"],

@@ -1,7 +1,9 @@
 # Model-backed sources (docs/architecture.md §1, docs/models_and_kcal.md): train a torchvision/timm
 # model, or load a published or local one, and dump logits, labels and penultimate-layer embeddings of train/cal/test to
-# results/dumps/{source}.h5. These are the only rules that load torch; they run on the GPU when the
-# job gets one (device: auto) and on the CPU otherwise.
+# results/dumps/{source}.h5. These are the only rules that load torch. A job reserves a GPU (resource `gpu`)
+# only where the source's `device` names one (cuda, cuda:N); `auto` (the default) runs on a GPU when the
+# machine it lands on has one and reserves none, so that the default config's small models train on the CPU.
+# Each job declares the source's `threads`, which torch uses and SLURM grants as CPUs.
 from calbench.jobs import paths
 
 TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
@@ -15,7 +17,12 @@ def model_weights(wildcards):
 
 
 def model_threads(wildcards):
-    return SOURCES[wildcards.source].get("threads", 1)
+    return SOURCES[wildcards.source]["threads"]
+
+
+def model_gpus(wildcards):
+    """1 where the source's device is a CUDA GPU, else 0 (calbench.models.training.resolve_device)."""
+    return int(SOURCES[wildcards.source]["device"].startswith("cuda"))
 
 
 rule train_model:
@@ -37,7 +44,7 @@ rule train_model:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=720,
     script:
@@ -64,7 +71,7 @@ rule dump_model:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
     script:

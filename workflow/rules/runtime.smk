@@ -14,7 +14,7 @@ rule runtime_table:
         code=script_code("runtime"),
     output:
         report(
-            "results/tables/runtime.md",
+            paths.RUNTIME,
             caption="../report/runtime.rst",
             category="Tables",
         ),

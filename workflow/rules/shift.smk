@@ -44,7 +44,7 @@ rule dump_shifts_model:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
     script:
@@ -53,7 +53,7 @@ rule dump_shifts_model:
 
 def perturb_levels(wildcards):
     """The number of perturbation levels of the `perturb` stage (Tomani et al. 2021; docs/shift.md)."""
-    return make("perturb", **config["method_settings"].get("perturb", {})).levels
+    return make("perturb", **chain_settings(config, "perturb")["perturb"]).levels
 
 
 def method_perturbed_cal(wildcards):
@@ -81,7 +81,7 @@ rule dump_perturbed_cal:
     conda:
         "../../envs/torch.yaml"
     resources:
-        gpu=1,
+        gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
     script:
@@ -112,14 +112,14 @@ rule dump_shifts_source:
         "../scripts/dump_shifts.py"
 
 
-SHIFT_TABLES = [f"results/tables/shift/{m}.md" for m in METRICS]
-SHIFT_FIGURES = [f"results/figures/shift/{s}.png" for s in SHIFT_SOURCES]
+SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]
+SHIFT_FIGURES = [paths.SHIFT_FIGURE.format(source=s) for s in SHIFT_SOURCES]
 
 
 def shift_outputs():
     if not SHIFT_SOURCES:
         return []
-    return SHIFT_TABLES + ["results/tables/shift/ranking.md"] + SHIFT_FIGURES
+    return SHIFT_TABLES + [paths.SHIFT_RANKING] + SHIFT_FIGURES
 
 
 if SHIFT_SOURCES:
@@ -137,7 +137,7 @@ if SHIFT_SOURCES:
                 for p in SHIFT_TABLES
             ],
             ranking=report(
-                "results/tables/shift/ranking.md",
+                paths.SHIFT_RANKING,
                 caption="../report/shift_ranking.rst",
                 category="Shift",
                 subcategory="Tables",
@@ -146,7 +146,7 @@ if SHIFT_SOURCES:
                 report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
                 for p in SHIFT_FIGURES
             ],
-            csv=[f"results/figures/shift/{s}.csv" for s in SHIFT_SOURCES],
+            csv=[paths.SHIFT_FIGURE_CSV.format(source=s) for s in SHIFT_SOURCES],
         params:
             metrics=METRICS,
             methods=METHODS,

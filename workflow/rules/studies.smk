@@ -3,7 +3,7 @@
 # The section's defaults and names are resolved by calbench.config.load; None = not run.
 from calbench.jobs import paths
 
-LEARNING_CURVE = config.get("studies", {}).get("learning_curve")
+LEARNING_CURVE = config["studies"].get("learning_curve")
 
 
 def learning_curve_jobs():
@@ -12,13 +12,13 @@ def learning_curve_jobs():
 
 
 def learning_curve_figures():
-    return [f"results/figures/learning_curve/{s}.png" for s in LEARNING_CURVE["sources"]]
+    return [paths.LEARNING_CURVE_FIGURE.format(source=s) for s in LEARNING_CURVE["sources"]]
 
 
 def study_files():
     if LEARNING_CURVE is None:
         return []
-    return ["results/studies/learning_curve/summary.csv", "results/studies/learning_curve/summary.md"] + (
+    return [paths.LEARNING_CURVE_SUMMARY_CSV, paths.LEARNING_CURVE_SUMMARY] + (
         learning_curve_figures()
     )
 
@@ -33,7 +33,7 @@ if LEARNING_CURVE is not None:
             dump=paths.DUMP,
             code=method_code("learning_curve"),
         output:
-            "results/studies/learning_curve/{source}/{method}.csv",
+            paths.LEARNING_CURVE,
         params:
             settings=method_settings,
             split=source_split,
@@ -57,12 +57,12 @@ if LEARNING_CURVE is not None:
 
     rule learning_curve_summary:
         input:
-            curves=[f"results/studies/learning_curve/{s}/{m}.csv" for s, m in learning_curve_jobs()],
+            curves=[paths.LEARNING_CURVE.format(source=s, method=m) for s, m in learning_curve_jobs()],
             code=script_code("learning_curve_summary"),
         output:
-            csv="results/studies/learning_curve/summary.csv",
+            csv=paths.LEARNING_CURVE_SUMMARY_CSV,
             table=report(
-                "results/studies/learning_curve/summary.md",
+                paths.LEARNING_CURVE_SUMMARY,
                 caption="../report/learning_curve_table.rst",
                 category="Learning curves",
             ),

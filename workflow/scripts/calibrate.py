@@ -8,7 +8,7 @@ from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.parallel import share_cores
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-share_cores(smk.threads)  # the cores are shared with the jobs beside it (docs/operations.md)
+share_cores(smk.threads)  # fold workers and BLAS on exactly the granted cores (docs/operations.md)
 test_index = np.load(smk.input.split[0]) if smk.input.split else None  # pooled sources: the drawn split
 with job_logging(snakemake_log(smk)):
     calibrate_job(smk.input.dump, smk.output.calibrated, smk.wildcards.method, json.loads(smk.params.settings),

@@ -7,4 +7,4 @@ from calbench.jobs.models import dump_model_job
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
     dump_model_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], smk.input.weights or None,
-             smk.params.cache_dir, smk.threads)
+                   cache_dir=smk.params.cache_dir, threads=smk.threads)

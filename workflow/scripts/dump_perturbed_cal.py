@@ -8,4 +8,4 @@ from calbench.jobs.perturbed_cal import dump_perturbed_cal_job
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
     dump_perturbed_cal_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], int(smk.params.levels),
-                           smk.input.weights or None, smk.params.cache_dir, smk.threads)
+                           smk.input.weights or None, cache_dir=smk.params.cache_dir, threads=smk.threads)

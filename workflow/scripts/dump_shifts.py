@@ -11,7 +11,7 @@ with job_logging(snakemake_log(smk)):
         from calbench.jobs.models import dump_model_shifts_job
 
         dump_model_shifts_job(smk.wildcards.source, entry, smk.output[0], smk.input.weights or None,
-                              smk.params.cache_dir, smk.threads)
+                              cache_dir=smk.params.cache_dir, threads=smk.threads)
     else:
         from calbench.jobs.sources import dump_source_shifts_job
 

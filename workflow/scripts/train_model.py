@@ -6,4 +6,5 @@ from calbench.jobs.models import train_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    train_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], smk.params.cache_dir, smk.threads)
+    train_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], cache_dir=smk.params.cache_dir,
+              threads=smk.threads)

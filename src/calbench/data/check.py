@@ -98,7 +98,7 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)], set()
     try:
-        files = importers.npy_fields(files, entry.get("scores", "logits"), origin)
+        files = importers.npy_fields(files, entry["scores"], origin)
     except ValueError as err:  # names the key itself
         return [str(err)], set()
     try:

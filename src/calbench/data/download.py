@@ -23,8 +23,9 @@ def sha256_of(path) -> str:
     return digest.hexdigest()
 
 
-def fetch(url: str, sha256: str, cache_dir="resources/downloads", timeout: float = 60.0) -> Path:
-    """Return the cached path of ``url``, downloading it first if needed."""
+def fetch(url: str, sha256: str, cache_dir, timeout: float = 60.0) -> Path:
+    """Return the cached path of ``url`` in ``cache_dir`` (the config's ``downloads_dir``), downloading it first if
+    needed."""
     if not isinstance(sha256, str) or len(sha256) != 64:
         raise ValueError(f"{url}: sha256 must be a 64-character hex digest, got {sha256!r}")
     name = url.rstrip("/").rsplit("/", 1)[-1] or "download"

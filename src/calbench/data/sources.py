@@ -23,30 +23,31 @@ def _resolve_downloads(files: dict, cache_dir: str, origin: str) -> dict:
     return resolved
 
 
-def build_groups(name: str, entry: dict, seeds, cache_dir: str = "resources/downloads") -> dict[str, dict]:
-    """The groups of the dump of source ``name`` (config entry ``entry``)."""
+def build_groups(name: str, entry: dict, seeds, cache_dir) -> dict[str, dict]:
+    """The groups of the dump of source ``name`` (config entry ``entry``, every default filled); ``cache_dir``: the
+    config's ``downloads_dir``."""
     origin = f"sources.{name}"
-    kind = entry.get("type")
+    kind = entry["type"]
     if kind == "synthetic":
         options = {k: v for k, v in entry.items()
-                   if k not in ("type", "task", "n_cal", "n_test", "n_train", "seeds", "split")}
+                   if k not in ("type", "task", "n_cal", "n_test", "n_train", "seeds", "scores", "split")}
         groups = {}
-        if entry.get("n_train"):
+        if entry["n_train"]:
             groups["train"] = synthetic.generate_train(entry["task"], entry["n_train"], **options)
         for seed in seeds:
             data = synthetic.generate(entry["task"], seed, entry["n_cal"], entry["n_test"], **options)
             groups.update({f"seed{seed}/{part}": arrays for part, arrays in data.items()})
         return groups
     if kind == "import":
-        return importers.read_files(entry["format"], entry["files"], entry.get("scores", "logits"), origin)
+        return importers.read_files(entry["format"], entry["files"], entry["scores"], origin)
     if kind == "download":
         files = _resolve_downloads(entry["files"], cache_dir, origin)
-        return importers.read_files(entry["format"], files, entry.get("scores", "logits"), origin)
+        return importers.read_files(entry["format"], files, entry["scores"], origin)
     raise ValueError(f"{origin}.type: expected synthetic, import or download, got {kind!r} (train and pretrained "
                      "sources are dumped by calbench.jobs.models)")
 
 
-def shift_groups(name: str, entry: dict, cache_dir: str = "resources/downloads") -> dict[str, dict]:
+def shift_groups(name: str, entry: dict, cache_dir) -> dict[str, dict]:
     """The shifted test sets of an import/download source, ``shift/{family}/{severity}`` → arrays (docs/shift.md):
     each item's files hold one pool (logits, labels) or a test part (an npz's ``test_*``, a pickle's test pair)."""
     groups = {}
@@ -56,7 +57,7 @@ def shift_groups(name: str, entry: dict, cache_dir: str = "resources/downloads")
             files = (_resolve_downloads(item["files"], cache_dir, where) if entry["type"] == "download"
                      else item["files"])
             groups[f"shift/{family}/{item['severity']}"] = shift_part(
-                importers.read_files(entry["format"], files, entry.get("scores", "logits"), where), where)
+                importers.read_files(entry["format"], files, entry["scores"], where), where)
     return groups
 
 
@@ -69,7 +70,7 @@ def shift_part(groups: dict[str, dict], where: str) -> dict:
                      f"{sorted(groups)}")
 
 
-def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/downloads") -> None:
+def make_dump(name: str, entry: dict, seeds, path, cache_dir) -> None:
     """Build and atomically write ``results/dumps/{name}.h5``."""
     groups = build_groups(name, entry, seeds, cache_dir)
     store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__})
@@ -78,10 +79,9 @@ def make_dump(name: str, entry: dict, seeds, path, cache_dir: str = "resources/d
 def dump_memory_mb(entry: dict, seeds) -> int:
     """``resources: mem_mb`` of a dump job: 2,000, or for a synthetic source twice the arrays it writes
     (float32 logits and embeddings, float64 true probabilities of every seed and the training split)."""
-    if entry.get("type") != "synthetic":
+    if entry["type"] != "synthetic":
         return 2000
-    rows = len(seeds) * (entry["n_cal"] + entry["n_test"]) + entry.get("n_train", 0)
-    classes = entry.get("num_classes", {"lece3": 3, "planted_temperature": 10}.get(entry["task"], 1000))
-    dim = entry.get("embedding_dim", 768) if entry["task"] in synthetic.MODEL_TASKS else 0
+    rows = len(seeds) * (entry["n_cal"] + entry["n_test"]) + entry["n_train"]
+    classes, dim = synthetic.sizes(entry["task"], entry)
     width = 12 * classes + 4 * dim
     return max(2000, int(1000 + 2 * rows * width / 2**20))

@@ -25,6 +25,16 @@ import functools
 import numpy as np
 from scipy.special import softmax
 
+#: Class count and embedding dimension (0: no embeddings) of each task where the source sets neither
+#: ``num_classes`` nor ``embedding_dim``.
+SIZES = {"lece3": (3, 0), "planted_temperature": (10, 0), "imagenet_like": (1000, 768)}
+
+
+def sizes(task: str, options: dict) -> tuple[int, int]:
+    """Class count and embedding dimension of a ``task`` source with ``options`` (its entry's other keys)."""
+    classes, dim = SIZES[task]
+    return int(options.get("num_classes", classes)), int(options.get("embedding_dim", dim)) if dim else 0
+
 
 def sample_categorical(probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One label per row of ``probs`` (inverse-CDF sampling, vectorised)."""
@@ -49,8 +59,8 @@ def lece3(n: int, rng: np.random.Generator) -> dict:
     return {"logits": np.log(p), "labels": sample_categorical(c, rng), "true_probs": c}
 
 
-def planted_temperature(n: int, rng: np.random.Generator, num_classes: int = 10, temperature: float = 2.0,
-                        signal: float = 3.0) -> dict:
+def planted_temperature(n: int, rng: np.random.Generator, num_classes: int = SIZES["planted_temperature"][0],
+                        temperature: float = 2.0, signal: float = 3.0) -> dict:
     """Calibrated logits s = signal·onehot(k) + N(0, 1) for a random class k; labels ~ σ(s); logits T·s."""
     k = rng.integers(num_classes, size=n)
     s = rng.standard_normal((n, num_classes))
@@ -75,7 +85,8 @@ class ImagenetLike:
     scale r = ``CLASS_SEPARATION``·√dim keeps the classes clustered (module docstring).
     """
 
-    def __init__(self, rng: np.random.Generator, num_classes: int = 1000, embedding_dim: int = 768,
+    def __init__(self, rng: np.random.Generator, num_classes: int = SIZES["imagenet_like"][0],
+                 embedding_dim: int = SIZES["imagenet_like"][1],
                  accuracy: float = 0.76, temperature: float = 1.5, imbalance: float = 0.0):
         if not 1.0 / num_classes < accuracy < 1.0:
             raise ValueError(f"accuracy: expected a value in (1/num_classes, 1), got {accuracy!r}")

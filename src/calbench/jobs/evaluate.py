@@ -17,7 +17,8 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
                  split: dict | None = None, bootstrap: dict | None = None, shifts=None, calibrator=None) -> None:
     """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
 
-    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``) adds confidence intervals. ``shifts``
+    ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``, as :func:`calbench.config.load` fills it)
+    adds confidence intervals; ``None``: none. ``shifts``
     (the source's ``results/shifts/{source}.h5``) with ``calibrator`` (the calibrate job's saved calibrator):
     the same metrics on each shifted test set, under ``"shifts": {"family/severity": {...}}``.
     """
@@ -30,12 +31,12 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         uncal_probs = Scores(test["logits"]).probs
         if true_probs is None:
             wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]
-    bootstrap = bootstrap or {}
+    intervals = {} if bootstrap is None else {
+        "bootstrap": int(bootstrap["samples"]), "level": float(bootstrap["level"]), "interval": bootstrap["interval"]}
 
     def values(probs, labels, true, uncal, where):
         return evaluate(probs, labels, wanted, true_probs=true, seed=seed, uncal_probs=uncal,
-                        bootstrap=int(bootstrap.get("samples", 0)), level=float(bootstrap.get("level", 0.95)),
-                        interval=bootstrap.get("interval", "basic"), method=f"{method}, {where}")
+                        **intervals, method=f"{method}, {where}")
 
     record = {"source": source, "method": method, "seed": seed,
               **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}

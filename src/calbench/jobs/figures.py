@@ -16,9 +16,10 @@ from calbench.report.simplex import simplex_figure
 from calbench.report.tables import clean
 
 
-def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int = 15,
-                    scheme: str = "em", max_classes: int = 10) -> None:
-    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV."""
+def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int, scheme: str,
+                    max_classes: int) -> None:
+    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV; the bins, scheme
+    and classes drawn are config key ``figures.reliability``'s."""
     tables = {}
     for method, path in calibrated.items():
         out = store.read_calibrated(path, "test")
@@ -27,8 +28,8 @@ def reliability_job(calibrated: dict[str, str], figure, table, target: str, sour
     reliability_figure(tables, target, figure, source, max_classes, scheme)
 
 
-def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None = None,
-                divisions: int = 15) -> None:
+def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None,
+                divisions: int) -> None:
     """Maps of each method (``{method: calibrated .h5}``) and, on synthetic sources, the true map."""
     data = splits.load_split(dump, seed, split)
     p_hat = softmax(data["test"]["logits"].astype(np.float64), axis=1)
@@ -43,8 +44,8 @@ def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int
     simplex_figure(p_hat, maps, figure, source, divisions)
 
 
-def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str = "bonferroni-dunn",
-                            alpha: float = 0.05, friedman_alpha: float = 0.005) -> None:
+def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str, alpha: float,
+                            friedman_alpha: float) -> None:
     """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV)."""
     long = clean(pd.read_csv(long_csv))
     rows = []

@@ -35,10 +35,9 @@ log = logging.getLogger("calbench")
 
 
 def _normalisation(entry: dict, data: datasets.ImageData, channels: int) -> tuple[list, list]:
-    """Mean/std of the model input: `normalize` (dataset | imagenet | {mean, std}); default imagenet for
-    published weights, else the statistics of the training split."""
-    default = "imagenet" if entry.get("pretrained") or entry.get("weights") else "dataset"
-    how = entry.get("normalize", default)
+    """Mean/std of the model input: `normalize` (dataset | imagenet | {mean, std}; its default depends on the
+    entry, :func:`calbench.config.load` fills it)."""
+    how = entry["normalize"]
     if isinstance(how, dict):
         return list(how["mean"]), list(how["std"])
     if how == "imagenet":
@@ -58,24 +57,25 @@ def _prepare(entry: dict, mean, std, channels: int, device):
     return prepare
 
 
-def train_job(source: str, entry: dict, output, cache_dir="resources/downloads", threads: int = 1,
-              progress: bool = True) -> None:
-    """Train the model of `train` source ``source`` and save its final weights to ``output``.
+def train_job(source: str, entry: dict, output, *, cache_dir, threads: int, progress: bool = True) -> None:
+    """Train the model of `train` source ``source`` (its entry with every default filled, as
+    :func:`calbench.config.load` returns it) and save its final weights to ``output``; ``cache_dir``: the
+    config's ``downloads_dir``.
 
-    ``threads`` caps torch's CPU threads (the job's share of the cores: more threads than cores
-    makes torch's thread pool spin and slows training by orders of magnitude on a busy machine).
+    ``threads`` caps torch's CPU threads (the cores Snakemake granted the job, the entry's ``threads``: more
+    threads than cores makes torch's thread pool spin and slows training by orders of magnitude on a busy machine).
     """
     where = f"sources.{source}"
     torch.set_num_threads(threads)
     output = Path(output)
     recipe = Recipe.from_config(entry.get("recipe"), where)
-    device = resolve_device(entry.get("device", "auto"))
+    device = resolve_device(entry["device"])
     data = datasets.load(entry, where, cache_dir)
-    kwargs = entry.get("model_kwargs", {})
+    kwargs = entry["model_kwargs"]
     channels = architectures.input_channels(entry["model"], kwargs)
     mean, std = _normalisation(entry, data, channels)
     seed_everything(recipe.seed)
-    model = architectures.build(entry["model"], data.num_classes, pretrained=bool(entry.get("pretrained")),
+    model = architectures.build(entry["model"], data.num_classes, pretrained=entry["pretrained"],
                                 weights=entry.get("weights"), kwargs=kwargs, where=where)
     log.info("training %s on %s (%d train images, %d classes) on %s", entry["model"], entry["dataset"],
              len(data.splits["train"]), data.num_classes, device)
@@ -90,7 +90,7 @@ def train_job(source: str, entry: dict, output, cache_dir="resources/downloads",
 
 
 def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
-    kwargs = entry.get("model_kwargs", {})
+    kwargs = entry["model_kwargs"]
     channels = architectures.input_channels(entry["model"], kwargs)
     if weights is not None:  # a `train` source: its trained weights
         saved = load_tensors(weights, f"{where}: the trained model")
@@ -124,15 +124,15 @@ def _loaded(source: str, entry: dict, weights, cache_dir, threads: int):
     """The source's data, its model in eval mode on the device, the batch preparation and the batch size."""
     where = f"sources.{source}"
     torch.set_num_threads(threads)
-    device = resolve_device(entry.get("device", "auto"))
+    device = resolve_device(entry["device"])
     data = datasets.load(entry, where, cache_dir)
     model, mean, std, channels = _load_model(entry, data, weights, where)
     model.to(device).eval()
-    return data, model, _prepare(entry, mean, std, channels, device), int(entry.get("eval_batch_size", 256))
+    return data, model, _prepare(entry, mean, std, channels, device), int(entry["eval_batch_size"])
 
 
-def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads", threads: int = 1,
-             progress: bool = True) -> None:
+def dump_model_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
+                   progress: bool = True) -> None:
     """Dump logits, labels and embeddings of every split of ``source`` to ``output``.
 
     ``weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
@@ -155,8 +155,8 @@ def dump_model_job(source: str, entry: dict, output, weights=None, cache_dir="re
 SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES = 1024, 2**22
 
 
-def dump_model_shifts_job(source: str, entry: dict, output, weights=None, cache_dir="resources/downloads",
-                          threads: int = 1, progress: bool = True) -> None:
+def dump_model_shifts_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
+                          progress: bool = True) -> None:
     """Dump the model's outputs on each shifted test set of ``source`` (docs/shift.md) to ``output``.
 
     Group ``shift/{family}/{severity}`` holds the corrupted copies of the held-out rows of the dump: the pool
@@ -166,7 +166,7 @@ def dump_model_shifts_job(source: str, entry: dict, output, weights=None, cache_
     data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
     rows_of = "all" if entry.get("split") else "test"
     held_out = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("test",))])
-    seed = int(entry.get("split_seed", 0))
+    seed = int(entry["split_seed"])
     chunk = max(1, min(SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES // int(np.prod(held_out[0][0].shape))))
     groups = {}
     for name in shift_sets(entry):

@@ -67,8 +67,8 @@ def tune_epsilons(run, targets: np.ndarray, tolerance: np.ndarray, start: float 
     return epsilons, outputs
 
 
-def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None,
-                           cache_dir="resources/downloads", threads: int = 1, progress: bool = False) -> None:
+def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None, *, cache_dir,
+                           threads: int, progress: bool = False) -> None:
     """Dump the model's outputs on the calibration images of ``source`` perturbed at ``levels`` strengths
     (Tomani et al., CVPR 2021; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
 
@@ -81,7 +81,7 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
     data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
     rows_of = "all" if entry.get("split") else "cal"
     rows = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("cal",))])
-    seed = int(entry.get("split_seed", 0))
+    seed = int(entry["split_seed"])
     chunk = max(1, min(SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES // int(np.prod(rows[0][0].shape))))
 
     def run(epsilon: float) -> dict:

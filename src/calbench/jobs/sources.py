@@ -9,15 +9,15 @@ import calbench
 log = logging.getLogger("calbench")
 
 
-def dump_source_job(source: str, entry: dict, seeds, output, cache_dir="resources/downloads") -> None:
-    """Build the HDF5 dump of one data source."""
+def dump_source_job(source: str, entry: dict, seeds, output, cache_dir) -> None:
+    """Build the HDF5 dump of one data source; ``cache_dir``: the config's ``downloads_dir``."""
     from calbench.data import sources
 
-    log.info("building dump of source %s (%s)", source, entry.get("type"))
+    log.info("building dump of source %s (%s)", source, entry["type"])
     sources.make_dump(source, entry, seeds, output, cache_dir)
 
 
-def dump_source_shifts_job(source: str, entry: dict, dump, output, cache_dir="resources/downloads") -> None:
+def dump_source_shifts_job(source: str, entry: dict, dump, output, cache_dir) -> None:
     """Write the shifted test sets of an import/download source (its ``shifts`` files, docs/shift.md) to ``output``;
     each is evaluated in full (root attribute ``rows_of: own``). Their class count must be the dump's."""
     from calbench.data import sources, store

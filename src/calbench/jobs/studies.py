@@ -10,7 +10,7 @@ from calbench.report.plotting import write_csv
 
 
 def learning_curve_job(dump, output, source: str, method: str, settings: dict, sizes, repeats: int, metrics,
-                       seed: int = 0, split: dict | None = None) -> None:
+                       seed: int, split: dict | None = None) -> None:
     write_csv(learning_curve(dump, method, settings, sizes, repeats, metrics, seed, split, source), output)
 
 

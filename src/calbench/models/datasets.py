@@ -67,7 +67,7 @@ def _split_official(train_labels: np.ndarray, n_test: int, sizes: dict, seed: in
     train, cal = train_test_split(np.arange(train_labels.size), train_size=n_train, test_size=n_cal,
                                   random_state=seed, stratify=train_labels)
     test = np.arange(n_test)
-    if int(sizes.get("test", n_test)) < n_test:
+    if "test" in sizes and int(sizes["test"]) < n_test:  # no `test` size: the whole official test set
         test = np.random.default_rng(seed).choice(n_test, int(sizes["test"]), replace=False)
     return np.sort(train), np.sort(cal), np.sort(test)
 
@@ -137,10 +137,11 @@ def _imagefolder(root: Path, image_size, sizes, seed, where) -> ImageData:
                      list(folder.classes))
 
 
-def load(entry: dict, where: str, cache_dir="resources/downloads") -> ImageData:
-    """The train/cal/test splits of the source ``entry`` (keys ``dataset``, ``sizes``, ``data_dir``, ``split_seed``)."""
+def load(entry: dict, where: str, cache_dir) -> ImageData:
+    """The train/cal/test splits of the source ``entry`` (keys ``dataset``, ``sizes``, ``data_dir``, ``split_seed``);
+    a torchvision dataset without ``data_dir`` lives in ``cache_dir/{dataset}`` (the config's ``downloads_dir``)."""
     name = entry["dataset"]
-    sizes, seed = entry.get("sizes", {}), int(entry.get("split_seed", 0))
+    sizes, seed = entry["sizes"], int(entry["split_seed"])
     root = Path(entry.get("data_dir") or Path(cache_dir) / name)
     if name == "digits":
         from sklearn.datasets import load_digits
