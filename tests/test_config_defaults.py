@@ -92,7 +92,7 @@ def test_complete_source_fills_an_entry_as_load_does():
 
 #: The code that reads a loaded config: it must not repeat a schema default.
 READERS = sorted(
-    [p for d in ("jobs", "models", "data") for p in (ROOT / "src" / "calbench" / d).rglob("*.py")]
+    [p for d in ("jobs", "models", "data", "cli") for p in (ROOT / "src" / "calbench" / d).rglob("*.py")]
     + list((ROOT / "workflow").rglob("*.smk")) + list((ROOT / "workflow" / "scripts").glob("*.py"))
     + list((ROOT / "workflow" / "report").glob("*.rst")) + [ROOT / "Snakefile"])
 #: ``.get("key", default)`` or ``.setdefault("key", default)``.

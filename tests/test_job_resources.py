@@ -30,10 +30,10 @@ def test_calibrate_declares_calibrate_threads_and_model_jobs_reserve_a_gpu_only_
               "model": "torchvision:resnet18", "recipe": {"epochs": 1}}
     config["sources"].update({"cpu_model": digits, "gpu_model": {**digits, "device": "cuda", "threads": 2}})
     jobs = _planned(tmp_path / "default", config)
-    assert {v["threads"] for (rule, _), v in jobs.items() if rule == "calibrate"} == {"2"}  # the schema's default
+    assert {v["threads"] for (rule, _), v in jobs.items() if rule == "calibrate"} == {"1"}  # the schema's default
     assert jobs[("train_model", "cpu_model")] == {"threads": "1", "gpu": "0"}  # device auto: the CPU, no GPU held
     assert jobs[("train_model", "gpu_model")] == {"threads": "2", "gpu": "1"}
     assert jobs[("dump_model", "gpu_model")] == {"threads": "2", "gpu": "1"}
 
-    jobs = _planned(tmp_path / "one", {**config, "calibrate_threads": 1})
-    assert {v["threads"] for (rule, _), v in jobs.items() if rule == "calibrate"} == {"1"}
+    jobs = _planned(tmp_path / "two", {**config, "calibrate_threads": 2})
+    assert {v["threads"] for (rule, _), v in jobs.items() if rule == "calibrate"} == {"2"}

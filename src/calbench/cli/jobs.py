@@ -38,7 +38,7 @@ def run(args) -> int:
         if args.command == "dump":
             from calbench.jobs.sources import dump_source_job
 
-            dump_source_job(args.source, entry, entry.get("seeds", config["seeds"]), dump, config["downloads_dir"])
+            dump_source_job(args.source, entry, entry["seeds"], dump, config["downloads_dir"])
             return 0
         where = {"source": args.source, "method": args.method, "seed": args.seed}
         if args.command == "calibrate":
@@ -46,7 +46,7 @@ def run(args) -> int:
 
             calibrate_job(dump, paths.CALIBRATED.format(**where), args.method, chain_settings(config, args.method),
                           args.seed, entry.get("split"), calibrator_output=paths.CALIBRATOR.format(**where),
-                          input_kind=entry.get("scores", "logits"))
+                          input_kind=entry["scores"])
         else:
             from calbench.jobs.evaluate import evaluate_job
 
