@@ -145,7 +145,7 @@ def test_killed_training_resumes_to_the_uninterrupted_weights(tmp_path, monkeypa
 
 def test_checkpoint_of_another_recipe_is_not_resumed(tmp_path, monkeypatch):
     entry = _entry(epochs=1)
-    recipe = training.Recipe.from_config(entry["recipe"], "x")
+    recipe = training.Recipe(**complete_source(entry)["recipe"])
     training.save_checkpoint(tmp_path / "checkpoint.pt", {"fingerprint": "other", "epoch": 1})
     saves = []
     monkeypatch.setattr(training, "save_checkpoint", lambda p, s: saves.append(s["epoch"]))

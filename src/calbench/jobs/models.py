@@ -68,7 +68,7 @@ def train_job(source: str, entry: dict, output, *, cache_dir, threads: int, prog
     where = f"sources.{source}"
     torch.set_num_threads(threads)
     output = Path(output)
-    recipe = Recipe.from_config(entry.get("recipe"), where)
+    recipe = Recipe(**entry["recipe"])
     device = resolve_device(entry["device"])
     data = datasets.load(entry, where, cache_dir)
     kwargs = entry["model_kwargs"]

@@ -12,7 +12,7 @@ import hashlib
 import json
 import logging
 import math
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -29,33 +29,20 @@ log = logging.getLogger("calbench")
 
 @dataclass(frozen=True)
 class Recipe:
-    """A training recipe (the `recipe` key of a `train` source; see config/README.md)."""
+    """A training recipe: the `recipe` key of a `train` source as :func:`calbench.config.load` returns it, every
+    key filled and checked by the schema (its defaults and allowed values: config/README.md)."""
 
-    epochs: int = 10
-    batch_size: int = 64
-    optimizer: str = "adamw"  # adamw | sgd
-    lr: float = 1e-3
-    momentum: float = 0.9  # sgd only (Nesterov)
-    weight_decay: float = 0.05
-    schedule: str = "cosine"  # cosine | constant
-    warmup_epochs: int = 0
-    label_smoothing: float = 0.0
-    augment: str = "none"  # none | crop | crop_flip
-    seed: int = 0
-
-    @classmethod
-    def from_config(cls, recipe: dict | None, where: str) -> "Recipe":
-        recipe = dict(recipe or {})
-        unknown = set(recipe) - {f.name for f in fields(cls)}
-        if unknown:
-            allowed = [f.name for f in fields(cls)]
-            raise ValueError(f"{where}.recipe: unknown keys {sorted(unknown)}; allowed: {allowed}")
-        made = cls(**recipe)
-        if made.optimizer not in ("adamw", "sgd"):
-            raise ValueError(f"{where}.recipe.optimizer: expected adamw or sgd, got {made.optimizer!r}")
-        if made.schedule not in ("cosine", "constant"):
-            raise ValueError(f"{where}.recipe.schedule: expected cosine or constant, got {made.schedule!r}")
-        return made
+    epochs: int
+    batch_size: int
+    optimizer: str  # adamw | sgd
+    lr: float
+    momentum: float  # sgd only (Nesterov)
+    weight_decay: float
+    schedule: str  # cosine | constant
+    warmup_epochs: int
+    label_smoothing: float
+    augment: str  # none | crop | crop_flip
+    seed: int
 
 
 def resolve_device(device: str = "auto") -> torch.device:
