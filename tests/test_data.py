@@ -91,10 +91,10 @@ def test_calibrate_job_reads_only_the_fields_its_method_needs(tmp_path, monkeypa
         return arrays
 
     monkeypatch.setattr(store, "read_group", recording_read_group)
-    calibrate_job(tmp_path / "d.h5", tmp_path / "ts.h5", "ts", {"ts": {}}, 0)
+    calibrate_job(tmp_path / "d.h5", tmp_path / "ts.h5", "ts", {"ts": {}}, 0, input_kind="logits")
     assert read == [("cal", ["labels", "logits"]), ("test", ["labels", "logits"])]
     read.clear()
-    calibrate_job(tmp_path / "d.h5", tmp_path / "kcal.h5", "kcal", {"kcal": {"max_epochs": 1}}, 0)
+    calibrate_job(tmp_path / "d.h5", tmp_path / "kcal.h5", "kcal", {"kcal": {"max_epochs": 1}}, 0, input_kind="logits")
     assert read == [(group, ["embeddings", "labels", "logits"]) for group in ("cal", "test", "train")]
 
 

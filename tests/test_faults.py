@@ -142,7 +142,7 @@ def test_a_damaged_dump_is_named_and_nothing_is_written(dump, damage, message, t
     damage(dump)
     out = tmp_path / "calibrated.h5"
     with pytest.raises(ValueError, match=message) as err:
-        calibrate_job(dump, out, "ts", {"ts": {}}, 0)
+        calibrate_job(dump, out, "ts", {"ts": {}}, 0, input_kind="logits")
     assert str(dump) in str(err.value)
     assert not out.exists() and os.listdir(tmp_path) == ["dump.h5"]
 
@@ -153,7 +153,7 @@ def test_a_dump_written_elsewhere_with_nan_is_refused_on_reading(dump, tmp_path)
         logits[7, 0] = np.nan
         f["seed0/cal/logits"][...] = logits
     with pytest.raises(ValueError, match=rf"{dump}:seed0/cal/logits: contains NaN or infinite values \(first at row 7"):
-        calibrate_job(dump, tmp_path / "calibrated.h5", "ts", {"ts": {}}, 0)
+        calibrate_job(dump, tmp_path / "calibrated.h5", "ts", {"ts": {}}, 0, input_kind="logits")
     assert not (tmp_path / "calibrated.h5").exists()
 
 

@@ -66,7 +66,7 @@ def test_lece_beats_the_baselines_as_in_table1(long_results):
 
 
 def test_comparison_table_marks_each_cell(long_results):
-    text = comparison_markdown(long_results, "lece3")
+    text = comparison_markdown(long_results, "lece3", "lece_table1")
     assert "| confidence CE |" in text and text.count(" ✓ |") == 25
     assert "– / 0.022 ± 0.004" in text  # DIR: paper value shown, no result of ours yet
 

@@ -106,7 +106,7 @@ def test_a_loaded_calibrator_fitted_on_logits_refuses_probabilities(prob_files):
 def test_every_methods_table_metrics_are_those_of_its_saved_calibrator(name, dump, tmp_path):
     """Stored outputs are the float64 predict_proba: accuracy exactly, every metric to 1e-9, for every method."""
     calibrated, saved, metrics = tmp_path / "c.h5", tmp_path / "c.safetensors", tmp_path / "m.json"
-    calibrate_job(dump, calibrated, name, {name: FAST.get(name, {})}, 0, calibrator_output=saved)
+    calibrate_job(dump, calibrated, name, {name: FAST.get(name, {})}, 0, calibrator_output=saved, input_kind="logits")
     evaluate_job(calibrated, dump, metrics, IDS, "s", name, 0)
     table = json.loads(metrics.read_text())
     test = splits.load_split(dump, 0)["test"]

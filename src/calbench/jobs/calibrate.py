@@ -20,9 +20,9 @@ def _scores(part: dict) -> Scores:
     return Scores(part.pop("logits"), part.pop("embeddings", None))
 
 
-def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None,
-                  calibrator_output=None, input_kind: str = "logits", keep_cal_outputs: bool = False,
-                  test_index=None, perturbed_cal=None) -> None:
+def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None, *,
+                  input_kind: str, calibrator_output=None, keep_cal_outputs: bool = False, test_index=None,
+                  perturbed_cal=None) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
     ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking

@@ -15,7 +15,7 @@ def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
     write_tables(metric_files, out_dir, metrics, methods)
 
 
-def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str = "lece_table1") -> None:
+def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str) -> None:
     """Read ``metrics_long.csv``, add the true map's rows from ``dump``, write the Markdown to ``out``."""
     long = clean(pd.read_csv(long_csv)).drop(columns="test_set", errors="ignore")
     long = pd.concat([long, true_map_rows(dump, source, seeds, list(paper_table(table)[2]))], ignore_index=True)

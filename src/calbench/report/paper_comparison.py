@@ -40,7 +40,7 @@ def paper_table(table: str):
     return TABLES[table]
 
 
-def comparison_markdown(long: pd.DataFrame, source: str, table: str = "lece_table1") -> str:
+def comparison_markdown(long: pd.DataFrame, source: str, table: str) -> str:
     """The paper's table with our ``mean ± std`` beside its ``mean ± std`` in every cell."""
     reference, methods, metrics, rounding, title = paper_table(table)
     sub = long[long["source"] == source]
