@@ -55,11 +55,16 @@ def test_a_job_runs_on_its_granted_threads_with_one_blas_thread_throughout(monke
     assert caller not in {ident for _, ident in seen} and len({ident for _, ident in seen}) <= 2
 
 
-def test_grid_search_results_do_not_depend_on_the_granted_threads(monkeypatch):
+def _four_class_task():
+    """Scores, labels and a 2 × 2 ODIR grid: a grid search small enough to run several times."""
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 400)
     z = rng.normal(size=(400, 4)) + 2.0 * np.eye(4)[y]
-    grid = {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3, 1e-1]}
+    return z, y, {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3, 1e-1]}
+
+
+def test_grid_search_results_do_not_depend_on_the_granted_threads(monkeypatch):
+    z, y, grid = _four_class_task()
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 3)
     monkeypatch.setattr(calbench.parallel, "_one_blas_thread", None)
     fits = []
@@ -74,10 +79,7 @@ def test_grid_search_results_do_not_depend_on_the_granted_threads(monkeypatch):
 
 
 def test_grid_search_results_are_identical_with_limited_and_free_blas(monkeypatch):
-    rng = np.random.default_rng(0)
-    y = rng.integers(0, 4, 400)
-    z = rng.normal(size=(400, 4)) + 2.0 * np.eye(4)[y]
-    grid = {"reg_lambda": [1e-3, 1e-1], "reg_mu": [1e-3, 1e-1]}
+    z, y, grid = _four_class_task()
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
     threaded = make("dir_odir", grid=grid).fit(z, y)
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 1)
