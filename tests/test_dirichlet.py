@@ -202,11 +202,14 @@ def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
 
 
 @pytest.mark.parametrize("features", ["log_probs", "logits"])
-def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
+@pytest.mark.parametrize("preconditioner_rows", [1024, 200])
+def test_newton_cg_reaches_the_exact_newton_optimum(features, preconditioner_rows, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
-    the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls."""
+    the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls; also with
+    the preconditioner's blocks from every 4th row (PRECONDITIONER_ROWS)."""
     import calbench.solvers.affine_softmax_fit as affine
 
+    monkeypatch.setattr(affine, "PRECONDITIONER_ROWS", preconditioner_rows)
     logits, y = _toy(n=800, k=6)
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
