@@ -51,10 +51,12 @@ LBFGS_ITERS_BEFORE_NEWTON_CG = 20
 # Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
 # products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
 CG_MIN_RESIDUAL = 1e-4
-# The per-class blocks of that preconditioner are the mean over every s-th row, s = n // PRECONDITIONER_ROWS (a
-# sub-sampled Hessian, as Byrd, Chin, Neveitt & Nocedal 2011 precondition Newton-CG with): they only shape the
-# steps, and the mean over ~1,000 rows preconditions as well as over all (one `sms` fit on CIFAR-100 ResNet-20,
-# 5,000 rows: 29 iterations either way, 0.31 CPU-s against 0.44; the blocks are k syrks of n × (k + 1)).
+# A fit alone (not on a grid path, ``shared`` None) takes the per-class blocks of that preconditioner as the mean
+# over every s-th row, s = n // PRECONDITIONER_ROWS (a sub-sampled Hessian, as Byrd, Chin, Neveitt & Nocedal 2011
+# precondition Newton-CG with): they only shape the steps, and one fit pays for them alone (one `sms` fit on
+# CIFAR-100 ResNet-20, 5,000 rows: 29 iterations either way, 0.31 CPU-s against 0.44; the blocks are k syrks of
+# n × (k + 1)). A grid path shares them over its fits, whose weakest penalties need all rows' (one CIFAR-100 fold
+# of dir_odir at λ_code = 0.01: 0.98 CPU-s with them, 1.2–1.3 with every 4th row's).
 PRECONDITIONER_ROWS = 1024
 # Full maps of at least LARGE_MAP_CLASSES classes skip L-BFGS: one objective evaluation is two n × k × k
 # products (1,000 classes × 20,000 rows: 1.9 CPU-s in float64), so they start from the diagonal map's fit and
@@ -546,6 +548,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     value, grad, residual = _objective_residual(theta, x, y, penalty, diagonal)
     probs = _single_probs(residual, y)
     del residual
+    stride = max(1, n // PRECONDITIONER_ROWS) if shared is None else 1  # a fit alone: sub-sampled blocks
     shared = {} if shared is None else shared
     if "x_single" not in shared:
         shared["x_single"] = x.astype(np.float32)
@@ -556,8 +559,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
         precondition = _large_map_preconditioner(x_single, probs, penalty, False, shared)
     else:
         if "blocks" not in shared or _shrinks_to_zero(penalty):
-            rows = slice(None, None, max(1, n // PRECONDITIONER_ROWS))
-            shared["blocks"] = hessian_blocks(x_single[rows], probs[rows], Penalty())
+            shared["blocks"] = hessian_blocks(x_single[::stride], probs[::stride], Penalty())
         inverse_blocks = np.linalg.inv(_with_curvature(shared["blocks"].copy(), penalty))
 
         def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
