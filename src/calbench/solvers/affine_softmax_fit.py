@@ -536,8 +536,9 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     :data:`CG_MIN_RESIDUAL`, preconditioned by the inverse of :func:`hessian_blocks` (full maps up to
     :data:`NEWTON_CG_MAX_CLASSES` classes) or of :func:`_large_map_preconditioner`'s parts (beyond, and
     diagonal maps), taken at the start of the first fit on ``x`` that needs them (``shared`` of
-    :func:`fit_affine_softmax`; the blocks at each fit under an L2 penalty, :func:`_shrinks_to_zero`); then
-    Armijo backtracking. Stops as :func:`_newton`: half the Newton decrement
+    :func:`fit_affine_softmax`; the blocks at each fit under an L2 penalty, :func:`_shrinks_to_zero`; a fit
+    without ``shared`` takes them from every s-th row, :data:`PRECONDITIONER_ROWS`); then Armijo backtracking.
+    Stops as :func:`_newton`: half the Newton decrement
     −gᵀs at most ``tol``·max(|f|, 1). The Hessian's products (the preconditioner and H v) run in float32, at
     half the cost: they only shape the step; the objective and gradient, which decide the steps' acceptance
     and the stop, hence the optimum, stay float64. Each Hessian-vector product costs about a gradient, so it
