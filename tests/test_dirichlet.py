@@ -202,11 +202,14 @@ def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
 
 
 @pytest.mark.parametrize("features", ["log_probs", "logits"])
-def test_newton_cg_reaches_the_exact_newton_optimum(features, monkeypatch):
+@pytest.mark.parametrize("preconditioner_rows", [1024, 200])
+def test_newton_cg_reaches_the_exact_newton_optimum(features, preconditioner_rows, monkeypatch):
     """Full maps beyond NEWTON_MAX_PARAMS are finished by truncated Newton: the same optimum as Newton with
-    the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls."""
+    the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls; also with
+    the preconditioner's blocks from every 4th row (PRECONDITIONER_ROWS)."""
     import calbench.solvers.affine_softmax_fit as affine
 
+    monkeypatch.setattr(affine, "PRECONDITIONER_ROWS", preconditioner_rows)
     logits, y = _toy(n=800, k=6)
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
@@ -271,6 +274,30 @@ def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features(
                     curvature = p[:, a] * ((a == b) - p[:, b])
                     expected[f * k + a, g * k + b] = np.mean(curvature * ff[:, a] * fg[:, b])
     np.testing.assert_allclose(class_features_hessian(p, features), expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("block_entries", [2**15, 45])
+def test_full_map_loss_hessian_is_the_log_loss_hessian_in_theta_layout(block_entries, monkeypatch):
+    """Newton's Hessian of a full map, G formed class-major and summed over row blocks (of 2 rows at
+    NEWTON_BLOCK_ENTRIES = 45, with a remainder), then permuted to θ's layout: entry (a·k + j, b·k + l) is
+    mean[(p_a δ_ab − p_a p_b) x_j x_l], the intercepts' at k² + a with feature 1."""
+    import calbench.solvers.affine_softmax_fit as affine
+    from calbench.solvers.affine_softmax_fit import loss_hessian
+
+    monkeypatch.setattr(affine, "NEWTON_BLOCK_ENTRIES", block_entries)
+    rng = np.random.default_rng(4)
+    n, k = 51, 4
+    p, x = rng.dirichlet(np.ones(k), size=n), rng.normal(size=(n, k))
+    features = np.hstack([x, np.ones((n, 1))])
+    position = lambda a, j: k * k + a if j == k else a * k + j  # noqa: E731
+    expected = np.zeros((k * k + k, k * k + k))
+    for a in range(k):
+        for b in range(k):
+            curvature = p[:, a] * ((a == b) - p[:, b])
+            for j in range(k + 1):
+                for i in range(k + 1):
+                    expected[position(a, j), position(b, i)] = np.mean(curvature * features[:, j] * features[:, i])
+    np.testing.assert_allclose(loss_hessian(x, p, False), expected, rtol=1e-12, atol=1e-15)
 
 
 def test_cholesky_solver_keeps_its_ridge_relative_to_each_entry():
