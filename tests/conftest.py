@@ -62,3 +62,14 @@ def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str
 #: The config's download cache folder, as the schema defines it (jobs take it as the argument ``cache_dir``).
 SCHEMA = yaml.safe_load((REPO / "src" / "calbench" / "config.schema.yaml").read_text())
 DOWNLOADS = SCHEMA["properties"]["downloads_dir"]["default"]
+
+
+class PlantedFile:
+    """Unpickling this creates a file: what a crafted data or weights file could do to a plain ``pickle.load``
+    or ``torch.load(weights_only=False)``. Tests pickle it and check that loading refuses it and nothing runs."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (Path.touch, (Path(self.path),))

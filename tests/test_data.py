@@ -2,7 +2,6 @@
 
 import hashlib
 import pickle
-from pathlib import Path
 
 import h5py
 import numpy as np
@@ -12,7 +11,7 @@ import yaml
 from calbench.config import complete_source
 from calbench.data import download, sources, splits, store, synthetic
 from calbench.scores import PROB_FLOOR
-from conftest import DOWNLOADS
+from conftest import DOWNLOADS, PlantedFile
 
 
 def groups_of(name: str, entry: dict, seeds) -> dict:
@@ -179,16 +178,6 @@ def test_import_nn_calibration_pickle(tmp_path):
         groups_of("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
 
 
-class _Planted:
-    """Unpickling this creates a file: what a crafted data file could do to a plain ``pickle.load``."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        return (Path.touch, (Path(self.path),))
-
-
 def test_a_crafted_pickle_is_refused_without_running_it_by_validate_and_a_dry_run(tmp_path):
     """A `format: pickle` source is read by an unpickler that builds only numpy arrays, tuples, lists and numbers:
     a pickle that names anything else (here a function that creates a file) is refused by `calbench validate`
@@ -207,7 +196,7 @@ def test_a_crafted_pickle_is_refused_without_running_it_by_validate_and_a_dry_ru
         np.testing.assert_array_equal(groups["cal"]["logits"], z[:30])
     planted = tmp_path / "planted"
     with open(tmp_path / "crafted.p", "wb") as fh:
-        pickle.dump(((z[:30], _Planted(planted)), (z[30:], y[30:])), fh)
+        pickle.dump(((z[:30], PlantedFile(planted)), (z[30:], y[30:])), fh)
     crafted = {"type": "import", "format": "pickle", "files": {"archive": str(tmp_path / "crafted.p")}}
     config = {"seeds": [0], "methods": ["ts"], "metrics": ["nll"], "sources": {"m": crafted}}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))

@@ -16,7 +16,7 @@ from calbench.data import splits, store  # noqa: E402
 from calbench.jobs import models as jobs  # noqa: E402
 from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
-from conftest import DOWNLOADS, REPO  # noqa: E402
+from conftest import DOWNLOADS, REPO, PlantedFile  # noqa: E402
 
 
 def train(source: str, entry: dict, output) -> None:
@@ -192,18 +192,6 @@ def test_timm_weights_offline_mentions_hf_hub_offline(tmp_path, monkeypatch):
     assert "weights: /path/to/file" in text
 
 
-class _Planted:
-    """Unpickling this creates a file: what a crafted weights file could do to ``torch.load(weights_only=False)``."""
-
-    def __init__(self, path):
-        self.path = str(path)
-
-    def __reduce__(self):
-        from pathlib import Path
-
-        return (Path.touch, (Path(self.path),))
-
-
 def test_weights_and_checkpoints_load_tensors_only_and_refuse_a_crafted_file(tmp_path):
     """Model weights (`weights:`), trained models and checkpoints load with ``weights_only=True``: the project's
     own files (state dicts, optimiser and schedule states, plain values) load; a file holding any other object is
@@ -221,7 +209,7 @@ def test_weights_and_checkpoints_load_tensors_only_and_refuse_a_crafted_file(tmp
     torch.save(own, tmp_path / "own.pt")
     assert load_tensors(tmp_path / "own.pt", "checkpoint")["schedule"] == schedule.state_dict()
     planted = tmp_path / "planted"
-    torch.save({"model": model.state_dict(), "extra": _Planted(planted)}, tmp_path / "crafted.pt")
+    torch.save({"model": model.state_dict(), "extra": PlantedFile(planted)}, tmp_path / "crafted.pt")
     with pytest.raises(ValueError, match=r"sources.s.weights: .*crafted.pt holds objects other than tensors .* "
                                          r"Save a state dict of tensors"):
         architectures._read_state_dict(tmp_path / "crafted.pt", "sources.s")
