@@ -8,6 +8,7 @@ lower-case identifiers; ``+`` joins names into a :class:`~calbench.methods.chain
 
 from __future__ import annotations
 
+import functools
 import importlib
 import pkgutil
 import re
@@ -35,8 +36,9 @@ def register(name: str):
     return decorate
 
 
+@functools.cache
 def _load_all() -> None:
-    """Import each module of this package that registers a method."""
+    """Import each module of this package that registers a method (once per process: it reads their sources)."""
     package = importlib.import_module("calbench.methods")
     for info in pkgutil.iter_modules(package.__path__):
         source = Path(info.module_finder.path, f"{info.name}.py")
