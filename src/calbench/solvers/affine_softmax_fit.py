@@ -44,9 +44,10 @@ LBFGS_ITERS_BEFORE_NEWTON = 10
 # ODIR penalty of the default grid (one CIFAR-100 fold, λ_code = 0.01) it needs ~150 Hessian-vector products
 # where Jacobi-preconditioned L-BFGS needed ~420 iterations, and ~680 without the block preconditioner.
 NEWTON_CG_MAX_CLASSES = 200
-# It starts after LBFGS_ITERS_BEFORE_NEWTON_CG L-BFGS iterations (the fits of a grid path share one
-# preconditioner, so it is cheap to start early; one CIFAR-100 fold of dir_odir: 7.2 CPU-s after 50, 5.9
-# after 20, 6.0 after 10).
+# It starts after LBFGS_ITERS_BEFORE_NEWTON_CG L-BFGS iterations, and on a grid path, once a fit has needed it,
+# the later (weaker-penalty) fits start with it (:func:`fit_affine_softmax`). The 5-fold default-grid search of
+# dir_odir on CIFAR-100 ResNet-20 (seed-0 `defaults` split), in objective evaluations + Hessian-vector products:
+# 798 + 977 after 20 iterations, 614 + 1,211 after 10, 477 + 1,628 after 5 (a product costs ~0.4 of an evaluation).
 LBFGS_ITERS_BEFORE_NEWTON_CG = 20
 # Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
 # products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
@@ -521,6 +522,63 @@ def _single_probs(residual: np.ndarray, y: np.ndarray) -> np.ndarray:
     return residual.astype(np.float32)
 
 
+def _blocks_solver(shared: dict, penalty: Penalty):
+    """r ↦ the inverse of the per-class blocks of ``shared["blocks"]`` (:func:`hessian_blocks`, the log-loss
+    part) plus ``penalty``'s curvature, applied to r in θ's layout (block a acts on class a's row (w_a·, b_a)).
+
+    The fits of a grid row share λ and differ in μ, which changes only the last (intercept) entry of each block:
+    the inverse without the intercept's penalty is taken once per (λ, blocks) and kept in ``shared``, and each
+    fit adds its 2μ to it by Sherman–Morrison (an n_blocks × (k + 1)² update instead of an inversion, which
+    costs about six objective evaluations at 100 classes; adding a positive curvature keeps it stable)."""
+    blocks = shared["blocks"]
+    k = blocks.shape[0]
+    key = (penalty.off, penalty.diag)
+    if shared.get("inverse_blocks", (None,))[0] != key:
+        without_bias = Penalty(penalty.off, penalty.diag, 0.0, penalty.diag_centre)
+        shared["inverse_blocks"] = (key, np.linalg.inv(_with_curvature(blocks.copy(), without_bias)))
+    inverse = shared["inverse_blocks"][1]
+    column = inverse[:, :, k].copy()  # A⁻¹ e_b of each block, e_b the intercept's position
+    added = 2.0 * penalty.bias
+    factor = added / (1.0 + added * column[:, k])
+
+    def solve(r):  # (A + 2μ e_b e_bᵀ)⁻¹ r = A⁻¹ r − factor (e_bᵀ A⁻¹ r) A⁻¹ e_b
+        rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
+        out = np.matmul(inverse, rows[:, :, None])[:, :, 0]  # batched: 2.3 × einsum's speed
+        out -= (factor * out[:, k])[:, None] * column
+        return np.concatenate([out[:, :k].ravel(), out[:, k]])
+
+    return solve
+
+
+def _without_shift(solve, curvature: np.ndarray, k: int):
+    """``solve`` (a preconditioner of a full map's Hessian H) balanced by the softmax's shift directions (Mandel
+    1993's balancing; the same iterates as deflated CG, Nabben & Vuik 2006).
+
+    Adding one vector to every class's row (w_a·, b_a) of θ adds the same score to every class and leaves σ(Wx + b)
+    unchanged, so the log-loss Hessian is exactly zero along the k + 1 directions U = (1_k ⊗ I_{k+1})/√k and
+    H U = D U, D = ``curvature`` (the penalty's, θ's layout). A per-class block preconditioner puts the data's
+    curvature there instead, which a weak penalty makes a stiffness ratio of 10³–10⁵: truncated Newton spent most
+    of its products on these k + 1 directions. The balanced preconditioner
+    P = Q + (I − Q H) M⁻¹ (I − H Q), Q = U (Uᵀ D U)⁻¹ Uᵀ, solves them exactly, at O(θ) a product since Uᵀ D U is
+    diagonal and H Q = D Q. One CIFAR-100 fold of ``dir_odir`` at λ_code = 0.01: ~50 Hessian-vector products a fit
+    instead of ~200. A shift direction the penalty leaves flat (λ = 0, or μ = 0 for the intercepts) is a null
+    direction of H that the gradient has no part in; Q leaves it out."""
+    root = np.sqrt(k)
+    along = np.concatenate([curvature[: k * k].reshape(k, k).sum(axis=0), [curvature[k * k:].sum()]]) / k
+    inverse_along = np.divide(1.0, along, out=np.zeros_like(along), where=along > 0)  # (Uᵀ D U)⁻¹
+
+    def coarse(v):  # Q v
+        c = inverse_along * np.concatenate([v[: k * k].reshape(k, k).sum(axis=0), [v[k * k:].sum()]]) / root
+        return np.concatenate([np.tile(c[:k], k), np.full(k, c[k])]) / root
+
+    def precondition(r):
+        coarse_r = coarse(r)
+        fine = solve(r - curvature * coarse_r)
+        return coarse_r + fine - coarse(curvature * fine)
+
+    return precondition
+
+
 def _shrinks_to_zero(penalty: Penalty) -> bool:
     """Whether ``penalty`` shrinks the whole map, diagonal included, towards W = 0 (L2): then the fits of a grid
     path lie far apart (uniform outputs at strong λ), and truncated Newton's preconditioner is taken afresh at
@@ -530,15 +588,17 @@ def _shrinks_to_zero(penalty: Penalty) -> bool:
     return penalty.diag > 0 and penalty.diag_centre == 0
 
 
-def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, diagonal=False):
+def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, diagonal=False, evaluated=None):
     """Truncated Newton (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by conjugate gradients
     with Hessian-vector products (:func:`hessian_vector`) to a relative residual min(0.5, √‖g‖), at least
-    :data:`CG_MIN_RESIDUAL`, preconditioned by the inverse of :func:`hessian_blocks` (full maps up to
+    :data:`CG_MIN_RESIDUAL`, preconditioned by the inverse of :func:`hessian_blocks` balanced by the softmax's
+    shift directions (:func:`_blocks_solver`, :func:`_without_shift`; full maps up to
     :data:`NEWTON_CG_MAX_CLASSES` classes) or of :func:`_large_map_preconditioner`'s parts (beyond, and
     diagonal maps), taken at the start of the first fit on ``x`` that needs them (``shared`` of
     :func:`fit_affine_softmax`; the blocks at each fit under an L2 penalty, :func:`_shrinks_to_zero`; a fit
     without ``shared`` takes them from every s-th row, :data:`PRECONDITIONER_ROWS`); then Armijo backtracking.
-    Stops as :func:`_newton`: half the Newton decrement
+    ``evaluated``: (value, gradient, residual) at the start, where the caller has them. Stops as :func:`_newton`:
+    half the Newton decrement
     −gᵀs at most ``tol``·max(|f|, 1). The Hessian's products (the preconditioner and H v) run in float32, at
     half the cost: they only shape the step; the objective and gradient, which decide the steps' acceptance
     and the stop, hence the optimum, stay float64. Each Hessian-vector product costs about a gradient, so it
@@ -546,7 +606,8 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     iterations."""
     n, k = x.shape
     theta = pack(weights, intercept, diagonal)
-    value, grad, residual = _objective_residual(theta, x, y, penalty, diagonal)
+    value, grad, residual = evaluated or _objective_residual(theta, x, y, penalty, diagonal)
+    del evaluated
     probs = _single_probs(residual, y)
     del residual
     stride = max(1, n // PRECONDITIONER_ROWS) if shared is None else 1  # a fit alone: sub-sampled blocks
@@ -561,12 +622,8 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     else:
         if "blocks" not in shared or _shrinks_to_zero(penalty):
             shared["blocks"] = hessian_blocks(x_single[::stride], probs[::stride], Penalty())
-        inverse_blocks = np.linalg.inv(_with_curvature(shared["blocks"].copy(), penalty))
-
-        def precondition(r):  # block a acts on class a's row (w_a·, b_a) of θ
-            rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
-            out = np.matmul(inverse_blocks, rows[:, :, None])[:, :, 0]  # batched: 2.3 × einsum's speed
-            return np.concatenate([out[:, :k].ravel(), out[:, k]])
+            shared.pop("inverse_blocks", None)
+        precondition = _without_shift(_blocks_solver(shared, penalty), pack(*penalty.curvature(k), False), k)
 
     converged, used = False, 0
     while True:
@@ -627,12 +684,16 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     many run :func:`_fit_large_map`. At most ``max_iter`` iterations (L-BFGS iterations plus Newton steps) in
     all. Returns (W, b, info) with info = {"iterations", "converged", "loss", "solver"}.
 
-    ``shared``: a dict that fits on the same ``x`` (a grid path) pass along, holding truncated Newton's float32
-    copy of ``x`` and its preconditioner's Hessian blocks (the log-loss part, at the probabilities where the
-    first of those fits needed it; under L2 the last one's, :func:`_shrinks_to_zero`). A preconditioner changes
-    the steps, not the optimum: under ODIR, blocks taken at a neighbouring grid point's solution precondition as
-    well as fresh ones (one CIFAR-100 fold: 197–202 products at λ_code = 0.01 with blocks from λ_code = 10⁴, 10
-    or 0.1, 223 with fresh ones).
+    ``shared``: a dict that fits on the same ``x`` (a grid path, strong penalties first) pass along, holding
+    truncated Newton's float32 copy of ``x``, its preconditioner's Hessian blocks (the log-loss part, at the
+    probabilities where the first of those fits needed it; under L2 the last one's, :func:`_shrinks_to_zero`) and
+    their inverse for the current λ (:func:`_blocks_solver`), and L-BFGS's scaling (:func:`_lbfgs`). On a path of
+    full maps, once a fit has needed truncated Newton, the later ones go straight to it (``info["solver"]``
+    "newton-cg"): their weaker penalties need it too, and L-BFGS's iterations before it were half the search's
+    objective evaluations. A preconditioner changes the steps, not the optimum: under ODIR, blocks taken at
+    another grid point's solution precondition about as well as the fit's own (one CIFAR-100 fold at λ_code =
+    μ_code = 0.01: 80–133 iterations with blocks from λ_code = 0.1, 10 or 10⁴, 96 with blocks at its own optimum,
+    154 alone with sub-sampled ones).
     """
     k = x.shape[1]
     if not diagonal and k >= LARGE_MAP_CLASSES:
@@ -642,14 +703,27 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     finisher = _newton if small else _newton_cg if (diagonal and k >= LARGE_MAP_CLASSES
                                                     or not diagonal and k <= NEWTON_CG_MAX_CLASSES) else None
     first = LBFGS_ITERS_BEFORE_NEWTON if finisher is _newton else newton_cg_after if finisher else max_iter
-    weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol)
-    info["solver"] = "lbfgs"
+    full_cg = finisher is _newton_cg and not diagonal
+    path = shared if full_cg and shared is not None else None
+    if path is not None and path.get("newton_cg_needed"):
+        first = 0
+    if first > 0:
+        weights, intercept, info = _lbfgs(x, y, penalty, diagonal, weights, intercept, min(max_iter, first), tol,
+                                          keep_last=full_cg, path=path)
+        info["solver"] = "lbfgs"
+    else:
+        info = {"iterations": 0, "converged": False, "solver": ""}
     if finisher and not info["converged"] and info["iterations"] < max_iter:
         args = (x, y, penalty) + ((diagonal,) if finisher is _newton else ())
-        extra = {"shared": shared, "diagonal": diagonal} if finisher is _newton_cg else {}
+        extra = ({"shared": shared, "diagonal": diagonal, "evaluated": info.pop("last", None)}
+                 if finisher is _newton_cg else {})
         weights, intercept, newton = finisher(*args, weights, intercept, max_iter - info["iterations"], tol, **extra)
+        if path is not None:
+            path["newton_cg_needed"] = True
+        name = "newton" if finisher is _newton else "newton-cg"
         info = {**newton, "iterations": info["iterations"] + newton["iterations"],
-                "solver": "lbfgs+newton" if finisher is _newton else "lbfgs+newton-cg"}
+                "solver": f"lbfgs+{name}" if info["iterations"] else name}
+    info.pop("last", None)
     return weights, intercept, info
 
 
@@ -671,30 +745,48 @@ def _fit_large_map(x, y, penalty, init, max_iter, tol, shared):
                                 "solver": "newton-cg" if used == 0 else "diagonal+newton-cg"}
 
 
-def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
+def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol, keep_last=False, path=None):
     """L-BFGS on θ / d with d = diag(Hessian at the start)^(−1/2) (Jacobi preconditioning: ln q̂ features
     of very different scales otherwise make it crawl). In those coordinates the diagonal-Newton step is −g;
     its predicted decrease ½‖g‖² decides two things: a start (a warm start along a grid) whose predicted
     decrease is below ``tol``·max(|f|, 1) is returned as it is, and the coordinates are further scaled by
     ‖g‖ so that L-BFGS's first trial step (unit length) is that Newton step rather than a blind unit step,
     which from a good warm start cost up to 40 line-search evaluations. It stops when the objective's
-    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations."""
+    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations.
+
+    ``path``: the ``shared`` dict of a grid path of full maps; its first fit's log-loss part of the diagonal is
+    kept there and reused, with each fit's penalty curvature, by the later ones (a scaling shapes the steps, not
+    the optimum; the diagonal costs an n × k × k product, 135 of them in a 100-class default-grid search).
+    ``keep_last``: return the (value, gradient, residual) where L-BFGS stopped in ``info["last"]``, for truncated
+    Newton to start from without evaluating that point again."""
     k = x.shape[1]
     theta = pack(weights, intercept, diagonal)
     value, grad, residual = _objective_residual(theta, x, y, penalty, diagonal)
-    h = hessian_diagonal(x, y, residual, penalty, diagonal)
-    del residual
+    curvature = pack(*penalty.curvature(k), diagonal)
+    if path is not None and "jacobi" in path:
+        h = path["jacobi"] + curvature
+    else:
+        h = hessian_diagonal(x, y, residual, penalty, diagonal)
+        if path is not None:
+            path["jacobi"] = h - curvature
     d = 1.0 / np.sqrt(np.maximum(h, 1e-8 * h.max() + 1e-300))
     newton_norm = float(np.linalg.norm(grad * d))
     if 0.5 * newton_norm**2 <= tol * max(abs(value), 1.0):
         return weights, intercept, {"iterations": 0, "converged": True, "loss": value}
     d *= newton_norm
     start = theta / d
+    last = [start, (value, grad, residual) if keep_last else None]
+    del residual
 
     def scaled(theta_scaled):
         if theta_scaled is start or np.array_equal(theta_scaled, start):  # the start is already evaluated
             return value, grad * d
-        f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
+        if keep_last:
+            last[:] = [theta_scaled.copy(), None]  # the previous point's residual goes before the next is made
+            last[1] = _objective_residual(theta_scaled * d, x, y, penalty, diagonal)
+            f, g = last[1][:2]
+        else:
+            f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
         return f, g * d
 
     from scipy.optimize import minimize  # lazy: calibrate jobs of other methods skip its import
@@ -702,5 +794,7 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
     result = minimize(scaled, start, jac=True, method="L-BFGS-B",
                       options={"maxiter": max_iter, "gtol": 1e-12, "ftol": tol, "maxcor": 20})
     weights, intercept = unpack(result.x * d, k, diagonal)
-    return weights, intercept, {"iterations": int(result.nit), "converged": bool(result.success),
-                                "loss": float(result.fun)}
+    info = {"iterations": int(result.nit), "converged": bool(result.success), "loss": float(result.fun)}
+    if keep_last and np.array_equal(last[0], result.x):
+        info["last"] = last[1]  # (value, gradient, residual) where L-BFGS stopped: truncated Newton starts there
+    return weights, intercept, info
