@@ -68,6 +68,9 @@ LARGE_MAP_CLASSES = NEWTON_CG_MAX_CLASSES + 1
 # The dense Hessian blocks of :func:`class_features_hessian` accumulate over blocks of this many rows (1,000
 # classes × 3 features: 24 MB of float32 a block, where the whole of 20,000 rows held 0.7 GB at once).
 HESSIAN_BLOCK_ROWS = 2048
+# :func:`hessian_blocks` forms the pairwise products of this many rows' features at a time (100 classes: 5 MB of
+# float32).
+PAIR_PRODUCT_ROWS = 256
 # Newton's Hessian of a full map (:func:`loss_hessian`) sums its products over row blocks of about this many
 # entries of G (256 KB of float64: the temporaries stay in cache and are not fresh pages each time).
 NEWTON_BLOCK_ENTRIES = 2**15
@@ -345,23 +348,44 @@ def _newton(x, y, penalty, diagonal, weights, intercept, max_iter, tol):
 
 def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty) -> np.ndarray:
     """The Hessian's k diagonal blocks of a full map at class probabilities ``probs``: block a, over class a's
-    parameters (w_a1 … w_ak, b_a), is mean pₐ(1 − pₐ) x̃ x̃ᵀ with x̃ = (x, 1), plus the penalty's curvature.
-    One symmetric rank-n update (BLAS syrk, half a general product's flops) per class on √(pₐ(1 − pₐ)) x̃, in the
-    precision of ``x`` and ``probs`` (float32 halves the cost: truncated Newton uses them only to precondition;
-    100 classes × 4,000 rows: 113 ms against 162 for one product per 41 classes); float64 blocks."""
-    from scipy.linalg.blas import get_blas_funcs  # lazy, as in loss_hessian
-
+    parameters (w_a1 … w_ak, b_a), is mean vₐ x̃ x̃ᵀ with vₐ = pₐ(1 − pₐ) and x̃ = (x, 1), plus the penalty's
+    curvature. All k blocks come from one product per :data:`PAIR_PRODUCT_ROWS` rows, vᵀ times the rows' products
+    x̃ⱼ x̃ₗ over the pairs j ≤ l (a row-wise Khatri–Rao product), in the precision of ``x`` and ``probs`` (float32
+    halves the cost: truncated Newton uses them only to precondition), summed in float64; float64 blocks.
+    100 classes × 4,000 rows in float32: 88 ms, against 155 for one BLAS syrk per class."""
     n, k = x.shape
-    features_t = np.vstack([x.T, np.ones((1, n), dtype=x.dtype)])  # x̃ᵀ [k + 1, n]
-    roots = np.sqrt(probs * (1.0 - probs)).T.copy()  # [k, n]
-    syrk = get_blas_funcs("syrk", (features_t,))
-    blocks = np.empty((k, k + 1, k + 1))
-    for a in range(k):  # (x̃ᵀ √v)ᵀ is Fortran-ordered [n, k + 1]: BLAS reads it without a copy
-        blocks[a] = syrk(1.0, (features_t * roots[a]).T, trans=1, lower=0)
-    lower = np.tril_indices(k + 1, -1)
-    blocks[:, lower[0], lower[1]] = blocks[:, lower[1], lower[0]]  # syrk fills the upper triangle
+    m = k + 1
+    upper = np.triu_indices(m)
+    weights = probs * (1.0 - probs)
+    sums = np.zeros((k, upper[0].size))
+    features = np.ones((min(n, PAIR_PRODUCT_ROWS), m), dtype=x.dtype)
+    for start in range(0, n, PAIR_PRODUCT_ROWS):
+        rows = slice(start, start + PAIR_PRODUCT_ROWS)
+        f = features[: len(x[rows])]
+        f[:, :k] = x[rows]
+        sums += weights[rows].T @ (f[:, upper[0]] * f[:, upper[1]])
+    blocks = np.empty((k, m, m))
+    blocks[:, upper[0], upper[1]] = sums
+    blocks[:, upper[1], upper[0]] = sums
     blocks /= n
     return _with_curvature(blocks, penalty)
+
+
+def _inverse_of_positive_definite(blocks: np.ndarray) -> np.ndarray:
+    """The inverses of the symmetric positive definite ``blocks`` [b, m, m] by Cholesky (LAPACK potrf, potri; 100
+    blocks of 101²: 19 ms against 46 for numpy's LU inverse); numpy's inverse where one is not positive definite."""
+    from scipy.linalg import lapack
+
+    out = np.empty_like(blocks)
+    for i, block in enumerate(blocks):
+        factor, info = lapack.dpotrf(block, lower=0, clean=0)
+        if info == 0:
+            out[i], info = lapack.dpotri(factor, lower=0)
+        if info != 0:
+            return np.linalg.inv(blocks)
+    strict = np.triu_indices(blocks.shape[1], 1)
+    out[:, strict[1], strict[0]] = out[:, strict[0], strict[1]]  # potri fills the upper triangle
+    return out
 
 
 def _large_map_preconditioner(x_single, probs, penalty: Penalty, diagonal: bool, shared: dict):
@@ -535,7 +559,7 @@ def _blocks_solver(shared: dict, penalty: Penalty):
     key = (penalty.off, penalty.diag)
     if shared.get("inverse_blocks", (None,))[0] != key:
         without_bias = Penalty(penalty.off, penalty.diag, 0.0, penalty.diag_centre)
-        shared["inverse_blocks"] = (key, np.linalg.inv(_with_curvature(blocks.copy(), without_bias)))
+        shared["inverse_blocks"] = (key, _inverse_of_positive_definite(_with_curvature(blocks.copy(), without_bias)))
     inverse = shared["inverse_blocks"][1]
     column = inverse[:, :, k].copy()  # A⁻¹ e_b of each block, e_b the intercept's position
     added = 2.0 * penalty.bias
