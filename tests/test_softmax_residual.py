@@ -173,8 +173,8 @@ GRIDS = {"dir_odir": {"reg_lambda": [1e-2, 1e0, 1e2], "reg_mu": [1e-2, 1e1]},
 
 @pytest.mark.parametrize("name", ["dir_odir", "dir_l2"])
 def test_grid_search_selects_the_same_point_with_the_same_loss_as_before(name):
-    """20 classes: L-BFGS, and truncated Newton (``dir_l2``'s selected fits) with its preconditioner taken
-    afresh at each L2 fit. The optimum is defined to the solver's tolerance (1e-10 relative in the objective),
+    """20 classes: L-BFGS, and truncated Newton (``dir_l2``'s selected fits) with the path's shared
+    preconditioner. The optimum is defined to the solver's tolerance (1e-10 relative in the objective),
     so the validation losses agree to ~1e-7, the selected point's to 1e-8 (the paper's penalties, as then)."""
     z, y = _twenty_class_task()
     est = make(name, grid=GRIDS[name], reg_scale="code", shrink_to="paper", cv={"folds": 3}).fit(z[:800], y[:800])

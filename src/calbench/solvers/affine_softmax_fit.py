@@ -603,15 +603,6 @@ def _without_shift(solve, curvature: np.ndarray, k: int):
     return precondition
 
 
-def _shrinks_to_zero(penalty: Penalty) -> bool:
-    """Whether ``penalty`` shrinks the whole map, diagonal included, towards W = 0 (L2): then the fits of a grid
-    path lie far apart (uniform outputs at strong λ), and truncated Newton's preconditioner is taken afresh at
-    each fit instead of shared. One CIFAR-100 fold of ``dir_l2`` (ResNet-20): λ_code = 0.01 and 0.1 need 172
-    and 98 iterations with fresh blocks, 357 and 130 with the path's shared ones (2.9 against 3.4 CPU-s for
-    the fold's 9 fits); ODIR, whose fits keep the diagonal, prefers the shared ones (:func:`fit_affine_softmax`)."""
-    return penalty.diag > 0 and penalty.diag_centre == 0
-
-
 def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, diagonal=False, evaluated=None):
     """Truncated Newton (Nocedal & Wright 2006, Alg. 7.1): each step solves H s = −g by conjugate gradients
     with Hessian-vector products (:func:`hessian_vector`) to a relative residual min(0.5, √‖g‖), at least
@@ -619,7 +610,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     shift directions (:func:`_blocks_solver`, :func:`_without_shift`; full maps up to
     :data:`NEWTON_CG_MAX_CLASSES` classes) or of :func:`_large_map_preconditioner`'s parts (beyond, and
     diagonal maps), taken at the start of the first fit on ``x`` that needs them (``shared`` of
-    :func:`fit_affine_softmax`; the blocks at each fit under an L2 penalty, :func:`_shrinks_to_zero`; a fit
+    :func:`fit_affine_softmax`; a fit
     without ``shared`` takes them from every s-th row, :data:`PRECONDITIONER_ROWS`); then Armijo backtracking.
     ``evaluated``: (value, gradient, residual) at the start, where the caller has them. Stops as :func:`_newton`:
     half the Newton decrement
@@ -644,7 +635,7 @@ def _newton_cg(x, y, penalty, weights, intercept, max_iter, tol, shared=None, di
     elif k >= LARGE_MAP_CLASSES:
         precondition = _large_map_preconditioner(x_single, probs, penalty, False, shared)
     else:
-        if "blocks" not in shared or _shrinks_to_zero(penalty):
+        if "blocks" not in shared:
             shared["blocks"] = hessian_blocks(x_single[::stride], probs[::stride], Penalty())
             shared.pop("inverse_blocks", None)
         precondition = _without_shift(_blocks_solver(shared, penalty), pack(*penalty.curvature(k), False), k)
@@ -710,7 +701,7 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
 
     ``shared``: a dict that fits on the same ``x`` (a grid path, strong penalties first) pass along, holding
     truncated Newton's float32 copy of ``x``, its preconditioner's Hessian blocks (the log-loss part, at the
-    probabilities where the first of those fits needed it; under L2 the last one's, :func:`_shrinks_to_zero`) and
+    probabilities where the first of those fits needed it) and
     their inverse for the current λ (:func:`_blocks_solver`), and L-BFGS's scaling (:func:`_lbfgs`). On a path of
     full maps, once a fit has needed truncated Newton, the later ones go straight to it (``info["solver"]``
     "newton-cg"): their weaker penalties need it too, and L-BFGS's iterations before it were half the search's
