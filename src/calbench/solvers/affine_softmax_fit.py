@@ -1,6 +1,6 @@
 """The solver of the softmax of an affine map, σ(W x + b), shared by vector/matrix scaling and Dirichlet calibration:
 penalties, objective and Hessian, the L-BFGS and Newton solvers (the warm starts of a grid path:
-:mod:`calbench.solvers.warm_start_path`).
+:mod:`calbench.solvers.warm_start_path`; docs/solver.md).
 
 Dirichlet paper (Kull et al. 2019) §3: matrix scaling is σ(W z + b) on logits z, Dirichlet calibration the
 same layer on x = ln q̂ (its Eq. 7, the linear parametrisation); vector scaling and the diagonal
