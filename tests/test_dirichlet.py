@@ -91,6 +91,37 @@ def test_converged_warm_start_is_returned_without_iterations(solver, monkeypatch
     np.testing.assert_array_equal(w2, w)
 
 
+def test_lbfgs_stops_at_an_iterate_whose_predicted_decrease_is_below_tol(monkeypatch):
+    """L-BFGS ends at an iterate whose diagonal-Newton predicted decrease is below LBFGS_ITERATE_MARGIN·tol·|f|
+    (the start's test): the optimum of a run without that test, in fewer evaluations (L-BFGS-B's own stop needs an
+    iteration whose decrease is below tol, found by line searches at the objective's rounding level)."""
+    import calbench.solvers.affine_softmax_fit as affine
+
+    monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
+    monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
+    calls = {"n": 0}
+    evaluate = affine._objective_residual
+
+    def counted(*args):
+        calls["n"] += 1
+        return evaluate(*args)
+
+    monkeypatch.setattr(affine, "_objective_residual", counted)
+    logits, y = _toy(n=800, k=6)
+    x, penalty = Scores(logits).log_probs, odir_penalty(10.0, 100.0, 6, "code")
+    fits = {}
+    for margin in (0.1, 0.0):
+        monkeypatch.setattr(affine, "LBFGS_ITERATE_MARGIN", margin)
+        calls["n"] = 0
+        fits[margin] = (*fit_affine_softmax(x, y, penalty, False), calls["n"])
+    (w, b, info, evaluations), (w_plain, b_plain, info_plain, evaluations_plain) = fits[0.1], fits[0.0]
+    assert info["solver"] == "lbfgs" and info["converged"] and info_plain["converged"]
+    assert evaluations < evaluations_plain
+    assert info["loss"] == pytest.approx(info_plain["loss"], rel=1e-10)
+    np.testing.assert_allclose(softmax(affine_logits(x, w, b, False), axis=1),
+                               softmax(affine_logits(x, w_plain, b_plain, False), axis=1), atol=1e-6)
+
+
 def test_grid_search_does_not_depend_on_the_number_of_threads(monkeypatch):
     """Folds run in threads (calbench.parallel); results are the same on one core as on many."""
     import calbench.parallel

@@ -49,6 +49,10 @@ NEWTON_CG_MAX_CLASSES = 200
 # dir_odir on CIFAR-100 ResNet-20 (seed-0 `defaults` split), in objective evaluations + Hessian-vector products:
 # 798 + 977 after 20 iterations, 614 + 1,211 after 10, 477 + 1,628 after 5 (a product costs ~0.4 of an evaluation).
 LBFGS_ITERS_BEFORE_NEWTON_CG = 20
+# L-BFGS ends at an iterate whose diagonal-Newton predicted decrease (:func:`_lbfgs`) is below this times tol·|f|: the
+# prediction ignores the Hessian's coupling, which a factor 1 let through on a 20-class grid (validation losses
+# 1e-7 from the converged ones, 3e-11 with 0.1).
+LBFGS_ITERATE_MARGIN = 0.1
 # Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
 # products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
 CG_MIN_RESIDUAL = 1e-4
@@ -763,11 +767,15 @@ def _fit_large_map(x, y, penalty, init, max_iter, tol, shared):
 def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol, keep_last=False, path=None):
     """L-BFGS on θ / d with d = diag(Hessian at the start)^(−1/2) (Jacobi preconditioning: ln q̂ features
     of very different scales otherwise make it crawl). In those coordinates the diagonal-Newton step is −g;
-    its predicted decrease ½‖g‖² decides two things: a start (a warm start along a grid) whose predicted
-    decrease is below ``tol``·max(|f|, 1) is returned as it is, and the coordinates are further scaled by
+    its predicted decrease ½‖g‖² decides two things: a start (a warm start along a grid) or an iterate whose
+    predicted decrease is below ``tol``·max(|f|, 1) (an iterate: :data:`LBFGS_ITERATE_MARGIN` times that) ends
+    the fit, and the coordinates are further scaled by
     ‖g‖ so that L-BFGS's first trial step (unit length) is that Newton step rather than a blind unit step,
-    which from a good warm start cost up to 40 line-search evaluations. It stops when the objective's
-    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations.
+    which from a good warm start cost up to 40 line-search evaluations. It also stops when the objective's
+    relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations. The test at each
+    iterate spares the line searches that L-BFGS-B runs at the objective's rounding level before its own
+    relative-decrease test ends it: 10–20 % of the evaluations of a 100-class default-grid search
+    (CIFAR-100 ResNet-20: `dir_odir` 798 → 716, `ms_odir` 785 → 630, the same chosen points).
 
     ``path``: the ``shared`` dict of a grid path of full maps; its first fit's log-loss part of the diagonal is
     kept there and reused, with each fit's penalty curvature, by the later ones (a scaling shapes the steps, not
@@ -790,26 +798,34 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol, keep_last
         return weights, intercept, {"iterations": 0, "converged": True, "loss": value}
     d *= newton_norm
     start = theta / d
-    last = [start, (value, grad, residual) if keep_last else None]
+    last = [start, value, grad, residual if keep_last else None]  # the latest point evaluated
     del residual
+    predicted_small = [False]
 
     def scaled(theta_scaled):
         if theta_scaled is start or np.array_equal(theta_scaled, start):  # the start is already evaluated
             return value, grad * d
+        last[:] = [theta_scaled.copy(), None, None, None]  # the previous residual goes before the next is made
         if keep_last:
-            last[:] = [theta_scaled.copy(), None]  # the previous point's residual goes before the next is made
-            last[1] = _objective_residual(theta_scaled * d, x, y, penalty, diagonal)
-            f, g = last[1][:2]
+            last[1:] = _objective_residual(theta_scaled * d, x, y, penalty, diagonal)
         else:
-            f, g = objective(theta_scaled * d, x, y, penalty, diagonal)
-        return f, g * d
+            last[1:3] = objective(theta_scaled * d, x, y, penalty, diagonal)
+        return last[1], last[2] * d
+
+    def stop_at_small_predicted_decrease(intermediate_result):  # the start's test, with a margin, at each iterate
+        scaled_grad = last[2] * (d / newton_norm)
+        if np.array_equal(intermediate_result.x, last[0]) and (
+                0.5 * float(scaled_grad @ scaled_grad) <= LBFGS_ITERATE_MARGIN * tol * max(abs(last[1]), 1.0)):
+            predicted_small[0] = True
+            raise StopIteration
 
     from scipy.optimize import minimize  # lazy: calibrate jobs of other methods skip its import
 
-    result = minimize(scaled, start, jac=True, method="L-BFGS-B",
+    result = minimize(scaled, start, jac=True, method="L-BFGS-B", callback=stop_at_small_predicted_decrease,
                       options={"maxiter": max_iter, "gtol": 1e-12, "ftol": tol, "maxcor": 20})
     weights, intercept = unpack(result.x * d, k, diagonal)
-    info = {"iterations": int(result.nit), "converged": bool(result.success), "loss": float(result.fun)}
+    info = {"iterations": int(result.nit), "converged": bool(result.success) or predicted_small[0],
+            "loss": float(result.fun)}
     if keep_last and np.array_equal(last[0], result.x):
-        info["last"] = last[1]  # (value, gradient, residual) where L-BFGS stopped: truncated Newton starts there
+        info["last"] = tuple(last[1:])  # (value, gradient, residual) where L-BFGS stopped: truncated Newton's start
     return weights, intercept, info
