@@ -51,8 +51,8 @@ NEWTON_CG_MAX_CLASSES = 200
 LBFGS_ITERS_BEFORE_NEWTON_CG = 20
 # L-BFGS ends at an iterate whose diagonal-Newton predicted decrease (:func:`_lbfgs`) is below this times tol·|f|: the
 # prediction ignores the Hessian's coupling, which a factor 1 let through on a 20-class grid (validation losses
-# 1e-7 from the converged ones, 3e-11 with 0.1).
-LBFGS_ITERATE_MARGIN = 0.1
+# 1e-7 from the converged ones; 3e-11 with 0.1 or 0.01).
+LBFGS_ITERATE_MARGIN = 0.01
 # Its CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
 # products are accurate to ~1e-6 relative, and an inexact Newton step converges to the same optimum.
 CG_MIN_RESIDUAL = 1e-4
@@ -774,8 +774,8 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol, keep_last
     which from a good warm start cost up to 40 line-search evaluations. It also stops when the objective's
     relative decrease in an iteration falls below ``tol``, or after ``max_iter`` iterations. The test at each
     iterate spares the line searches that L-BFGS-B runs at the objective's rounding level before its own
-    relative-decrease test ends it: 10–20 % of the evaluations of a 100-class default-grid search
-    (CIFAR-100 ResNet-20: `dir_odir` 798 → 716, `ms_odir` 785 → 630, the same chosen points).
+    relative-decrease test ends it: 7–17 % of the evaluations of a 100-class default-grid search
+    (CIFAR-100 ResNet-20: `dir_odir` 798 → 739, `ms_odir` 785 → 655, the same chosen points).
 
     ``path``: the ``shared`` dict of a grid path of full maps; its first fit's log-loss part of the diagonal is
     kept there and reused, with each fit's penalty curvature, by the later ones (a scaling shapes the steps, not
