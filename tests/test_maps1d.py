@@ -168,8 +168,8 @@ def test_pl_compiled_logistic_equals_expit():
 def test_pl_compiled_lbfgs_reaches_the_optimum_and_fits_each_data_set_alone(logit_space):
     """On a smooth case with one optimum (one piece: PL3 is logistic regression on logit p̂, PL a line between
     σ(v_0) and σ(v_1)) the compiled L-BFGS run to tight tolerances gives the outputs of scipy's L-BFGS-B on the
-    same loss (to 1e-7: the loss's rounding, ~2e-16, resolves the optimum to a few 1e-8 whichever optimiser stops
-    first); fitting several data sets at once gives each one's own fit, bitwise."""
+    same loss (to 1e-7: with the loss's rounding, ~2e-16, either optimiser may stop a few 1e-8 from the optimum);
+    fitting several data sets at once gives each one's own fit, bitwise."""
     from scipy.optimize import minimize
 
     from calbench.kernels.piecewise import CONVERGED, lbfgs_rows
@@ -213,6 +213,45 @@ def test_pl_cv_prefers_few_pieces_on_calibrated_data_and_averages_fold_models():
     assert len(refit.models_) == 1
     assert list(PiecewiseLinearCV().candidates(1000)) == [1, 2, 3, 4, 5, 6]  # the paper's range at n = 1000
     assert PiecewiseLinearCV().candidates(3000)[-1] == 16
+
+
+def test_pl_cv_starts_scores_and_predictions_equal_their_definitions():
+    """The CV's shortcuts: every B's equal-mass start from one np.quantile call per fold equals the start from
+    np.quantile of that B's levels alone (paper App. C.1: knots at the quantiles, identity map); the compiled
+    held-out Brier scores and predictions equal the definition (interpolate at the knots, PL3: then σ)."""
+    from calbench.kernels.piecewise import mean_squared_errors
+
+    rng = np.random.default_rng(11)
+    ps = [rng.beta(0.3, 4, size) for size in (450, 451, 449)]
+    ys = [(rng.uniform(size=p.size) < p).astype(float) for p in ps]
+    for logit_space in (False, True):
+        folds = PiecewiseLinear(1, logit_space).sorted_folds(ps, ys)
+        models = [PiecewiseLinear(b, logit_space) for b in (1, 2, 5, 16)]
+        quantiles = folds.quantiles(np.concatenate([m.levels() for m in models]))
+        at = 0
+        for model in models:
+            b = model.n_pieces
+            for f, (lo, hi) in enumerate(zip(folds.start[:-1], folds.start[1:])):
+                q = np.quantile(folds.x[lo:hi], np.linspace(0, 1, b + 1))
+                values, q = (q, expit(q)) if logit_space else (logit(np.clip(q, 0.001, 0.999)), q)
+                widths = np.diff(np.concatenate([[0.0], q[1:]]))
+                start = np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
+                np.testing.assert_array_equal(model._starts(quantiles[f:f + 1, at:at + b + 1])[0], start)
+            at += b + 1
+            theta = np.array([model._init_theta(folds.x[lo:hi]) + rng.normal(0, 0.5, 2 * b + 1)
+                              for lo, hi in zip(folds.start[:-1], folds.start[1:])])
+            brier = []
+            for row, p, y in zip(theta, ps, ys):
+                model.theta_ = row
+                t, _, _, u = model._knots(row)
+                x = model._input(p)
+                k = np.searchsorted(t[1:-1], x, side="left")
+                f = u[k] + (u[k + 1] - u[k]) * np.clip((x - t[k]) / np.maximum(np.diff(t), 1e-12)[k], 0.0, 1.0)
+                plain = expit(f) if logit_space else f
+                np.testing.assert_allclose(model.predict(p), plain, rtol=1e-15, atol=0)
+                brier.append(np.mean((plain - y) ** 2))
+            scores = mean_squared_errors(theta, folds.x, folds.y, folds.start, logit_space)
+            np.testing.assert_allclose(scores, brier, rtol=1e-14)
 
 
 def test_vector_log_sum_equals_the_sum_of_libm_logs():

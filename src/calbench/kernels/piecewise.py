@@ -80,6 +80,38 @@ def knot_params(row, logit_space):
 
 
 @njit(cache=True, nogil=True)
+def map_values(row, x, logit_space, out):
+    """out ← the map ``row`` at the inputs x (input space, any order): PL's interpolation, PL3's σ of it."""
+    n_pieces = (row.size - 1) // 2
+    knots = np.empty((4, n_pieces + 1))
+    _fill_knots(row, logit_space, knots)
+    t, u = knots[_T], knots[_U]
+    for i in range(x.size):
+        k = 0  # the piece: how many interior knots t_1 … t_{B−1} lie below x
+        while k < n_pieces - 1 and t[k + 1] < x[i]:
+            k += 1
+        r = min(max((x[i] - t[k]) / max(t[k + 1] - t[k], 1e-12), 0.0), 1.0)
+        f = u[k] + (u[k + 1] - u[k]) * r
+        out[i] = 1.0 / (1.0 + math.exp(-f)) if logit_space else f
+
+
+@njit(cache=True, nogil=True)
+def mean_squared_errors(theta, x, y, start, logit_space):
+    """Mean (map f − y)² of map f (row f of ``theta``) on data set f (``x[start[f]:start[f + 1]]``): the
+    held-out Brier scores of the fold models."""
+    out = np.empty(theta.shape[0])
+    values = np.empty(x.size)
+    for f in range(theta.shape[0]):
+        a, b = start[f], start[f + 1]
+        map_values(theta[f], x[a:b], logit_space, values[a:b])
+        total = 0.0
+        for i in range(a, b):
+            total += (values[i] - y[i]) ** 2
+        out[f] = total / (b - a)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def scratch(size, n_pieces):
     """Work arrays of :func:`loss_grad` for data sets of up to ``size`` points: (points, knots, ends)."""
     return np.empty((3, size)), np.empty((11, n_pieces + 1)), np.empty(n_pieces, np.int64)
@@ -330,5 +362,6 @@ def warm_up() -> None:
         for ce in (True, False):
             theta = np.zeros((2, 5))
             knot_params(theta[0].copy(), logit_space)
+            mean_squared_errors(theta, inputs, y, start, logit_space)
             summed_loss_grad(theta, inputs, y, start, logit_space, ce, np.empty_like(theta))
             lbfgs_rows(theta, inputs, y, start, logit_space, ce, 3, 1e-9, 1e-9)
