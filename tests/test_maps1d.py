@@ -155,13 +155,19 @@ def test_pl_compiled_loss_and_gradient_equal_the_definition(logit_space, loss):
     assert np.abs(grad - plain_grad).max() < 1e-10
 
 
-def test_pl_compiled_logistic_equals_expit():
-    from calbench.kernels.piecewise import _logistic
+def test_pl3_compiled_logistic_equals_expit():
+    """The loss pass's σ (exp(−f) by the vectorised exp, written by the interpolation; σ completed in the sums'
+    pass, q̂ left in the scratch row) equals expit of the map's f, on f from −800 to 800."""
+    from calbench.kernels.piecewise import loss_grad, scratch
 
-    f = np.concatenate([np.linspace(-800, 800, 4001), np.random.default_rng(1).normal(0, 10, 1000)])
-    q = f.copy()
-    _logistic(q, np.empty_like(q))
-    assert np.allclose(q, expit(f), rtol=5e-16, atol=1e-307)  # below −708: 3e-308, not 0
+    x = np.sort(np.concatenate([np.linspace(-27.6, 27.6, 4001), np.random.default_rng(1).normal(0, 3, 1000)]))
+    y = (np.arange(x.size) % 3 == 0).astype(float)
+    row = np.array([0.0, -800.0, 800.0])  # one piece from t_0 = logit ε to t_1 = logit(1 − ε)
+    work = scratch(x.size, 1)
+    loss_grad(row, x, y, np.flatnonzero(y), True, True, np.empty(3), work)
+    t, _, _, u = PiecewiseLinear(1, logit_space=True)._knots(row)
+    f = u[0] + (u[1] - u[0]) * np.clip((x - t[0]) * (1.0 / (t[1] - t[0])), 0.0, 1.0)
+    assert np.allclose(work[0][0], expit(f), rtol=5e-16, atol=1e-307)  # below −708: 3e-308, not 0
 
 
 @pytest.mark.parametrize("logit_space", [False, True])

@@ -9,13 +9,14 @@ order (a binary search per knot), and the per-piece sums of ℓ' and ℓ'·r (r:
 piece) give the gradient by the chain rule through knots and widths. No allocation per evaluation (scratch
 arrays from :func:`scratch`). Each pass is a loop over a whole array or slice, without calls or branches, which
 the compiler turns into vector instructions (a loop over an index range of a larger array keeps numba's
-negative-index check per point and stays scalar): PL3's σ with the exp of :mod:`calbench.kernels.vector_exp`.
+negative-index check per point and stays scalar): PL3's σ with the exp of :mod:`calbench.kernels.vector_exp`,
+its exp(−f) written by the interpolation and σ completed in the pass of the sums.
 Points are weighted 1/n (the mean loss). CE is on predictions clipped to [ε, 1 − ε] (App. C.1), with the
 clipped loss's gradient (0 where q̂ is clipped, as in the authors' Keras code). Its terms: −ln(1 − q̂) by its
 series where q̂ < 1e-4 (most points of a one-vs-rest task), else by the vectorised log of
 :mod:`calbench.kernels.vector_log` (f is monotone on a piece, so these points are a run at one end of it,
-found by a binary search for where f crosses the threshold); −ln q̂ at the points with y = 1 by libm's log
-(their indices found once per fit).
+found by a binary search for where f crosses the threshold), and −ln q̂ at the points with y = 1 (their indices
+found once per fit) by the same log.
 
 :func:`lbfgs_rows` fits several maps (rows of θ, each on its own data set), each by its own L-BFGS
 (Nocedal & Wright 2006, Alg. 7.4–7.5) with a weak-Wolfe bisection line search, which also makes progress on
@@ -117,36 +118,29 @@ def scratch(size, n_pieces):
     return np.empty((3, size)), np.empty((11, n_pieces + 1)), np.empty(n_pieces, np.int64)
 
 
-@njit(cache=True, nogil=True, fastmath={"contract"}, error_model="numpy")
-def _logistic(f, scale):
-    """f ← σ(f) = 1 / (1 + exp(−f)) in place (``scale``: scratch of f's size), with the vectorised exp of
-    :mod:`calbench.kernels.vector_exp`."""
-    for i in range(f.size):
-        f[i] = -f[i]
-    exp_split(f, scale)
-    for i in range(f.size):
-        f[i] = 1.0 / (1.0 + f[i] * scale[i])
-
-
 #: Below this, −ln(1 − q) is its series q + q²/2 + q³/3 + q⁴/4 (remainder < q⁵/4: 3e-17 relative).
 _SERIES_BELOW = 1e-4
 
 
 @njit(cache=True, nogil=True)
-def _interpolate(x, f, start_k, per_unit, value_k, rise_k):
-    """f ← value_k + rise_k·clip((x − start_k)·per_unit, 0, 1): the map on one piece's points."""
+def _interpolate(x, f, start_k, per_unit, value_k, rise_k, sign):
+    """f ← sign·(value_k + rise_k·clip((x − start_k)·per_unit, 0, 1)): the map on one piece's points (PL3 takes
+    sign −1: the argument of exp(−f))."""
     for i in range(x.size):
-        f[i] = value_k + rise_k * min(max((x[i] - start_k) * per_unit, 0.0), 1.0)
+        f[i] = sign * (value_k + rise_k * min(max((x[i] - start_k) * per_unit, 0.0), 1.0))
 
 
 @njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, error_model="numpy")
-def _piece_sums(q, x, y, start_k, per_unit, lo, hi, logit_space, ce):
+def _piece_sums(q, scale, x, y, start_k, per_unit, lo, hi, logit_space, ce):
     """One piece's Σ ℓ' and Σ ℓ'·r (r = clip((x − t_k)·per_unit, 0, 1)) and Σ ℓ, where CE's Σ ℓ has only the
     series terms: y = 0 outside the points lo:hi (:func:`_log_range` adds those; :func:`loss_grad` the points
-    with y = 1). Without calls or branches, and with the sums reassociated, the compiler turns this loop into
+    with y = 1). PL3 first completes q̂ ← σ(f) = 1 / (1 + exp(−f)) from the two factors of :func:`exp_split` in
+    (q, scale). Without calls or branches, and with the sums reassociated, the compiler turns this loop into
     vector instructions."""
     total, sum_g, sum_gr = 0.0, 0.0, 0.0
     for i in range(q.size):
+        if logit_space:
+            q[i] = 1.0 / (1.0 + q[i] * scale[i])
         r = min(max((x[i] - start_k) * per_unit, 0.0), 1.0)
         if ce:
             qc = min(max(q[i], PROB_EPS), 1.0 - PROB_EPS)
@@ -197,14 +191,11 @@ def loss_grad(row, x, y, positives, logit_space, ce, grad, work):
     first = 0
     for k in range(n_pieces):  # f = u_k + (u_{k+1} − u_k)·r, r = clip((x − t_k)/Δ_k, 0, 1)
         end = ends[k]
-        _interpolate(x[first:end], q[first:end], t[k], 1.0 / delta[k], u[k], rise[k])
+        _interpolate(x[first:end], q[first:end], t[k], 1.0 / delta[k], u[k], rise[k], -1.0 if logit_space else 1.0)
         first = end
     if logit_space:
-        _logistic(q, spare)
+        exp_split(q, spare)
     total = 0.0
-    if ce:
-        for i in positives:
-            total -= math.log(min(max(q[i], PROB_EPS), 1.0 - PROB_EPS))
     # q̂ ≥ _SERIES_BELOW, where y = 0 needs a logarithm, on a run at one end of each piece (f is monotone there)
     threshold = math.log(_SERIES_BELOW / (1.0 - _SERIES_BELOW)) if logit_space else _SERIES_BELOW
     first = 0
@@ -220,11 +211,16 @@ def loss_grad(row, x, y, positives, logit_space, ce, grad, work):
                     lo = first + np.searchsorted(x[first:end], cross, side="left")
                 else:
                     lo, hi = first, first + np.searchsorted(x[first:end], cross, side="right")
-            total += _log_range(q[lo:hi], y[lo:hi], spare, exponent)
-        part, sum_g[k], sum_gr[k] = _piece_sums(q[first:end], x[first:end], y[first:end], t[k], 1.0 / delta[k],
-                                                lo - first, hi - first, logit_space, ce)
+        part, sum_g[k], sum_gr[k] = _piece_sums(q[first:end], spare[first:end], x[first:end], y[first:end], t[k],
+                                                1.0 / delta[k], lo - first, hi - first, logit_space, ce)
         total += part
+        if ce:  # work rows from index 0 to hi − lo ≤ end: scale factors already used
+            total += _log_range(q[lo:hi], y[lo:hi], spare, exponent)
         first = end
+    if ce:  # −ln q̂ where y = 1
+        for j in range(positives.size):
+            spare[j] = min(max(q[positives[j]], PROB_EPS), 1.0 - PROB_EPS)
+        total -= log_sum(spare[:positives.size], exponent[:positives.size])
     weight = 1.0 / n
     g_u, g_t, g_w = knots[_G_U], knots[_G_T], knots[_G_W]
     g_u[:] = 0.0
