@@ -21,6 +21,13 @@ found once per fit) by the same log.
 :func:`lbfgs_rows` fits several maps (rows of θ, each on its own data set), each by its own L-BFGS
 (Nocedal & Wright 2006, Alg. 7.4–7.5) with a weak-Wolfe bisection line search, which also makes progress on
 this loss's kinks (it is not smooth where a knot crosses a data point; Lewis & Overton 2013).
+
+Cost on one core (Xeon with AVX-512; numba's loops use 256-bit vectors): a PL3 CE evaluation on 4,500 points
+(a one-vs-rest training fold of 5,000 rows) takes about 19 µs, 4 ns a point, of which the exp is about a
+quarter. The CV of ``pl3_ovr`` on CIFAR-100 ResNet-20 (the perf split of seed 0) runs 29 iterations and 51
+evaluations a fit on average: about 1 ms a fit, 16 s for its 16,000 fits
+(``lbfgs_rows`` under ``python -m cProfile -s tottime -m calbench.perf --only
+defaults.cifar100_resnet-20.pl3_ovr``, with OMP_NUM_THREADS=1).
 """
 
 from __future__ import annotations

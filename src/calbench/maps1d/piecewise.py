@@ -26,9 +26,9 @@ magnitude faster; ``optimizer="adam"`` runs the authors' schedule.
 Around the fits the CV does little per (B, fold): the data are sorted once for every B, every B's starting knots
 come from one ``np.quantile`` call per fold, the held-out Brier scores of a B's fold models from one compiled call
 (:func:`calbench.kernels.piecewise.mean_squared_errors`), and maps are built for the chosen B only. Cost of
-``pl3_ovr`` (100 classes, 5,000 rows: 16,000 fits of 4,500 points): about 19 CPU-s on one core, 90 % of it in
-the compiled fits (``OMP_NUM_THREADS=1 python -m calbench.perf --only defaults.cifar100_resnet-20.pl3_ovr``;
-under ``python -m cProfile -s tottime`` the fits are ``lbfgs_rows``).
+``pl3_ovr`` (100 classes, 5,000 rows: 16,000 fits of 4,500 points): about 18 CPU-s on one core (16–21 s over
+repeated runs on a shared machine), 90 % of it in the compiled fits (``OMP_NUM_THREADS=1 python -m calbench.perf
+--only defaults.cifar100_resnet-20.pl3_ovr``; under ``python -m cProfile -s tottime`` the fits are ``lbfgs_rows``).
 """
 
 from __future__ import annotations
@@ -251,6 +251,7 @@ class PiecewiseLinearCV:
         return np.arange(1, max(top, 1) + 1)
 
     def _map(self, n_pieces, theta=None) -> PiecewiseLinear:
+        """A map with this estimator's settings and ``n_pieces`` pieces (parameters ``theta``, where given)."""
         fitted = PiecewiseLinear(n_pieces, self.logit_space, self.loss, self.optimizer, self.seed)
         if theta is not None:
             fitted.theta_ = theta
