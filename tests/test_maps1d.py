@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from scipy.special import expit, logit
@@ -153,20 +155,27 @@ def test_pl_compiled_loss_and_gradient_equal_the_definition(logit_space, loss):
     assert np.abs(grad - plain_grad).max() < 1e-10
 
 
-def test_pl_compiled_logistic_equals_expit():
-    from calbench.kernels.piecewise import _logistic
+def test_pl3_compiled_logistic_equals_expit():
+    """The loss pass's σ (exp(−f) by the vectorised exp, written by the interpolation; σ completed in the sums'
+    pass, q̂ left in the scratch row) equals expit of the map's f, on f from −800 to 800."""
+    from calbench.kernels.piecewise import loss_grad, scratch
 
-    f = np.concatenate([np.linspace(-800, 800, 4001), np.random.default_rng(1).normal(0, 10, 1000)])
-    q = f.copy()
-    _logistic(q, np.empty_like(q))
-    assert np.allclose(q, expit(f), rtol=5e-16, atol=1e-307)  # below −708: 3e-308, not 0
+    x = np.sort(np.concatenate([np.linspace(-27.6, 27.6, 4001), np.random.default_rng(1).normal(0, 3, 1000)]))
+    y = (np.arange(x.size) % 3 == 0).astype(float)
+    row = np.array([0.0, -800.0, 800.0])  # one piece from t_0 = logit ε to t_1 = logit(1 − ε)
+    work = scratch(x.size, 1)
+    loss_grad(row, x, y, np.flatnonzero(y), True, True, np.empty(3), work)
+    t, _, _, u = PiecewiseLinear(1, logit_space=True)._knots(row)
+    f = u[0] + (u[1] - u[0]) * np.clip((x - t[0]) * (1.0 / (t[1] - t[0])), 0.0, 1.0)
+    assert np.allclose(work[0][0], expit(f), rtol=5e-16, atol=1e-307)  # below −708: 3e-308, not 0
 
 
 @pytest.mark.parametrize("logit_space", [False, True])
 def test_pl_compiled_lbfgs_reaches_the_optimum_and_fits_each_data_set_alone(logit_space):
     """On a smooth case with one optimum (one piece: PL3 is logistic regression on logit p̂, PL a line between
     σ(v_0) and σ(v_1)) the compiled L-BFGS run to tight tolerances gives the outputs of scipy's L-BFGS-B on the
-    same loss (1e-8); fitting several data sets at once gives each one's own fit, bitwise."""
+    same loss (to 1e-7: with the loss's rounding, ~2e-16, either optimiser may stop a few 1e-8 from the optimum);
+    fitting several data sets at once gives each one's own fit, bitwise."""
     from scipy.optimize import minimize
 
     from calbench.kernels.piecewise import CONVERGED, lbfgs_rows
@@ -188,7 +197,7 @@ def test_pl_compiled_lbfgs_reaches_the_optimum_and_fits_each_data_set_alone(logi
         model.theta_ = result.x
         reference = model.predict(grid)
         model.theta_ = theta[f]
-        assert np.abs(model.predict(grid) - reference).max() < 1e-8
+        assert np.abs(model.predict(grid) - reference).max() < 1e-7
         alone = row.copy()[None]
         lbfgs_rows(alone, one.x, one.y, one.start, logit_space, True, 10_000, 0.0, 1e-12)
         assert np.array_equal(alone[0], theta[f])
@@ -210,6 +219,79 @@ def test_pl_cv_prefers_few_pieces_on_calibrated_data_and_averages_fold_models():
     assert len(refit.models_) == 1
     assert list(PiecewiseLinearCV().candidates(1000)) == [1, 2, 3, 4, 5, 6]  # the paper's range at n = 1000
     assert PiecewiseLinearCV().candidates(3000)[-1] == 16
+
+
+def test_pl_cv_starts_scores_and_predictions_equal_their_definitions():
+    """The CV's shortcuts: every B's equal-mass start from one np.quantile call per fold equals the start from
+    np.quantile of that B's levels alone (paper App. C.1: knots at the quantiles, identity map); the compiled
+    held-out Brier scores and predictions equal the definition (interpolate at the knots, PL3: then σ)."""
+    from calbench.kernels.piecewise import mean_squared_errors
+
+    rng = np.random.default_rng(11)
+    ps = [rng.beta(0.3, 4, size) for size in (450, 451, 449)]
+    ys = [(rng.uniform(size=p.size) < p).astype(float) for p in ps]
+    for logit_space in (False, True):
+        folds = PiecewiseLinear(1, logit_space).sorted_folds(ps, ys)
+        models = [PiecewiseLinear(b, logit_space) for b in (1, 2, 5, 16)]
+        quantiles = folds.quantiles(np.concatenate([m.levels() for m in models]))
+        at = 0
+        for model in models:
+            b = model.n_pieces
+            for f, (lo, hi) in enumerate(zip(folds.start[:-1], folds.start[1:])):
+                q = np.quantile(folds.x[lo:hi], np.linspace(0, 1, b + 1))
+                values, q = (q, expit(q)) if logit_space else (logit(np.clip(q, 0.001, 0.999)), q)
+                widths = np.diff(np.concatenate([[0.0], q[1:]]))
+                start = np.concatenate([np.log(np.maximum(widths, 1e-12)), values])
+                np.testing.assert_array_equal(model._starts(quantiles[f:f + 1, at:at + b + 1])[0], start)
+            at += b + 1
+            theta = np.array([model._init_theta(folds.x[lo:hi]) + rng.normal(0, 0.5, 2 * b + 1)
+                              for lo, hi in zip(folds.start[:-1], folds.start[1:])])
+            brier = []
+            for row, p, y in zip(theta, ps, ys):
+                model.theta_ = row
+                t, _, _, u = model._knots(row)
+                x = model._input(p)
+                k = np.searchsorted(t[1:-1], x, side="left")
+                f = u[k] + (u[k + 1] - u[k]) * np.clip((x - t[k]) / np.maximum(np.diff(t), 1e-12)[k], 0.0, 1.0)
+                plain = expit(f) if logit_space else f
+                np.testing.assert_allclose(model.predict(p), plain, rtol=1e-15, atol=0)
+                brier.append(np.mean((plain - y) ** 2))
+            scores = mean_squared_errors(theta, folds.x, folds.y, folds.start, logit_space)
+            np.testing.assert_allclose(scores, brier, rtol=1e-14)
+
+
+def test_vector_log_sum_equals_the_sum_of_libm_logs():
+    from calbench.kernels.vector_log import log_sum
+
+    rng = np.random.default_rng(2)
+    t = np.concatenate([10.0 ** rng.uniform(-300, 300, 20_000), rng.uniform(0.5, 2.0, 20_000), 1.0 - 10.0 **
+                        rng.uniform(-16, -1, 5000), [1.0, 2.0, np.sqrt(2.0), np.nextafter(np.sqrt(2.0), 0), 1e-12]])
+    logs = np.log(t)
+    each = np.array([log_sum(np.array([v]), np.empty(1)) for v in t])
+    assert np.all(np.abs(each - logs) <= 2 * np.spacing(np.abs(logs)))  # within 2 ulps
+    assert abs(log_sum(t.copy(), np.empty_like(t)) - math.fsum(logs)) <= 1e-15 * np.abs(logs).sum()  # + rounding
+
+
+@pytest.mark.parametrize("logit_space", [False, True])
+def test_pl_compiled_ce_on_falling_and_flat_pieces_equals_the_definition(logit_space):
+    """CE's logarithms are taken on a run at one end of each piece (where q̂ ≥ 1e-4, found from the piece's
+    line): at the top of a rising piece, the bottom of a falling one, all or none of a flat one."""
+    rng = np.random.default_rng(8)
+    model = PiecewiseLinear(4, logit_space=logit_space)
+    p = np.clip(rng.beta(0.2, 3, 2000), 1e-15, 1)
+    y = (rng.uniform(size=p.size) < 0.1).astype(float)
+    falling, flat_low, flat_high = (-3.0, -6.0, -12.0, -3.0, -1.0), (-9.5,) * 5, (-2.0,) * 5
+    rows = [np.concatenate([np.zeros(4), values]) for values in (falling, flat_low, flat_high)]
+    if not logit_space:
+        rows = [np.concatenate([row[:4], row[4:] + 1.0]) for row in rows]  # PL: values σ(v) around 1e-4 too
+    theta = np.array(rows)
+    value, _ = model._loss_grad(theta, model.sorted_folds([p] * 3, [y] * 3))
+    plain = 0.0
+    for row in theta:
+        model.theta_ = row
+        q = np.clip(model.predict(p), PROB_EPS, 1 - PROB_EPS)
+        plain += np.mean(-(y * np.log(q) + (1 - y) * np.log1p(-q)))
+    assert value == pytest.approx(plain, rel=1e-13)
 
 
 def test_bad_input_is_named():
