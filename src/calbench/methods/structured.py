@@ -36,7 +36,7 @@ class StructuredMatrixScaling(AffineSoftmax):
     uses_log_probs = True
     #: One fit alone, from the identity, pays for truncated Newton's preconditioner whenever it runs, so it starts
     #: after 2 L-BFGS iterations instead of a grid path's 20 (CIFAR-100 ResNet-20, 5,000 rows, one thread:
-    #: 0.47–0.56 CPU-s against 0.62–0.71, the same optimum; docs/methods_parametric.md, "Beside probmetrics").
+    #: 0.18–0.19 CPU-s against 0.28–0.29, the same optimum; docs/methods_parametric.md, "Beside probmetrics").
     newton_cg_after = 2
 
     def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, lambda_off_diagonal: float = 1.0,
