@@ -591,13 +591,15 @@ def _without_shift(solve, curvature: np.ndarray, k: int):
     diagonal and H Q = D Q. One CIFAR-100 fold of ``dir_odir`` at λ_code = 0.01, μ_code = 10⁶: ~55 Hessian-vector
     products a fit instead of ~220. A shift direction the penalty leaves flat (λ = 0, or μ = 0 for the
     intercepts) is a null direction of H that the gradient has no part in; Q leaves it out."""
-    root = np.sqrt(k)
-    along = np.concatenate([curvature[: k * k].reshape(k, k).sum(axis=0), [curvature[k * k:].sum()]]) / k
+    def over_classes(v):  # √k Uᵀ v: each feature's (w_·j, then b) sum over the classes
+        return np.concatenate([v[: k * k].reshape(k, k).sum(axis=0), [v[k * k:].sum()]])
+
+    along = over_classes(curvature) / k
     inverse_along = np.divide(1.0, along, out=np.zeros_like(along), where=along > 0)  # (Uᵀ D U)⁻¹
 
-    def coarse(v):  # Q v
-        c = inverse_along * np.concatenate([v[: k * k].reshape(k, k).sum(axis=0), [v[k * k:].sum()]]) / root
-        return np.concatenate([np.tile(c[:k], k), np.full(k, c[k])]) / root
+    def coarse(v):  # Q v = U (Uᵀ D U)⁻¹ Uᵀ v
+        c = inverse_along * over_classes(v) / k
+        return np.concatenate([np.tile(c[:k], k), np.full(k, c[k])])
 
     def precondition(r):
         coarse_r = coarse(r)
@@ -806,11 +808,9 @@ def _lbfgs(x, y, penalty, diagonal, weights, intercept, max_iter, tol, keep_last
         if theta_scaled is start or np.array_equal(theta_scaled, start):  # the start is already evaluated
             return value, grad * d
         last[:] = [theta_scaled.copy(), None, None, None]  # the previous residual goes before the next is made
-        if keep_last:
-            last[1:] = _objective_residual(theta_scaled * d, x, y, penalty, diagonal)
-        else:
-            last[1:3] = objective(theta_scaled * d, x, y, penalty, diagonal)
-        return last[1], last[2] * d
+        f, g, residual_here = _objective_residual(theta_scaled * d, x, y, penalty, diagonal)
+        last[1:] = f, g, residual_here if keep_last else None
+        return f, g * d
 
     def stop_at_small_predicted_decrease(intermediate_result):  # the start's test, with a margin, at each iterate
         scaled_grad = last[2] * (d / newton_norm)
