@@ -125,7 +125,8 @@ def test_smooth_curve_band_covers_a_calibrated_truth_and_figure_is_readable(tmp_
         smooth = table[(table["kind"] == "smooth") & table["frequency"].notna()]
         assert smooth["band_low"].le(smooth["band_high"]).all()
         pooled = smooth[~smooth["target"].str.startswith("class")]
-        covered = (pooled["band_low"] - 0.02 <= pooled["mean_score"]) & (pooled["mean_score"] <= pooled["band_high"] + 0.02)
+        truth = pooled["mean_score"]
+        covered = (pooled["band_low"] - 0.02 <= truth) & (truth <= pooled["band_high"] + 0.02)
         assert covered.mean() > 0.9  # the diagonal (the truth) lies within the band almost everywhere
     assert set(table.loc[table["kind"] == "smooth", "target"]) >= {"all classes pooled"}
     assert table["target"].str.startswith("class").any()  # the worst classes' own curves
