@@ -8,6 +8,8 @@ rank under shift (ranked as the clean tables: on the displayed mean, ties get th
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -191,7 +193,8 @@ def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_or
         ax.set_visible(False)
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colours[m], edgecolor="0.2") for m in methods]
     fig.legend(handles, methods, loc="outside lower center", ncol=min(len(methods), 6), fontsize=8, frameon=False)
-    fig.suptitle(f"{source}: calibration under shift, {chosen}; boxes over corruption families and seeds "
-                 "(quartiles, whiskers 1.5 IQR), as Ovadia et al. 2019 Fig. 2", fontsize=9)
+    title = (f"{source}: calibration under shift, {chosen}; boxes over corruption families and seeds (quartiles, "
+             "whiskers 1.5 IQR), as Ovadia et al. 2019 Fig. 2")
+    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
     save_figure(fig, path)
     return pd.concat(frames, ignore_index=True)
