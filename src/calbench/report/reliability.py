@@ -202,8 +202,9 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     inside = bins["frequency"].between(lo, hi)
     ax.plot(bins["mean_score"][inside], bins["frequency"][inside], color="tab:red", marker="o", markersize=3.5,
             linestyle="none", label="bin average (tables' bins)", zorder=4)
-    ax.plot(bins["mean_score"][~inside], bins["frequency"][~inside].clip(lo, hi), color="tab:red", marker="^",
-            markersize=4, markerfacecolor="white", linestyle="none", label="bin average beyond the axis", zorder=4)
+    if not inside.all():
+        ax.plot(bins["mean_score"][~inside], bins["frequency"][~inside].clip(lo, hi), color="tab:red", marker="^",
+                markersize=4, markerfacecolor="white", linestyle="none", label="bin average beyond the axis", zorder=4)
     if logit_axis:
         for axis in (ax, ax_strip):
             axis.set_xscale("logit")
@@ -250,8 +251,9 @@ def reliability_figure(panels: list[Panel], target: str, path, source: str, seed
             ax.set_ylabel("accuracy" if target == "conf" else "frequency of class j")
             ax_strip.set_ylabel("count", fontsize=8)
         ax_strip.set_xlabel(score, fontsize=8)
-    handles, labels = fig.axes[0].get_legend_handles_labels()
-    shared = [(h, label) for h, label in zip(handles, labels) if not label.startswith("class ")]
+    shared = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels())
+              if not label.startswith("class ")}
+    shared = [(h, label) for label, h in shared.items()]
     fig.legend(*zip(*shared), loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     what = "confidence" if target == "conf" else "classwise (all classes pooled; thin lines: classes of largest ECE)"
     pooled = f"seeds {', '.join(map(str, seeds))} pooled" if len(seeds) > 1 else f"seed {seeds[0]}"
