@@ -100,22 +100,5 @@ class LogHandler(LogHandlerBase):
             self.stream.write(text + "\n")
             self.stream.flush()
 
-    @property
-    def writes_to_stream(self) -> bool:
-        return True
-
-    @property
-    def writes_to_file(self) -> bool:
-        return False
-
-    @property
-    def has_filter(self) -> bool:
-        return True
-
-    @property
-    def has_formatter(self) -> bool:
-        return True
-
-    @property
-    def needs_rulegraph(self) -> bool:
-        return False
+    # What Snakemake asks of a handler: it writes to the console, filters and formats itself, needs no rule graph.
+    writes_to_stream, writes_to_file, has_filter, has_formatter, needs_rulegraph = True, False, True, True, False

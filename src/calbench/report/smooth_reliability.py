@@ -25,8 +25,8 @@ from scipy.special import expit, logit
 
 #: Cells of the grid the instances are rounded to, points of the mesh the curve is evaluated on, bootstrap resamples.
 GRID, MESH, RESAMPLES = 400, 200, 200
-#: The curve is drawn where the instances near a point (kernel-weighted) expect at least this many of the rarer
-#: outcome: elsewhere it would rest on one or two events.
+#: The curve is drawn where the instances near a point (within the kernel's window) hold at least this many of the
+#: rarer outcome at the curve's frequency: elsewhere it would rest on one or two events.
 MIN_EVENTS = 2.0
 #: Where a logit axis ends at the most: probabilities within 10⁻⁶ of 0 or 1 are drawn on its edge.
 LOGIT_CLIP = 1e-6
@@ -117,7 +117,7 @@ class GriddedPairs:
     def curves(self, sigma: float, resamples: int = RESAMPLES, seed: int = 0):
         """The smooth curve on the mesh, its bootstrap band (2.5 % and 97.5 % quantiles) and the kernel density of
         the instances (per unit of u), each ``[MESH]``; the curve is NaN where the instances near
-        expect fewer than :data:`MIN_EVENTS` of the rarer outcome."""
+        hold fewer than :data:`MIN_EVENTS` of the rarer outcome (at the curve's own frequency)."""
         mesh = self.mesh()
         kernel = _gaussian(mesh, self.centres, sigma, reflect=not self.logit_axis)
         rng = np.random.default_rng(seed)
@@ -126,9 +126,9 @@ class GriddedPairs:
         with np.errstate(invalid="ignore", divide="ignore"):
             smoothed = (counts * self.residuals).sum(axis=1) @ kernel.T / near
         curves = from_axis(mesh, self.logit_axis) + smoothed
-        p = from_axis(mesh, self.logit_axis)
         window = near[0] * sigma * np.sqrt(2 * np.pi)  # instances within the kernel's window
-        curve = np.where(window * np.minimum(p, 1 - p) >= MIN_EVENTS, curves[0], np.nan)
+        rarer = np.clip(np.minimum(curves[0], 1 - curves[0]), 0, None)  # the rarer outcome's smoothed frequency
+        curve = np.where(window * rarer >= MIN_EVENTS, curves[0], np.nan)
         low, high = np.nanquantile(curves[1:], [0.025, 0.975], axis=0)
         return curve, np.where(np.isnan(curve), np.nan, low), np.where(np.isnan(curve), np.nan, high), near[0] / self.n
 
