@@ -74,4 +74,4 @@ def test_tiny_run_draws_every_figure_and_the_report(tmp_path):
     assert sorted(set(summary["size"])) == [128, 256] and (summary["repeats"] == 2).all()
     run_snakemake(tmp_path, None, "--report", "results/report.html")
     html = (tmp_path / "results" / "report.html").read_text()
-    assert "consistency bars" in html and "Critical differences" in html and "Learning curves" in html
+    assert "bootstrap band" in html and "Critical differences" in html and "Learning curves" in html
