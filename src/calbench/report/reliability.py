@@ -175,13 +175,19 @@ def panels_table(panels: list[Panel], seeds) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).assign(seeds=" ".join(map(str, seeds))).reindex(columns=CSV_COLUMNS)
 
 
+#: Distances from 0 and 1 of the ticks of a logit axis.
+LOGIT_ENDS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+
+
 def axis_ticks(lo: float, hi: float, logit_axis: bool) -> list[float]:
     """Fixed ticks within [lo, hi] (placed once: locating a logit axis's ticks anew took most of the drawing time):
     quarters on a linear axis; 10⁻ᵏ, ½ and 1 − 10⁻ᵏ on a logit axis."""
     if not logit_axis:
         return [0.0, 0.25, 0.5, 0.75, 1.0]
-    ends = [10.0 ** -k for k in range(1, 7)]
-    return [t for t in sorted([*ends, 0.5, *(1 - e for e in ends)]) if lo <= t <= hi]
+    ticks = [t for t in sorted([*LOGIT_ENDS, 0.5, *(1 - e for e in LOGIT_ENDS)]) if lo <= t <= hi]
+    if len(ticks) > 7:  # many decades: every other one, so that the labels do not overlap
+        ticks = [t for t in ticks if round(-np.log10(min(t, 1 - t))) not in (1, 3, 5)]
+    return ticks
 
 
 def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: str, colours) -> None:
