@@ -13,7 +13,7 @@ def run(args) -> int:
     from calbench.metrics.registry import described_ids
 
     for usage, description, family in described_ids():
-        direction = "higher is better" if family.higher_is_better else "lower is better"
+        direction = family.direction
         print(usage)
         print(textwrap.fill(f"{description} ({direction})", width=110, initial_indent="    ",
                             subsequent_indent="    "))

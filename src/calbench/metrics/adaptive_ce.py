@@ -1,0 +1,23 @@
+"""Adaptive calibration error (Nixon, Dusenberry, Zhang, Jerfel & Tran, CVPR Workshops 2019, §4).
+
+ACE = (1/(K·R)) Σ_k Σ_r |acc(r, k) − conf(r, k)|: for every class k the N scores p̂_k are cut into R ranges
+holding equal numbers of predictions, and the gaps between the mean hit 1[y = k] and the mean score of each
+range are averaged with equal weight over ranges and classes (the binned ECE weights bins by their mass
+instead). The ranges are calbench's equal-mass bins (:mod:`calbench.metrics.binning`: sizes differing by at
+most one, the first N mod R one larger); with fewer rows than ranges the empty ranges are left out. ``conf``
+applies the same to the top-label problem (max p̂, correct) — netcal's ``ACE(bins, equal_intervals=False)``,
+whose ranges are cut at the scores' quantiles instead.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench.metrics.binned import bin_stats
+
+
+def ace(scores: np.ndarray, hits: np.ndarray, n_bins: int) -> float:
+    """The mean over columns and non-empty equal-mass bins of |ȳ_b − p̄_b| (scores and hits [N, M])."""
+    counts, mean_score, mean_hit = bin_stats(scores, hits, n_bins, "em")
+    filled = counts > 0
+    return float(np.mean(np.sum(np.where(filled, np.abs(mean_hit - mean_score), 0.0), axis=1) / filled.sum(axis=1)))

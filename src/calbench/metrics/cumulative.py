@@ -1,0 +1,99 @@
+"""Calibration measured on cumulative sums along the sorted scores: the KS calibration error and the
+Kolmogorov–Smirnov, Kuiper and Spiegelhalter calibration tests.
+
+Binary columns (scores p, hits y), sorted by p; the cumulative differences C_k = (1/n) Σ_{j ≤ k} (y_j − p_j),
+C_0 = 0, are taken only at the last row of each group of tied scores (the cumulative functions of the
+papers are functions of the score threshold, so no order among tied rows is implied).
+
+* **KS calibration error** (Gupta, Rahimi, Ajanthan, Mensink, Sminchisescu & Hartley, ICLR 2021, §4):
+  max_k |h_k − h̃_k| with h the cumulative hit rate and h̃ the cumulative score, both divided by n:
+  max_k |C_k|. Top-label: (max p̂, correct); classwise: the mean over classes of (p̂_j, 1[y = j]).
+* **KS and Kuiper tests** (Arrieta-Ibarra, Gujral, Tannen, Tygert & Xu, JMLR 2022, §3; Tygert 2022 for the
+  p-values): statistics max_k |C_k| / σ and (max_k C_k − min_k C_k) / σ with σ = sqrt(Σ p(1 − p)) / n
+  (k over 0..n: C_0 = 0 is in the range, as in the paper and probmetrics' ``kuiper``); under perfect
+  calibration C/σ tends to a standard Brownian motion on [0, 1], so the p-values are the tails of the
+  maximum of |B_t| (Darling & Siegert 1953) and of the range of B_t (Feller 1951), by their series. MAPIE
+  1.6 jitters the scores (relative 1e-8, seed 1) instead of grouping ties and takes the Kuiper range over
+  k ≥ 1 only (a difference of at most |C_1|/σ in its statistic).
+* **Spiegelhalter's Z** (Spiegelhalter 1986, Statistics in Medicine 5: 421–433, §3): Z = Σ (y − p)(1 − 2p) /
+  sqrt(Σ (1 − 2p)² p (1 − p)), standard normal under calibration; the p-value is two-sided, 2·Φ(−|Z|)
+  (MAPIE reports the one-sided 1 − Φ(Z)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import ndtr
+
+from calbench.metrics.selective import tie_bounds
+
+#: Terms of the series are summed until they fall below this (their sum is then exact to float64).
+SERIES_TOL = 1e-17
+
+
+def cumulative_differences(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """C_k along the sorted scores of each column ([N] or [N, M], the same shape), every row of a group of
+    tied scores holding the value at the group's end (so max and min over axis 0 are the papers')."""
+    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
+    order = np.argsort(scores, axis=0)
+    s = np.take_along_axis(scores, order, axis=0)
+    total = np.cumsum(np.take_along_axis(hits, order, axis=0) - s, axis=0) / scores.shape[0]
+    _, last = tie_bounds(s)
+    return np.take_along_axis(total, last, axis=0)
+
+
+def ks_error(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
+    """Gupta et al.'s KS calibration error max_k |C_k| per column ([N] → scalar array, [N, M] → [M])."""
+    return np.max(np.abs(cumulative_differences(scores, hits)), axis=0)
+
+
+def _length_scale(scores: np.ndarray) -> float:
+    """σ = sqrt(Σ p(1 − p)) / n, the standard deviation of C_n under calibration."""
+    sigma = np.sqrt(np.sum(scores * (1 - scores))) / scores.size
+    if sigma == 0:
+        raise ValueError("calibration tests need a score strictly between 0 and 1 (all scores are 0 or 1)")
+    return float(sigma)
+
+
+def max_abs_brownian_sf(x: float) -> float:
+    """P(max_{t ≤ 1} |B_t| > x) = 1 − (4/π) Σ_k (−1)^k/(2k+1) exp(−(2k+1)²π²/(8x²))."""
+    if x <= 0:
+        return 1.0
+    k = np.arange(int(np.ceil(x * np.sqrt(2 * np.log(1 / SERIES_TOL)) / np.pi)) + 1) + 0.5
+    cdf = 2 / np.pi * np.sum((-1.0) ** np.arange(k.size) / k * np.exp(-(k * np.pi / x) ** 2 / 2))
+    return float(min(max(1.0 - cdf, 0.0), 1.0))
+
+
+def brownian_range_sf(x: float) -> float:
+    """P(max_{t ≤ 1} B_t − min_{t ≤ 1} B_t > x) = 1 − Σ_k (8/x² + 2/((k + ½)π)²) exp(−2((k + ½)π/x)²)."""
+    if x <= 0:
+        return 1.0
+    scale = max(8 / x**2, 1.0)
+    k = np.arange(int(np.ceil(x * np.sqrt(np.log(scale / SERIES_TOL) / 2) / np.pi)) + 1) + 0.5
+    cdf = np.sum((8 / x**2 + 2 / (k * np.pi) ** 2) * np.exp(-2 * (k * np.pi / x) ** 2))
+    return float(min(max(1.0 - cdf, 0.0), 1.0))
+
+
+def ks_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
+    """(statistic max|C|/σ, p-value) of the KS calibration test on one binary column."""
+    scores = np.asarray(scores, dtype=np.float64)
+    statistic = float(ks_error(scores, hits)) / _length_scale(scores)
+    return statistic, max_abs_brownian_sf(statistic)
+
+
+def kuiper_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
+    """(statistic (max C − min C)/σ over k = 0..n, p-value) of the Kuiper calibration test."""
+    scores = np.asarray(scores, dtype=np.float64)
+    c = cumulative_differences(scores, hits)
+    statistic = (max(float(c.max()), 0.0) - min(float(c.min()), 0.0)) / _length_scale(scores)
+    return statistic, brownian_range_sf(statistic)
+
+
+def spiegelhalter_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
+    """(Z, two-sided p-value 2Φ(−|Z|)) of Spiegelhalter's test on one binary column."""
+    p, y = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
+    variance = np.sum((1 - 2 * p) ** 2 * p * (1 - p))
+    if variance == 0:
+        raise ValueError("Spiegelhalter's Z needs a score other than 0, ½ and 1 (its variance is 0)")
+    z = float(np.sum((y - p) * (1 - 2 * p)) / np.sqrt(variance))
+    return z, float(2 * ndtr(-abs(z)))
