@@ -4,9 +4,9 @@ tolerances say why each is not 0). netcal and MAPIE are not calbench dependencie
 where a peer is not importable (docs/metrics.md, "Beside other libraries", gives the command that runs it)."""
 
 import pytest
-from conftest import shared_data
 
 from calbench.perf.peers_metrics import NETWORKS, PEERS, compare
+from conftest import shared_data
 
 
 @pytest.mark.parametrize("network", NETWORKS)
