@@ -64,14 +64,14 @@ def test_mmce_by_hand_and_exact_against_the_double_sum():
 def test_ks_error_by_hand_and_ties_grouped():
     """Gupta et al. 2021 §4: KS = max_i |h_i − h̃_i|. Scores (.9, .6), hits (1, 0): sorted .6, .9, cumulative
     differences −.3, −.25 → .3. Tied scores (.5, .5) with hits (1, 0): only the group's end counts → 0 in any order."""
-    assert float(ks_error(np.array([0.9, 0.6]), np.array([1.0, 0.0]))) == pytest.approx(0.3)
-    assert float(ks_error(np.array([0.5, 0.5]), np.array([1.0, 0.0]))) == 0.0
-    assert float(ks_error(np.array([0.5, 0.5]), np.array([0.0, 1.0]))) == 0.0
+    assert ks_error(np.array([0.9, 0.6]), np.array([1.0, 0.0])) == pytest.approx([0.3])
+    assert ks_error(np.array([0.5, 0.5]), np.array([1.0, 0.0]))[0] == 0.0
+    assert ks_error(np.array([0.5, 0.5]), np.array([0.0, 1.0]))[0] == 0.0
     scores = np.array([[0.2, 0.7], [0.2, 0.1], [0.9, 0.7]])
     hits = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
-    columns = cumulative_differences(scores, hits)
-    assert columns[:, 0] == pytest.approx([0.6 / 3, 0.6 / 3, 0.7 / 3])  # the tied rows .2, .2 hold their group's end
-    assert ks_error(scores, hits) == pytest.approx([0.7 / 3, 0.9 / 3])
+    c, ends = cumulative_differences(scores, hits)
+    assert c[0] == pytest.approx([0.8 / 3, 0.6 / 3, 0.7 / 3]) and list(ends[0]) == [False, True, True]
+    assert ks_error(scores, hits) == pytest.approx([0.7 / 3, 0.9 / 3])  # .8/3 is inside the tied pair .2, .2
 
 
 def test_signed_error_and_its_binned_parts():

@@ -25,26 +25,30 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import ndtr
 
-from calbench.metrics.selective import tie_bounds
+from calbench.metrics.binned import sorted_columns
 
 #: Terms of the series are summed until they fall below this (their sum is then exact to float64).
 SERIES_TOL = 1e-17
 
 
-def cumulative_differences(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
-    """C_k along the sorted scores of each column ([N] or [N, M], the same shape), every row of a group of
-    tied scores holding the value at the group's end (so max and min over axis 0 are the papers')."""
-    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    order = np.argsort(scores, axis=0)
-    s = np.take_along_axis(scores, order, axis=0)
-    total = np.cumsum(np.take_along_axis(hits, order, axis=0) - s, axis=0) / scores.shape[0]
-    _, last = tie_bounds(s)
-    return np.take_along_axis(total, last, axis=0)
+def cumulative_differences(scores: np.ndarray, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(C, ends) per column, [M, N] for scores and hits [N, M] (or [1, N] for [N]): C_k along each column's
+    sorted scores and whether row k ends a group of tied scores (only there is C_k one of the papers')."""
+    s, y = sorted_columns(scores, hits)
+    ends = np.ones(s.shape, dtype=bool)
+    ends[:, :-1] = s[:, 1:] != s[:, :-1]
+    c = np.subtract(y, s)
+    np.cumsum(c, axis=1, out=c)
+    c /= s.shape[1]
+    return c, ends
 
 
 def ks_error(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
-    """Gupta et al.'s KS calibration error max_k |C_k| per column ([N] → scalar array, [N, M] → [M])."""
-    return np.max(np.abs(cumulative_differences(scores, hits)), axis=0)
+    """Gupta et al.'s KS calibration error max_k |C_k| per column ([M]; [1] for one column)."""
+    c, ends = cumulative_differences(scores, hits)
+    np.abs(c, out=c)
+    c[~ends] = 0.0
+    return np.max(c, axis=1)
 
 
 def _length_scale(scores: np.ndarray) -> float:
@@ -77,15 +81,16 @@ def brownian_range_sf(x: float) -> float:
 def ks_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
     """(statistic max|C|/σ, p-value) of the KS calibration test on one binary column."""
     scores = np.asarray(scores, dtype=np.float64)
-    statistic = float(ks_error(scores, hits)) / _length_scale(scores)
+    statistic = float(ks_error(scores, hits)[0]) / _length_scale(scores)
     return statistic, max_abs_brownian_sf(statistic)
 
 
 def kuiper_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
     """(statistic (max C − min C)/σ over k = 0..n, p-value) of the Kuiper calibration test."""
     scores = np.asarray(scores, dtype=np.float64)
-    c = cumulative_differences(scores, hits)
-    statistic = (max(float(c.max()), 0.0) - min(float(c.min()), 0.0)) / _length_scale(scores)
+    c, ends = cumulative_differences(scores, hits)
+    c = np.concatenate([[0.0], c[ends]])  # C_0 = 0 and the group ends
+    statistic = float(c.max() - c.min()) / _length_scale(scores)
     return statistic, brownian_range_sf(statistic)
 
 
