@@ -201,3 +201,19 @@ def test_every_registered_metric_id_evaluates():
         assert family.pattern.match(metric_id), metric_id
         value = evaluate(probs, labels, [metric_id], true_probs=true_probs, uncal_probs=probs)[metric_id]
         assert np.isfinite(value), metric_id
+
+
+def test_signed_metric_ranks_by_distance_from_zero():
+    """sce.conf is signed: the tables rank methods by |value| (0 is best); the recommendation, whose paired tests
+    compare in one direction, refuses it."""
+    import pandas as pd
+
+    from calbench.report.choice import compare
+    from calbench.report.tables import summary
+
+    long = pd.DataFrame({"source": "s", "method": ["a", "b", "c"], "metric": "sce.conf", "seed": 0,
+                         "value": [-0.01, 0.03, -0.05]})
+    _, _, ranks = summary(long, "sce.conf")
+    assert ranks.loc["s"].to_dict() == {"a": 1.0, "b": 2.0, "c": 3.0}
+    with pytest.raises(ValueError, match="signed"):
+        compare(long, "sce.conf")
