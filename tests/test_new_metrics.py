@@ -16,6 +16,7 @@ from calbench.metrics.cumulative import (
     brownian_range_sf,
     cumulative_differences,
     ks_error,
+    ks_test,
     kuiper_test,
     max_abs_brownian_sf,
     spiegelhalter_test,
@@ -99,6 +100,16 @@ def test_spiegelhalter_by_hand():
     z, p_value = spiegelhalter_test(np.array([0.8, 0.3]), np.array([1.0, 0.0]))
     assert z == pytest.approx(-0.24 / np.sqrt(0.0912))
     assert p_value == pytest.approx(2 * ndtr(-abs(z)))
+
+
+def test_tests_with_certain_scores():
+    """Scores of 0, ½ or 1 leave no variance under calibration: a deviation is impossible (p = 0), none is no
+    evidence (p = 1)."""
+    certain, half = np.array([1.0, 0.0, 1.0]), np.array([0.5, 0.5])
+    for test in (spiegelhalter_test, kuiper_test, ks_test):
+        assert test(certain, np.array([1.0, 0.0, 1.0]))[1] == 1.0
+        assert test(certain, np.array([1.0, 1.0, 1.0]))[1] == 0.0
+    assert spiegelhalter_test(half, np.array([1.0, 0.0]))[1] == 1.0
 
 
 def test_brownian_tails_against_independent_forms():

@@ -18,6 +18,8 @@ papers are functions of the score threshold, so no order among tied rows is impl
 * **Spiegelhalter's Z** (Spiegelhalter 1986, Statistics in Medicine 5: 421–433, §3): Z = Σ (y − p)(1 − 2p) /
   sqrt(Σ (1 − 2p)² p (1 − p)), standard normal under calibration; the p-value is two-sided, 2·Φ(−|Z|)
   (MAPIE reports the one-sided 1 − Φ(Z)).
+* Where a statistic's variance under calibration is 0 (every score 0 or 1; for Z also ½) the outcome is
+  certain under the null: p = 0 if the data deviate from it, else 1 (MAPIE divides by zero).
 """
 
 from __future__ import annotations
@@ -53,10 +55,13 @@ def ks_error(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
 
 def _length_scale(scores: np.ndarray) -> float:
     """σ = sqrt(Σ p(1 − p)) / n, the standard deviation of C_n under calibration."""
-    sigma = np.sqrt(np.sum(scores * (1 - scores))) / scores.size
-    if sigma == 0:
-        raise ValueError("calibration tests need a score strictly between 0 and 1 (all scores are 0 or 1)")
-    return float(sigma)
+    return float(np.sqrt(np.sum(scores * (1 - scores))) / scores.size)
+
+
+def _degenerate(deviation: float) -> tuple[float, float]:
+    """A test whose statistic has variance 0 under calibration (every score 0 or 1; for Z also ½): the data
+    are then certain, so a deviation is impossible under the null (p = 0) and none is no evidence (p = 1)."""
+    return (np.inf, 0.0) if deviation != 0 else (0.0, 1.0)
 
 
 def max_abs_brownian_sf(x: float) -> float:
@@ -81,8 +86,10 @@ def brownian_range_sf(x: float) -> float:
 def ks_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
     """(statistic max|C|/σ, p-value) of the KS calibration test on one binary column."""
     scores = np.asarray(scores, dtype=np.float64)
-    statistic = float(ks_error(scores, hits)[0]) / _length_scale(scores)
-    return statistic, max_abs_brownian_sf(statistic)
+    deviation, sigma = float(ks_error(scores, hits)[0]), _length_scale(scores)
+    if sigma == 0:
+        return _degenerate(deviation)
+    return deviation / sigma, max_abs_brownian_sf(deviation / sigma)
 
 
 def kuiper_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
@@ -90,15 +97,18 @@ def kuiper_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
     scores = np.asarray(scores, dtype=np.float64)
     c, ends = cumulative_differences(scores, hits)
     c = np.concatenate([[0.0], c[ends]])  # C_0 = 0 and the group ends
-    statistic = float(c.max() - c.min()) / _length_scale(scores)
-    return statistic, brownian_range_sf(statistic)
+    deviation, sigma = float(c.max() - c.min()), _length_scale(scores)
+    if sigma == 0:
+        return _degenerate(deviation)
+    return deviation / sigma, brownian_range_sf(deviation / sigma)
 
 
 def spiegelhalter_test(scores: np.ndarray, hits: np.ndarray) -> tuple[float, float]:
     """(Z, two-sided p-value 2Φ(−|Z|)) of Spiegelhalter's test on one binary column."""
     p, y = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     variance = np.sum((1 - 2 * p) ** 2 * p * (1 - p))
+    deviation = float(np.sum((y - p) * (1 - 2 * p)))
     if variance == 0:
-        raise ValueError("Spiegelhalter's Z needs a score other than 0, ½ and 1 (its variance is 0)")
-    z = float(np.sum((y - p) * (1 - 2 * p)) / np.sqrt(variance))
+        return _degenerate(deviation)
+    z = deviation / float(np.sqrt(variance))
     return z, float(2 * ndtr(-abs(z)))
