@@ -228,3 +228,28 @@ def test_signed_metric_ranks_by_distance_from_zero():
     assert ranks.loc["s"].to_dict() == {"a": 1.0, "b": 2.0, "c": 3.0}
     with pytest.raises(ValueError, match="signed"):
         compare(long, "sce.conf")
+
+
+def test_every_fast_bootstrap_equals_recomputing_each_resample():
+    """Every registered family with a ``resampled`` form (its usage's example id) gives, from the resamples' row
+    counts, the values of recomputing the metric on each resample."""
+    from calbench.metrics.bootstrap import resample_indices
+    from calbench.metrics.registry import MetricContext
+
+    probs, labels = _sample(150, 4, seed=3)
+    true_probs = softmax(0.5 * np.log(probs), axis=1)
+    idx = resample_indices(150, 12, 4)
+    counts = np.stack([np.bincount(i, minlength=150) for i in idx])
+    ctx = MetricContext(probs, labels, true_probs, seed=0, uncal_probs=probs)
+    for usage, _, family in described_ids():
+        if family.resampled is None:
+            continue
+        example = re.search(r"e\.g\. (\S+)", usage)
+        metric_id = example.group(1) if example else usage
+        groups = family.pattern.match(metric_id).groupdict()
+        fast = family.resampled(ctx, counts, **groups)
+        if fast is None:
+            continue
+        loop = [family.function(MetricContext(probs[i], labels[i], true_probs[i], uncal_probs=probs[i]), **groups)
+                for i in idx]
+        np.testing.assert_allclose(fast, loop, rtol=0, atol=1e-12, err_msg=metric_id)

@@ -18,6 +18,11 @@ from calbench.metrics.binned import bin_stats
 
 def ace(scores: np.ndarray, hits: np.ndarray, n_bins: int) -> float:
     """The mean over columns and non-empty equal-mass bins of |ȳ_b − p̄_b| (scores and hits [N, M])."""
-    counts, mean_score, mean_hit = bin_stats(scores, hits, n_bins, "em")
+    return float(ace_from_stats(*bin_stats(scores, hits, n_bins, "em")))
+
+
+def ace_from_stats(counts: np.ndarray, mean_score: np.ndarray, mean_hit: np.ndarray) -> np.ndarray:
+    """ACE from equal-mass bin statistics [..., M, B]: the mean over columns and non-empty bins ([...])."""
     filled = counts > 0
-    return float(np.mean(np.sum(np.where(filled, np.abs(mean_hit - mean_score), 0.0), axis=1) / filled.sum(axis=1)))
+    gaps = np.sum(np.where(filled, np.abs(mean_hit - mean_score), 0.0), axis=-1) / filled.sum(axis=-1)
+    return np.mean(gaps, axis=-1)

@@ -210,10 +210,16 @@ metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean square
 # ACE, MMCE, KS, signed CE, calibration tests, selective prediction, calibration/refinement split (docs/metrics.md)
 
 
+def _ace_resampled(ctx, counts, target, bins):
+    stats = equal_mass_stats_resampled(*_columns(ctx, target), int(bins), counts)
+    return None if stats is None else adaptive_ce.ace_from_stats(*stats)
+
+
 @metric(r"ace\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)", scale=100.0, decimals=2,
         usage="ace.{conf|cw}.emN   e.g. ace.cw.em15",
         description="adaptive calibration error (Nixon et al. 2019): N equal-mass ranges per class (cw) or of the "
-                    "confidence (conf), gaps averaged with equal weight over ranges and classes")
+                    "confidence (conf), gaps averaged with equal weight over ranges and classes",
+        resampled=_ace_resampled)
 def _ace(ctx, target, bins):
     return adaptive_ce.ace(*_columns(ctx, target), int(bins))
 
