@@ -48,18 +48,24 @@ def _columns(ctx, target):
     return ctx.confidence if target == "conf" else columns(ctx.probs, ctx.labels, target)
 
 
-def _binned_stats_resampled(scores, hits, scheme, bins, counts):
-    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each)."""
-    if scheme == "ew":
-        return equal_width_stats_resampled(scores, hits, bins, counts)
-    return equal_mass_stats_resampled(scores, hits, bins, counts)
+def _binned_stats_resampled(ctx, target, scheme, bins, counts):
+    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each); made
+    once per (target, bins) for all the metrics of ``ctx`` bootstrapped on the same ``counts`` (ECE, ACE, the
+    signed parts)."""
+    def compute():
+        if scheme == "ew":
+            return equal_width_stats_resampled(*_columns(ctx, target), bins, counts)
+        return equal_mass_stats_resampled(*_columns(ctx, target), bins, counts)
+
+    held_counts, stats = ctx.shared(("binned stats of resamples", target, scheme, bins), lambda: (counts, compute()))
+    return stats if held_counts is counts else compute()
 
 
 def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
     """Binned ECE on bootstrap resamples from their row counts; None for CV-chosen bins."""
     if binning.endswith("cv"):
         return None
-    stats = _binned_stats_resampled(*_columns(ctx, target), binning[:2], int(binning[2:]), counts)
+    stats = _binned_stats_resampled(ctx, target, binning[:2], int(binning[2:]), counts)
     return None if stats is None else np.mean(ece_from_stats(*stats, norm, bool(debiased)), axis=-1)
 
 
@@ -171,7 +177,7 @@ def _p_ece(ctx, target, scheme, bins):
 
 def _mce_resampled(ctx, counts, scheme, bins):
     """MCE on bootstrap resamples from their row counts, or None (recompute each)."""
-    stats = _binned_stats_resampled(*_columns(ctx, "conf"), scheme, int(bins), counts)
+    stats = _binned_stats_resampled(ctx, "conf", scheme, int(bins), counts)
     return None if stats is None else ece.mce_from_stats(*stats)[:, 0]
 
 
@@ -211,7 +217,7 @@ metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean square
 
 
 def _ace_resampled(ctx, counts, target, bins):
-    stats = equal_mass_stats_resampled(*_columns(ctx, target), int(bins), counts)
+    stats = _binned_stats_resampled(ctx, target, "em", int(bins), counts)
     return None if stats is None else adaptive_ce.ace_from_stats(*stats)
 
 
@@ -246,7 +252,7 @@ metric(r"sce\.conf", signed=True, scale=100.0, decimals=2, pointwise=lambda ctx:
 
 
 def _signed_part_resampled(ctx, counts, target, binning, part):
-    stats = _binned_stats_resampled(*_columns(ctx, target), binning[:2], int(binning[2:]), counts)
+    stats = _binned_stats_resampled(ctx, target, binning[:2], int(binning[2:]), counts)
     return None if stats is None else np.mean(signed.signed_parts(*stats, part), axis=-1)
 
 
