@@ -253,3 +253,21 @@ def test_every_fast_bootstrap_equals_recomputing_each_resample():
         loop = [family.function(MetricContext(probs[i], labels[i], true_probs[i], uncal_probs=probs[i]), **groups)
                 for i in idx]
         np.testing.assert_allclose(fast, loop, rtol=0, atol=1e-12, err_msg=metric_id)
+
+
+def test_recommend_leaves_signed_metrics_unranked(tmp_path, capsys):
+    """`calbench recommend --all-metrics` names the signed ids it does not rank; asked for one, it refuses."""
+    import pandas as pd
+
+    from calbench.cli import main
+
+    rows = [("s", method, seed, metric, value + 0.01 * seed) for seed in range(3)
+            for method, value in (("ts", 0.5), ("uncal", 0.9)) for metric in ("nll", "sce.conf")]
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
+        tmp_path / "tables/metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--all-metrics"]) == 0
+    out = capsys.readouterr().out
+    assert "not ranked, signed (0 is best; docs/metrics.md): sce.conf" in out and "\nnll" in out
+    assert main(["recommend", str(tmp_path), "--metric", "sce.conf"]) == 2
+    assert "sce.conf is signed" in capsys.readouterr().err
