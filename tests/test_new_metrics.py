@@ -271,3 +271,17 @@ def test_recommend_leaves_signed_metrics_unranked(tmp_path, capsys):
     assert "not ranked, signed (0 is best; docs/metrics.md): sce.conf" in out and "\nnll" in out
     assert main(["recommend", str(tmp_path), "--metric", "sce.conf"]) == 2
     assert "sce.conf is signed" in capsys.readouterr().err
+
+
+def test_mapie_documented_examples():
+    """MAPIE 1.6's docstring examples (scores .1 .9 .21 .9 .5, hits 0 1 0 1 0; the tied .9 share their hit, so the
+    order of ties does not matter): KS statistic 0.978 and Spiegelhalter's Z −0.757 as printed; its Kuiper range
+    0.857 leaves out C_0 = 0, calbench's (the paper's) is larger by |C_1|/σ = .02/σ. Second example
+    (.8 .3 .5 .5 .7 .1, hits 1 0 1 0 1 0): the one-sided Spiegelhalter p 0.8486 from calbench's Z."""
+    scores, hits = np.array([0.1, 0.9, 0.21, 0.9, 0.5]), np.array([0.0, 1, 0, 1, 0])
+    sigma = np.sqrt(np.sum(scores * (1 - scores))) / 5
+    assert round(ks_test(scores, hits)[0], 3) == 0.978
+    assert round(spiegelhalter_test(scores, hits)[0], 3) == -0.757
+    assert round(kuiper_test(scores, hits)[0] - 0.02 / sigma, 3) == 0.857
+    z, _ = spiegelhalter_test(np.array([0.8, 0.3, 0.5, 0.5, 0.7, 0.1]), np.array([1.0, 0, 1, 0, 1, 0]))
+    assert round(float(ndtr(-z)), 4) == 0.8486

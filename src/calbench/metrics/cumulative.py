@@ -13,8 +13,9 @@ papers are functions of the score threshold, so no order among tied rows is impl
   (k over 0..n: C_0 = 0 is in the range, as in the paper and probmetrics' ``kuiper``); under perfect
   calibration C/σ tends to a standard Brownian motion on [0, 1], so the p-values are the tails of the
   maximum of |B_t| (Darling & Siegert 1953) and of the range of B_t (Feller 1951), by their series. MAPIE
-  1.6 jitters the scores (relative 1e-8, seed 1) instead of grouping ties and takes the Kuiper range over
-  k ≥ 1 only (a difference of at most |C_1|/σ in its statistic).
+  1.6 takes the Kuiper range over k ≥ 1 only (at most |C_1|/σ less) and breaks ties by jittering the scores
+  (relative 1e-8, seed 1), so its statistics also count partial sums inside a group of tied scores, in the
+  jitter's order: they are never below calbench's, and differ only where tied scores have different hits.
 * **Spiegelhalter's Z** (Spiegelhalter 1986, Statistics in Medicine 5: 421–433, §3): Z = Σ (y − p)(1 − 2p) /
   sqrt(Σ (1 − 2p)² p (1 − p)), standard normal under calibration; the p-value is two-sided, 2·Φ(−|Z|)
   (MAPIE reports the one-sided 1 − Φ(Z)).
