@@ -67,9 +67,9 @@ class MetricFamily:
 
     @property
     def direction(self) -> str:
-        """How values compare, for people: "higher is better", "lower is better" or "0 is best (signed)"."""
+        """How values compare, for people: "higher is better", "lower is better" or "signed, 0 is best"."""
         if self.signed:
-            return "0 is best (signed)"
+            return "signed, 0 is best"
         return "higher is better" if self.higher_is_better else "lower is better"
 
     def badness(self, values):
