@@ -8,7 +8,7 @@ expression whose named groups become keyword arguments of the function, so ``ece
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable
 
@@ -25,15 +25,6 @@ class MetricContext:
     seed: int = 0
     #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
     uncal_probs: np.ndarray | None = None
-    #: Intermediate results shared by several metrics of this context (:meth:`shared`); a resample's context
-    #: (``dataclasses.replace``) starts empty.
-    _shared: dict = field(default_factory=dict, init=False, repr=False, compare=False)
-
-    def shared(self, key, compute: Callable):
-        """``compute()``, computed once per ``key`` for all the metrics of this context."""
-        if key not in self._shared:
-            self._shared[key] = compute()
-        return self._shared[key]
 
     @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
@@ -42,6 +33,18 @@ class MetricContext:
         from calbench.metrics.binned import confidence_columns
 
         return confidence_columns(self.probs, self.labels)
+
+    @cached_property
+    def _shared(self) -> dict:
+        """Intermediate results shared by several metrics of this context (:meth:`shared`); a resample's context
+        (``dataclasses.replace``) starts with its own."""
+        return {}
+
+    def shared(self, key, compute: Callable):
+        """``compute()``, computed once per ``key`` for all the metrics of this context."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
 
 
 @dataclass(frozen=True)
