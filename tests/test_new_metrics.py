@@ -11,7 +11,6 @@ from scipy.special import ndtr, softmax
 
 from calbench.data.synthetic import sample_categorical
 from calbench.metrics import evaluate
-from calbench.metrics.adaptive_ce import ace
 from calbench.metrics.cumulative import (
     brownian_range_sf,
     cumulative_differences,
@@ -46,8 +45,8 @@ def test_ace_weights_every_range_equally():
     values = evaluate(probs, labels, ["ace.cw.em2", "ece.cw.em2.l1"])
     assert values["ace.cw.em2"] == pytest.approx(0.125)
     assert values["ece.cw.em2.l1"] == pytest.approx(0.1)
-    assert ace(probs[:, :1], np.array([[1.0], [0], [0], [0], [1]]), 10) == pytest.approx(np.mean(
-        [0.1, 0.6, 0.3, 0.2, 0.5]))  # fewer rows than ranges: the empty ranges are left out
+    # the confidence (.9 .6 .7 .8 .5, correct but the .6) in 10 ranges: 5 of one row, 5 empty and left out
+    assert evaluate(probs, labels, ["ace.conf.em10"])["ace.conf.em10"] == pytest.approx(0.34)
 
 
 def test_mmce_by_hand_and_exact_against_the_double_sum():

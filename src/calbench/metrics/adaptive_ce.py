@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.metrics.binned import bin_stats
-
-
-def ace(scores: np.ndarray, hits: np.ndarray, n_bins: int) -> float:
-    """The mean over columns and non-empty equal-mass bins of |ȳ_b − p̄_b| (scores and hits [N, M])."""
-    return float(ace_from_stats(*bin_stats(scores, hits, n_bins, "em")))
-
 
 def ace_from_stats(counts: np.ndarray, mean_score: np.ndarray, mean_hit: np.ndarray) -> np.ndarray:
-    """ACE from equal-mass bin statistics [..., M, B]: the mean over columns and non-empty bins ([...])."""
+    """ACE from equal-mass bin statistics [..., M, B] (:func:`calbench.metrics.binned.bin_stats`, or of bootstrap
+    resamples): the mean over the M columns and their non-empty bins of |ȳ_b − p̄_b| ([...])."""
     filled = counts > 0
     gaps = np.sum(np.where(filled, np.abs(mean_hit - mean_score), 0.0), axis=-1) / filled.sum(axis=-1)
     return np.mean(gaps, axis=-1)

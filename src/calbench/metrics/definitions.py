@@ -20,6 +20,7 @@ from calbench.metrics import (
     true_ce,
 )
 from calbench.metrics.binned import (
+    bin_stats,
     binned_ece,
     columns,
     ece_from_stats,
@@ -46,6 +47,12 @@ metric("brier\\.top", decimals=4, description="binary Brier score of the top-lab
 def _columns(ctx, target):
     """The binary columns of ``target`` (the confidence ones cached on the context)."""
     return ctx.confidence if target == "conf" else columns(ctx.probs, ctx.labels, target)
+
+
+def _bin_stats(ctx, target, scheme, bins):
+    """:func:`calbench.metrics.binned.bin_stats` of ``target``'s columns, made once per (target, scheme, bins) for all
+    the metrics of ``ctx`` (ECE, ACE, the signed parts)."""
+    return ctx.shared(("binned stats", target, scheme, bins), lambda: bin_stats(*_columns(ctx, target), bins, scheme))
 
 
 def _binned_stats_resampled(ctx, target, scheme, bins, counts):
@@ -78,8 +85,9 @@ def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
         resampled=_binned_ece_resampled)
 def _binned_ece(ctx, target, binning, norm, debiased):
     scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
-    scores, hits = _columns(ctx, target)
-    return float(np.mean(binned_ece(scores, hits, bins if bins == "cv" else int(bins), scheme, norm, bool(debiased))))
+    if bins != "cv":
+        return float(np.mean(ece_from_stats(*_bin_stats(ctx, target, scheme, int(bins)), norm, bool(debiased))))
+    return float(np.mean(binned_ece(*_columns(ctx, target), "cv", scheme, norm, bool(debiased))))
 
 
 @metric(r"ece\.tl\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
@@ -227,7 +235,7 @@ def _ace_resampled(ctx, counts, target, bins):
                     "confidence (conf), gaps averaged with equal weight over ranges and classes",
         resampled=_ace_resampled)
 def _ace(ctx, target, bins):
-    return adaptive_ce.ace(*_columns(ctx, target), int(bins))
+    return float(adaptive_ce.ace_from_stats(*_bin_stats(ctx, target, "em", int(bins))))
 
 
 @metric(r"mmce\.conf", scale=100.0, decimals=2,
@@ -262,10 +270,7 @@ def _signed_part_resampled(ctx, counts, target, binning, part):
                     "binned ECE: over + under = ece.*.l1, over − under = sce.conf",
         resampled=_signed_part_resampled)
 def _signed_part(ctx, target, binning, part):
-    from calbench.metrics.binned import bin_stats
-
-    stats = bin_stats(*_columns(ctx, target), int(binning[2:]), binning[:2])
-    return float(np.mean(signed.signed_parts(*stats, part)))
+    return float(np.mean(signed.signed_parts(*_bin_stats(ctx, target, binning[:2], int(binning[2:])), part)))
 
 
 _TESTS = {"spiegelhalter": cumulative.spiegelhalter_test, "ks": cumulative.ks_test, "kuiper": cumulative.kuiper_test}
