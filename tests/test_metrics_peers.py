@@ -1,7 +1,8 @@
-"""calbench's ACE, MMCE, calibration tests and calibration/refinement split equal netcal's, MAPIE's and probmetrics'
-on the CIFAR logits of ../shared/data, uncalibrated and after TS (:mod:`calbench.perf.peers_metrics`, whose
-tolerances say why each is not 0). netcal and MAPIE are not calbench dependencies: the test skips, saying so,
-where a peer is not importable (docs/metrics.md, "Beside other libraries", gives the command that runs it)."""
+"""calbench's ACE, MMCE, calibration tests, calibration/refinement split and risk-coverage curve equal netcal's,
+MAPIE's, probmetrics' and torch-uncertainty's on the CIFAR logits of ../shared/data, uncalibrated and after TS
+(:mod:`calbench.perf.peers_metrics`, whose tolerances say why each is not 0). netcal, MAPIE and torch-uncertainty
+are not calbench dependencies: the test skips, saying so, where a peer is not importable (docs/metrics.md, "Beside
+other libraries", gives the command that runs it)."""
 
 import pytest
 

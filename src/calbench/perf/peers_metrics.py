@@ -1,8 +1,10 @@
 """``make bench ONLY=peers``: calbench's metrics beside the libraries that publish them, on the CIFAR logits of
 ../shared/data: netcal 1.4 (``ACE(15, equal_intervals=False)`` ↔ ``ace.conf.em15``, ``MMCE`` ↔ ``mmce.conf``),
 MAPIE 1.6 (``kolmogorov_smirnov_*``, ``kuiper_*``, ``spiegelhalter_*`` ↔ :mod:`calbench.metrics.cumulative`)
-and probmetrics 1.3 (``calib-err_*`` / ``refinement_*`` with ``ts-mix`` on ``cv-5`` and ``all`` ↔
-``calib_err.*.ts.*`` / ``refinement.*.ts.*``).
+probmetrics 1.3 (``calib-err_*`` / ``refinement_*`` with ``ts-mix`` on ``cv-5`` and ``all`` ↔
+``calib_err.*.ts.*`` / ``refinement.*.ts.*``) and torch-uncertainty 0.13 (``AURC``, ``AUGRC``: its trapezoid over
+coverages 1/n..1 divided by 1 − 1/n, computed from calbench's risk curve by that formula and compared; the record
+also holds calbench's own ``aurc``/``augrc`` beside them).
 
 Each network's 10,000 test rows are split as ``make bench ONLY=defaults`` splits them (seed 0, 5,000 / 5,000,
 :func:`calbench.perf.defaults.split`); the metrics are computed on the 5,000 test rows, uncalibrated and after
@@ -34,6 +36,8 @@ TOLERANCE = {
     "mapie": 1e-6,
     # probmetrics fits the same TS minimiser (its bisection stops at float32 precision)
     "probmetrics": 1e-8,
+    # the same risk curve and formula; torch's float32 cumulative sums
+    "torch-uncertainty": 1e-6,
 }
 
 
@@ -92,7 +96,41 @@ def _probmetrics(probs, labels) -> dict[str, tuple[float, float]]:
     return {ours_id: (ours[ours_id], float(theirs[peer_id])) for ours_id, peer_id in pairs.items()}
 
 
-PEERS = {"netcal": _netcal, "mapie": _mapie, "probmetrics": _probmetrics}
+def _risk_coverage_module():
+    """torch-uncertainty's ``risk_coverage`` module, run from its file: the package's ``__init__`` imports lightning,
+    which these metrics do not use (its own imports are torch, torchmetrics and matplotlib)."""
+    import importlib.util
+    from pathlib import Path
+
+    package = importlib.util.find_spec("torch_uncertainty")  # locates the package without running its __init__
+    if package is None:
+        raise ImportError("No module named 'torch_uncertainty'")
+    path = Path(package.origin).parent / "metrics" / "classification" / "risk_coverage.py"
+    spec = importlib.util.spec_from_file_location("torch_uncertainty_risk_coverage", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _torch_uncertainty(probs, labels) -> dict[str, tuple[float, float]]:
+    import torch
+
+    from calbench.metrics import evaluate
+    from calbench.metrics.selective import cumulative_errors
+
+    peer = _risk_coverage_module()
+    conf, errors = probs.max(axis=1), probs.argmax(axis=1) != labels
+    n = labels.size
+    risk = cumulative_errors(conf, errors) / np.arange(1, n + 1)  # calbench's curve, the trapezoid of its formula
+    trapezoid = {"AURC": (risk.sum() - (risk[0] + risk[-1]) / 2) / (n - 1),
+                 "AUGRC": (np.sum(risk * np.arange(1, n + 1)) / n - (risk[0] / n + risk[-1]) / 2) / (n - 1)}
+    p, y = torch.as_tensor(probs), torch.as_tensor(labels)
+    ours = evaluate(probs, labels, ["aurc", "augrc"])
+    return {f"{name}, its formula on calbench's curve (calbench's {name.lower()}: {ours[name.lower()]:.6f})":
+            (float(trapezoid[name]), float(getattr(peer, name)()(p, y))) for name in ("AURC", "AUGRC")}
+
+
+PEERS = {"netcal": _netcal, "mapie": _mapie, "probmetrics": _probmetrics, "torch-uncertainty": _torch_uncertainty}
 
 
 def compare(peer: str, network: str) -> dict:
