@@ -201,13 +201,23 @@ def test_edge_cases(case):
         assert values["sce.conf"] < 0  # confidence below accuracy = 1: under-confident
 
 
+def _examples():
+    """(example id, family) of every registered family (its usage's "e.g.", or the plain id) that reads nothing
+    beyond probabilities, labels, the true map and the uncalibrated outputs (other ``needs_*`` inputs are tested
+    with their families)."""
+    provided = {"needs_true_probs", "needs_uncal_probs"}
+    for usage, _, family in described_ids():
+        if any(value for name, value in vars(family).items() if name.startswith("needs_") and name not in provided):
+            continue
+        example = re.search(r"e\.g\. (\S+)", usage)
+        yield (example.group(1) if example else usage), family
+
+
 def test_every_registered_metric_id_evaluates():
-    """The example id of every registered family (its usage's "e.g.", or the plain id) evaluates to a number."""
+    """The example id of every registered family evaluates to a number."""
     probs, labels = _sample(240, 4)
     true_probs = softmax(0.5 * np.log(probs), axis=1)
-    for usage, _, family in described_ids():
-        example = re.search(r"e\.g\. (\S+)", usage)
-        metric_id = example.group(1) if example else usage
+    for metric_id, family in _examples():
         assert family.pattern.match(metric_id), metric_id
         value = evaluate(probs, labels, [metric_id], true_probs=true_probs, uncal_probs=probs)[metric_id]
         assert np.isfinite(value), metric_id
@@ -240,11 +250,9 @@ def test_every_fast_bootstrap_equals_recomputing_each_resample():
     idx = resample_indices(150, 12, 4)
     counts = np.stack([np.bincount(i, minlength=150) for i in idx])
     ctx = MetricContext(probs, labels, true_probs, seed=0, uncal_probs=probs)
-    for usage, _, family in described_ids():
+    for metric_id, family in _examples():
         if family.resampled is None:
             continue
-        example = re.search(r"e\.g\. (\S+)", usage)
-        metric_id = example.group(1) if example else usage
         groups = family.pattern.match(metric_id).groupdict()
         fast = family.resampled(ctx, counts, **groups)
         if fast is None:
