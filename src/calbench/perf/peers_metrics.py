@@ -36,7 +36,7 @@ TOLERANCE = {
     "mapie": 1e-6,
     # probmetrics fits the same TS minimiser (its bisection stops at float32 precision)
     "probmetrics": 1e-8,
-    # the same risk curve and formula; torch's float32 cumulative sums
+    # the same risk curve and formula; torch orders tied confidences its own way and sums in another order
     "torch-uncertainty": 1e-6,
 }
 
