@@ -304,7 +304,7 @@ def test_quadratic_scaling_within_1e3_nll_of_probmetrics_on_cifar100():
 def test_venn_abers_ovo_equals_the_venn_abers_package_on_cifar10():
     """venn-abers' ``predict_proba_prefitted_va(..., va_tpe="one_vs_one")``: equal within 1e-4 on CIFAR-10 (measured
     2.6e-5; 3.6e-4 on CIFAR-100: it scores pairs by p̂_j/(p̂_i + p̂_j) in floating point, we by z_j − z_i)."""
-    package = pytest.importorskip("venn_abers.venn_abers", reason="venn-abers (Manokhin's multiclass IVAP) not installed")
+    package = pytest.importorskip("venn_abers.venn_abers", reason="venn-abers not installed")
     z, y, z_test, _ = _cifar("cifar10_resnet-20")
     expected, _ = package.predict_proba_prefitted_va(softmax(z, 1), y, softmax(z_test, 1), va_tpe="one_vs_one")
     np.testing.assert_allclose(make("venn_abers_ovo").fit(z, y).predict_proba(z_test), expected, atol=1e-4)

@@ -8,7 +8,8 @@ neighbouring bins' scores (0 and 1 at the ends), the estimate is the authors' sm
 marginal likelihood is the paper's BDeu score with ``strength`` = N'/B prior samples per bin, Beta-distributed around
 the bin's midpoint p_b (clipped to [0.005, 0.995]); the authors' code, "the version used in the paper", takes N' = 2B:
 
-  ln P(D | M) = Σ_b [ln Γ(C) − ln Γ(n_b + C) + ln Γ(n₁ + C p_b) − ln Γ(C p_b) + ln Γ(n₀ + C(1 − p_b)) − ln Γ(C(1 − p_b))].
+  ln P(D | M) = Σ_b [ln Γ(C) − ln Γ(n_b + C) + ln Γ(n₁ + C p_b) − ln Γ(C p_b)
+                     + ln Γ(n₀ + C(1 − p_b)) − ln Γ(C(1 − p_b))].
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from calbench.maps1d.maps import check_binary
 
 
 class NearIsotonicEnsemble:
-    """ENIR on one binary problem; the fitted map interpolates ``knots_y_`` (not monotone in general) at ``knots_x_``."""
+    """ENIR on one binary problem: the map interpolates ``knots_y_`` (not monotone in general) at ``knots_x_``."""
 
     def fit(self, p, y) -> "NearIsotonicEnsemble":
         p, y = check_binary(p, y)
