@@ -1,7 +1,8 @@
 """Spline recalibration, BBQ, ENIR, centred isotonic regression, quadratic scaling and one-vs-one Venn-Abers against
 their definitions (brute force on small data) and against the reference implementations where those are installed
-(probmetrics, cir-model, venn-abers; the spline authors' code through CALBENCH_SPLINE_REFERENCE). netcal's BBQ and ENIR
-are other variants (docs/methods_newer.md): BBQ's models and ENIR's path are checked against their definitions instead."""
+(probmetrics, cir-model, venn-abers; the spline authors' code through CALBENCH_SPLINE_REFERENCE). netcal's BBQ and
+ENIR are other variants (docs/methods_newer.md): BBQ's models and ENIR's path are checked against their definitions
+instead."""
 
 from __future__ import annotations
 
@@ -274,7 +275,7 @@ def test_quadratic_scaling_equals_a_converged_logistic_regression_on_logit_and_i
     p = softmax(z, 1)
     for j, m in enumerate(fitted.binary_maps_):
         ell = quadratic_logit(p[:, j])
-        lr = LogisticRegression(penalty=None, tol=1e-12, max_iter=10000).fit(np.column_stack([ell, ell**2]), y == j)
+        lr = LogisticRegression(C=np.inf, tol=1e-12, max_iter=10000).fit(np.column_stack([ell, ell**2]), y == j)
         np.testing.assert_allclose([m.a_, m.b_, m.c_], [lr.intercept_[0], *lr.coef_[0]], atol=1e-4)
 
 

@@ -129,11 +129,13 @@ class VennAbers(Calibrator):
 
 @register("venn_abers_ovo")
 class VennAbersOneVsOne(Calibrator):
-    """Multiclass Venn-Abers in the one-vs-one form (Manokhin 2017; the ``one_vs_one`` of the ``venn-abers``
-    package): for every pair of classes i < j, an inductive Venn-Abers predictor fitted on the calibration rows of
-    class i or j with score p̂_j / (p̂_i + p̂_j) (taken as σ(z_j − z_i), the same order) and target 1[y = j] gives the
-    merged pairwise probability p_{j|ij} = p₁/(1 − p₀ + p₁); the pairs are coupled as in Price et al. (1995),
-    p_i ∝ 1 / (Σ_{j≠i} 1/p_{i|ij} − (k − 2)), and normalised.
+    """Multiclass Venn-Abers in the one-vs-one form (Manokhin 2017): an inductive Venn-Abers predictor per pair of
+    classes, the pairs coupled into one distribution by Price's pairwise coupling (1995).
+
+    As the ``one_vs_one`` of the ``venn-abers`` package: for classes i < j the predictor is fitted on the calibration
+    rows of class i or j with score p̂_j / (p̂_i + p̂_j) (taken as σ(z_j − z_i), the same order) and target 1[y = j],
+    and gives the merged pairwise probability p(j | i or j) = p₁/(1 − p₀ + p₁); the pairs are coupled as
+    p_i ∝ 1 / (Σ_{j≠i} 1/p(i | i or j) − (k − 2)) and normalised.
 
     k(k − 1)/2 predictors, each evaluated on every row: fit and prediction grow with the square of the number of
     classes (100 classes: 4,950 pairs, seconds; 1,000 classes: 499,500 pairs, beyond the benchmark's limits)."""
