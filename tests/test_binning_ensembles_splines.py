@@ -257,8 +257,8 @@ def test_cir_equals_cir_model():
 def test_cir_equals_probmetrics_cir_on_cifar100():
     """probmetrics' ``cir`` (one-vs-rest cir-model, floored at 1e-30): equal within 1e-6 (measured 8.8e-8; ours adds
     1e-9·p̂ by default)."""
-    calibrators = pytest.importorskip("probmetrics.calibrators", reason="probmetrics not installed")
     pytest.importorskip("cir_model", reason="cir-model (probmetrics' CIR backend) not installed")
+    calibrators = pytest.importorskip("probmetrics.calibrators", reason="probmetrics not installed")
     z, y, z_test, _ = _cifar()
     expected = calibrators.get_calibrator("cir").fit(softmax(z, 1), y).predict_proba(softmax(z_test, 1))
     np.testing.assert_allclose(make("cir").fit(z, y).predict_proba(z_test), np.asarray(expected), atol=1e-6)
