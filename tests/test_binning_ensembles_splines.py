@@ -199,7 +199,6 @@ def test_enir_averages_the_near_isotonic_path_as_the_authors_code():
     ones = np.add.reduceat(y, runs)
     values, lambdas = ensemble(weight, ones, np.add.reduceat(f, runs))
     assert lambdas.size > 2
-    total, acc = 0.0, np.zeros(runs.size)
     scores, smoothed_all = [], []
     for lam in lambdas:
         beta = np.clip(np.round(_near_isotonic(ones / weight, weight, lam), 7), 0, 1)
@@ -214,8 +213,7 @@ def test_enir_averages_the_near_isotonic_path_as_the_authors_code():
             smoothed[a:b] = (beta[a] * n + fs / n * (1 - error)) / (n + 1 - error)
         smoothed_all.append(smoothed)
     w = np.exp(-(np.array(scores) - min(scores)) / 2)
-    total, acc = w.sum(), np.sum(w[:, None] * np.array(smoothed_all), axis=0)
-    np.testing.assert_allclose(values, acc / total, atol=1e-5)
+    np.testing.assert_allclose(values, w @ np.array(smoothed_all) / w.sum(), atol=1e-5)
 
 
 def test_enir_last_model_is_isotonic_and_map_interpolates_between_runs():
