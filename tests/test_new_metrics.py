@@ -292,3 +292,15 @@ def test_mapie_documented_examples():
     assert round(kuiper_test(scores, hits)[0] - 0.02 / sigma, 3) == 0.857
     z, _ = spiegelhalter_test(np.array([0.8, 0.3, 0.5, 0.5, 0.7, 0.1]), np.array([1.0, 0, 1, 0, 1, 0]))
     assert round(float(ndtr(-z)), 4) == 0.8486
+
+
+def test_calbench_metrics_lists_every_family():
+    """`calbench metrics`, in a fresh interpreter, prints every registered family's usage and direction."""
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "calbench", "metrics"]
+    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    for usage, _, _ in described_ids():
+        assert usage in out, usage
+    assert "sce.conf\n" in out and "signed, 0 is best" in out
