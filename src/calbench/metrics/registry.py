@@ -98,7 +98,7 @@ def metric(pattern: str, **meta):
 
 
 def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
-    """The family of ``metric_id`` and the parsed groups; raises with the known patterns."""
+    """The family of ``metric_id`` and the parsed groups; raises with the closest known ids."""
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
