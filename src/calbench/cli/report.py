@@ -3,8 +3,8 @@ calbench's Snakefile and the run's config; docs/figures_and_studies.md).
 
 Its first page (:func:`front_page_rst`, which the Snakefile uses whenever ``--report`` is given) shows the answer
 before anything else: the recommended method per source with its interval (what ``calbench recommend`` prints), the
-summary table and the key figures (each source's confidence reliability diagram, inline), then the workflow's own
-description. It is reStructuredText, which Snakemake renders."""
+summary table and the key figures (the sources' confidence reliability diagrams, then the shift figures, inline),
+then the workflow's own description. It is reStructuredText, which Snakemake renders."""
 
 from __future__ import annotations
 
@@ -90,10 +90,13 @@ def front_page_rst(workdir: Path, description: str, metric: str = "nll") -> str:
     if summary.is_file():
         parts += ["Summary table", "-------------", "", f"``{paths.SUMMARY}``:", "",
                   markdown_tables_rst(summary.read_text())]
-    figures = sorted((Path(workdir) / "results" / "figures" / "reliability").glob("*/conf.png"))[:KEY_FIGURES]
-    if figures:
+    figures = Path(workdir) / "results" / "figures"
+    key = [(path, f"{path.parent.name}: confidence reliability diagrams")
+           for path in sorted((figures / "reliability").glob("*/conf.png"))]
+    key += [(path, f"{path.stem}: calibration under shift") for path in sorted((figures / "shift").glob("*.png"))]
+    if key:
         parts += ["Key figures", "-----------", ""]
-        parts += [_image(path, f"{path.parent.name}: confidence reliability diagrams") for path in figures]
+        parts += [_image(path, alt) for path, alt in key[:KEY_FIGURES]]
     # the run's own text stays out of Jinja (Snakemake renders the page as a template); the description is one
     return "{% raw %}\n" + "\n".join(parts) + "\n{% endraw %}\nThe run\n-------\n\n" + description + "\n"
 
