@@ -30,7 +30,6 @@ from calbench.report.smooth_reliability import GriddedPairs, consistency_bars, f
 from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
-AXES = ("auto", "linear", "logit")
 #: Inches of one panel (diagram, then the density strip beneath it), and the most panels in a row.
 PANEL_SIZE, STRIP, MAX_COLUMNS = 3.1, 0.8, 4
 #: Cells of the grid merged into one bar of the density strip (``GRID / 10`` bars).
