@@ -21,7 +21,9 @@ pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("report_browser")]
 @pytest.fixture(scope="module")
 def own_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("my_experiment")
-    (folder / "my.yaml").write_text(yaml.safe_dump(tiny_config(seeds=(0, 1)), sort_keys=False))
+    config = tiny_config(seeds=(0, 1))
+    del config["figures"]  # as a new user writes it: the default figures
+    (folder / "my.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     run = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--cores", "2", "--configfile", "my.yaml"],
                          cwd=folder, capture_output=True, text=True, timeout=900, env={**os.environ})
     assert run.returncode == 0, run.stderr[-4000:]
