@@ -20,6 +20,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, method_class, split_chain
 from calbench.methods.constraints import InvalidSetting
 from calbench.metrics import check_metric_ids, lookup
@@ -276,12 +277,6 @@ def _check_shifts(config: dict) -> None:
             severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
             if len(set(map(str, severities))) < len(severities):
                 raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
-
-
-def shift_sets(entry: dict) -> list[str]:
-    """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
-    return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
-            for family, items in entry.get("shifts", {}).items() for item in items]
 
 
 def load(config) -> dict:

@@ -27,7 +27,7 @@ def shifted_entry(wildcards):
 
 rule dump_shifts_model:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_model"),
         weights=model_weights,
     output:
         paths.SHIFTS,
@@ -48,7 +48,7 @@ rule dump_shifts_model:
         mem_mb=8000,
         runtime=120,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_model.py"
 
 
 def perturb_levels(wildcards):
@@ -90,7 +90,7 @@ rule dump_perturbed_cal:
 
 rule dump_shifts_source:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_source"),
         dump=paths.DUMP,
     output:
         paths.SHIFTS,
@@ -109,7 +109,7 @@ rule dump_shifts_source:
         mem_mb=2000,
         runtime=30,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_source.py"
 
 
 SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]
