@@ -29,6 +29,7 @@ rule dump_shifts_model:
     input:
         code=script_code("dump_shifts_model"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.SHIFTS,
     params:
@@ -65,6 +66,7 @@ rule dump_perturbed_cal:
     input:
         code=script_code("dump_perturbed_cal"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.PERTURBED_CAL,
     params:
@@ -92,6 +94,7 @@ rule dump_shifts_source:
     input:
         code=script_code("dump_shifts_source"),
         dump=paths.DUMP,
+        data=shift_data,
     output:
         paths.SHIFTS,
     params:

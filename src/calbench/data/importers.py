@@ -184,7 +184,7 @@ def pickle_problems(fmt: str, files: dict) -> list[ValueError]:
 
 def missing_files(files: dict, origin: str) -> list[FileNotFoundError]:
     """One error per file of ``files`` that does not exist."""
-    return [FileNotFoundError(f"{origin}.files: {shown(path)} does not exist") for path in _paths(files)
+    return [FileNotFoundError(f"{origin}.files: {shown(path)} does not exist") for path in file_paths(files)
             if not Path(path).exists()]
 
 
@@ -210,9 +210,12 @@ def _file_of(fmt: str, files: dict, split: str, field: str) -> str:
     return str(entry.get(field, "?"))
 
 
-def _paths(files: dict):
+def file_paths(files: dict) -> list[str]:
+    """The local paths of a ``files`` mapping, at any depth (a downloaded ``{url, sha256}`` is not one)."""
+    paths = []
     for value in files.values():
         if isinstance(value, dict):
-            yield from _paths(value)
+            paths += [] if "url" in value else file_paths(value)
         else:
-            yield value
+            paths.append(value)
+    return paths
