@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from calbench.config import ConfigError, chain_settings, load, method_runs_on
+from calbench.config import ConfigError, chain_settings, load, method_runs_on, read_config_file
 from calbench.data.check import config_problems
 from calbench.data.inputs import shift_files, source_files
 from calbench.data.sources import dump_memory_mb
@@ -20,6 +20,8 @@ from calbench.methods import method_class, split_chain
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
 try:
+    for _path in workflow.configfiles:  # Snakemake's YAML reader keeps the last of a key given twice: refused here
+        read_config_file(_path)
     _resolved = load(config)  # the schema shipped inside the package (calbench.config.SCHEMA)
 except ConfigError as err:
     raise WorkflowError(f"calbench: invalid config: {err}") from None
