@@ -72,8 +72,13 @@ def rerun_table(jobs: list[dict]) -> dict[str, frozenset[str]]:
 
 
 def markdown(table: dict[str, frozenset[str]], jobs: list[dict]) -> str:
-    """The table's rows grouped by the rules they reschedule, the rules in the DAG's order (upstream first)."""
-    order = list(dict.fromkeys(j["rule"] for j in sorted(jobs, key=lambda j: _depth(jobs, j))))
+    """The table's rows grouped by the rules they reschedule, the rules in the DAG's order (upstream first, then by
+    name: the dry run lists jobs in no fixed order)."""
+    memo: dict = {}
+    depth = {}
+    for job in jobs:
+        depth[job["rule"]] = min(depth.get(job["rule"], len(jobs)), _depth(jobs, job, memo))
+    order = sorted(depth, key=lambda rule: (depth[rule], rule))
     groups: dict[frozenset, list[str]] = {}
     for path, rules in table.items():
         groups.setdefault(rules, []).append(path)

@@ -4,9 +4,11 @@
 the syntax tree (nothing is imported): ``import calbench.a.b`` and ``from calbench.a import b`` anywhere in a
 module, lazy imports inside functions included. Importing ``calbench.a.b`` also runs the ``__init__`` of
 ``calbench`` and ``calbench.a``: their module-level imports count, and their functions' lazy imports only
-where the package itself is imported (``from calbench import save`` runs ``calbench.save``, ``import
-calbench.scores`` does not). Imports by name at run time (``importlib.import_module``, the method registry's
-discovery) are not followed: the rules add each method's own class module (``methods.code_files``).
+for the names taken from the package (``from calbench import save`` runs ``calbench.save``, ``import
+calbench.scores`` does not; ``import calbench`` runs the names the module reads as ``calbench.<name>``, so
+that reading ``calbench.__version__`` runs no calibrator loading). Imports by name at run time
+(``importlib.import_module``, the method registry's discovery) are not followed: the rules add each method's own
+class module (``methods.code_files``).
 """
 
 from __future__ import annotations
