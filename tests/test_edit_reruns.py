@@ -11,7 +11,7 @@ import pytest
 
 from conftest import REPO
 
-pytestmark = [pytest.mark.workflow]
+pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("edit_reruns")]
 
 spec = importlib.util.spec_from_file_location("edit_reruns", REPO / "scripts" / "edit_reruns.py")
 edit_reruns = importlib.util.module_from_spec(spec)

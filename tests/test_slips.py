@@ -18,6 +18,8 @@ from calbench.config import ConfigError, load, read_config_file
 from calbench.data import store
 from conftest import run_snakemake
 
+pytestmark = pytest.mark.xdist_group("slips")  # one set of bad files for validate and the dry run
+
 
 def _config(**changes) -> dict:
     config = {"sources": {"s": {"type": "synthetic", "task": "planted_temperature", "num_classes": 3, "n_cal": 50,
