@@ -24,7 +24,7 @@ from calbench.data import splits, store
 from calbench.jobs.calibrate import calibrate_job
 from calbench.jobs.evaluate import evaluate_job
 from calbench.methods import available, make, method_class
-from calbench.metrics import evaluate, resampled
+from calbench.metrics import evaluate
 from calbench.scores import CoarseProbabilitiesWarning, Scores
 
 RNG = np.random.default_rng(3)
@@ -213,33 +213,68 @@ def one_seed_run(tmp_path):
 
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
+    """The winner's percentile interval and the Holm-adjusted paired p-values are the engine's, on the same
+    resamples of the test rows for every method (calbench.report.paired_bootstrap)."""
+    from calbench.report.paired_bootstrap import compare, source_draws
+
     results, outputs, y = one_seed_run
     assert main(["recommend", str(results), "--metric", "ece.conf.em15.l1", "--resamples", "400"]) == 0
     out = capsys.readouterr().out
     assert "ece.conf.em15.l1 (×100), lower is better, values as in the tables" in out
-    line = next(line for line in out.splitlines() if line.startswith("src:"))
-    draws = {m: resampled(p, y, ["ece.conf.em15.l1"], 400, 0)["ece.conf.em15.l1"] for m, p in outputs.items()}
-    best = min(draws, key=lambda m: draws[m][0])
-    runner = sorted(draws, key=lambda m: draws[m][0])[1]
-    diff = draws[best][1] - draws[runner][1]  # the same resamples of the rows for both
-    p_value = min(1.0, 2 * min(np.mean(diff >= 0), np.mean(diff <= 0)))
-    low, high = 2 * draws[best][0] - np.quantile(draws[best][1], [0.975, 0.025])
-    assert line.startswith(f"src: {best} {100 * draws[best][0]:.2f} [{100 * low:.2f}, {100 * high:.2f}] over test "
-                           f"rows; "), line
-    assert f"the runner-up {runner} {100 * draws[runner][0]:.2f} (p = {p_value:.3g})" in line
+    draws = source_draws("src", [0], list(outputs), ["ece.conf.em15.l1"],
+                         lambda m, seed: {"probs": outputs[m], "labels": y, "index": np.arange(y.size)}, 400)
+    best, *others = compare(draws, "ece.conf.em15.l1")
+    lines = out.splitlines()
+    line = next(line for line in lines if line.startswith("src:"))
+    assert line == f"src: {best.method} {100 * best.estimate:.2f} [{100 * best.low:.2f}, {100 * best.high:.2f}]"
+    assert 0 <= best.low <= best.estimate <= best.high
+    tied, worse = lines[lines.index(line) + 1], lines[lines.index(line) + 2]
+    for other in others:
+        text = f"{other.method} {100 * other.estimate:.2f} (p = {other.p_value:.2g})"
+        assert text in (tied if other.tied_with_best else worse), (text, tied, worse)
 
 
-def test_recommend_all_metrics_names_the_winner_and_the_methods_not_significantly_worse(one_seed_run, capsys):
+def test_recommend_all_metrics_names_the_winner_and_the_methods_tied_with_it(one_seed_run, capsys):
     results, _, _ = one_seed_run
     assert main(["recommend", str(results), "--all-metrics", "--resamples", "300"]) == 0
     out = capsys.readouterr().out
     assert "\nece.conf.em15.l1 (×100)" in out and "\nnll, lower is better" in out
     nll = out.split("\nnll,")[1].splitlines()
-    assert nll[1].startswith("src: ts ") and "significantly better than the runner-up ts_shaky" in nll[1]
-    assert nll[2].startswith("    not significantly worse: ") and "uncal" not in nll[2]
+    assert nll[1].startswith("src: ts ")
+    assert nll[2].startswith("    tied with the best: ") and "uncal" not in nll[2]
+    assert nll[3].startswith("    worse than ts: ") and "uncal" in nll[3]
+    assert nll[4].startswith("    saved calibrator: ")  # kept with --all-metrics
 
 
-# -- 5. reliability figures name and match the tables' binning ---------------------------------------------------
+def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_accuracy(tmp_path, capsys):
+    """A 'method' that re-learns the decision (much higher accuracy than uncal) wins NLL: its record says how
+    far accuracy moved and ``acc_flag`` that it left uncal's accuracy interval; the text says so too."""
+    rng = np.random.default_rng(1)
+    y = rng.integers(K, size=1500)
+    honest = _softmax(rng.normal(size=(1500, K)))  # a classifier near chance
+    relearned = np.full((1500, K), 0.1 / (K - 1))
+    relearned[np.arange(1500), y] = 0.9
+    rows = []
+    for method, probs in {"uncal": honest, "ts": honest, "relearn": relearned}.items():
+        path = tmp_path / "calibrated" / "src" / method / "seed0.h5"
+        path.parent.mkdir(parents=True)
+        store.write_calibrated(path, None, probs, [], np.arange(1500), y, {})
+        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, y, ["nll", "acc"]).items()]
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
+        tmp_path / "tables" / "metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--json", "--resamples", "200"]) == 0
+    records = json.loads(capsys.readouterr().out)
+    assert records[0]["method"] == "relearn" and {r["method"] for r in records[1:]} == {"ts", "uncal"}
+    keys = {"source", "metric", "method", "estimate", "low", "high", "best", "tied_with_best", "p_value",
+            "acc_change", "calibrator"}
+    assert all(keys <= set(r) for r in records) and records[0]["p_value"] is None
+    assert records[0]["acc_flag"] == "raises" and records[0]["acc_change"] > 0.5
+    assert records[1]["acc_change"] == 0 and not records[1]["tied_with_best"] and records[1]["p_value"] < 0.05
+    assert main(["recommend", str(tmp_path), "--resamples", "200"]) == 0
+    assert "relearn raises accuracy by" in capsys.readouterr().out
+
+
 def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(one_seed_run, tmp_path, monkeypatch):
     from calbench.jobs import figures
     from calbench.report import reliability
@@ -368,13 +403,3 @@ def test_a_loaded_grid_search_shows_the_chosen_point_and_errors_name_the_method(
     assert repr(loaded).endswith(f" [fitted: best_params_={loaded.best_params_!r}]")
     with pytest.raises(ValueError, match="^dir_odir was fitted on 4 classes, got scores with 3"):
         loaded.predict_proba(part["logits"][:, :3])
-
-
-def test_recommend_counts_methods_equal_on_every_seed_as_not_worse():
-    """Methods that keep the argmax tie on accuracy seed by seed: no t-test applies, and they are no worse."""
-    from calbench.report.choice import compare
-
-    rows = [("s", m, seed, "acc", 0.9 + 0.01 * seed - (0.02 if m == "vs" else 0)) for seed in range(3)
-            for m in ("ts", "uncal", "vs")]
-    (rec,) = compare(pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]), "acc")
-    assert rec["basis"] == "seeds" and rec["others"][0][2] == 1.0 and rec["others"][1][0] == "vs"

@@ -63,7 +63,8 @@ def run(args) -> int:
 
 def _source_draws(source: str, rows, metrics, results: Path, args):
     """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy; under shift (whose calibrated
-    outputs are not kept) the per-seed values of the long table, without resamples."""
+    outputs are not kept), or where a calibrated output is missing, the per-seed values of the long table without
+    resamples."""
     from calbench.data.store import read_calibrated
     from calbench.jobs import paths
     from calbench.report.paired_bootstrap import estimates_only, source_draws
@@ -71,14 +72,11 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     seeds = sorted(int(s) for s in rows["seed"].unique())
     methods = list(dict.fromkeys(rows["method"]))
     wanted = list(dict.fromkeys([*metrics, "acc"]))
-    if args.under_shift:
+    wanted = [m for m in wanted if m in set(rows["metric"])]
+    files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
+    if args.under_shift or not all(path.is_file() for path in files.values()):
         return estimates_only(source, rows, wanted)
-
-    def load(method, seed):
-        path = _under(results, paths.CALIBRATED, source=source, method=method, seed=seed)
-        return read_calibrated(path, "test") if path.is_file() else None
-
-    return source_draws(source, seeds, methods, [m for m in wanted if m in set(rows["metric"])], load,
+    return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
                         args.resamples)
 
 
@@ -155,11 +153,12 @@ def _print_source(records: list[dict], family) -> None:
     line = f"{best['source']}: {best['method']} {_shown(family, best['estimate'])}"
     if best["low"] is not None:
         line += f" [{_shown(family, best['low'])}, {_shown(family, best['high'])}]"
+    else:
+        line += " (no interval: no calibrated test outputs to resample)"
     print(line + ("; the only method" if len(records) == 1 else ""))
     others = records[1:]
     if others and others[0]["p_value"] is None:
-        print("    no test (no resamples): " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}"
-                                                      for r in others))
+        print("    untested: " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}" for r in others))
     elif others:
         tied = [r for r in others if r["tied_with_best"]]
         worse = [r for r in others if not r["tied_with_best"]]
