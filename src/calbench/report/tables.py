@@ -87,8 +87,8 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
-             "no marks: this estimator has no row-weighted resampling (`calbench recommend --metric "
-             f"{metric_id}` tests it by recomputing)")
+             "no marks: not resampled here, as this estimator has no row-weighted form (`calbench recommend "
+             f"--metric {metric_id}` tests it by recomputing)" if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
