@@ -53,30 +53,32 @@ def test_the_95_percent_intervals_cover_the_population_value_about_95_percent_of
 
 
 @pytest.mark.parametrize("seeds", [1, 2, 3])
-def test_ece_intervals_never_go_below_zero(seeds):
-    """A calibrated model on 100 rows per seed: binned ECE's resamples are ≥ 0, and so is every interval bound."""
+def test_ece_intervals_never_go_below_zero_and_hold_the_estimate(seeds):
+    """A calibrated model on 100 rows per seed, whose ECE estimates lie near 0: every interval bound is ≥ 0, and
+    the bias-shifted intervals hold the estimate (unshifted percentiles of binned ECE lie above it)."""
     draws = _draws(0, seeds, 100, ["ece.conf.em15.l1", "ece.cw.ew15.l1", "ece.conf.em15.l1.debiased"], 200)
     for metric in draws.estimates:
         for verdict in compare(draws, metric):
-            assert 0 <= verdict.low <= verdict.high, (metric, verdict)
+            assert 0 <= verdict.low <= verdict.estimate <= verdict.high, (metric, verdict)
 
 
 def test_pooling_seeds_adds_the_between_seed_spread_that_row_noise_does_not_explain():
-    """Two seeds 1.0 apart with row noise of sd 0.01: the pooled resamples' spread is the seeds' (within their
-    range); seeds that differ by row noise only keep the row bootstrap's spread of a mean over 2 seeds."""
+    """Two seeds 1.0 apart with row noise of sd 0.01: the pooled resamples' spread is the seeds'; seeds that differ
+    by row noise only keep the row bootstrap's spread of a mean over 2 seeds."""
     rng = np.random.default_rng(0)
     row_noise = rng.normal(0, 0.01, size=(2, 2000))
     picks = rng.integers(2, size=(2000, 2))
     far = pooled(np.array([1.0, 2.0]), np.array([1.0, 2.0])[:, None] + row_noise, picks)
-    assert 0.3 < far.std() < 0.6 and far.min() >= 1.0 + row_noise[0].min() and far.max() <= 2.0 + row_noise[1].max()
+    assert 0.3 < far.std() < 0.6
     near = pooled(np.array([1.0, 1.005]), np.array([1.0, 1.005])[:, None] + row_noise, picks)
     assert near.std() == pytest.approx(0.01 / np.sqrt(2), rel=0.1)
 
 
-def test_p_values_count_both_tails_and_identical_outputs_are_tied():
-    assert paired_p_values(np.zeros(99)) == 1.0
-    assert paired_p_values(np.full(99, 0.1)) == pytest.approx(2 / 100)
-    assert paired_p_values(np.r_[np.full(90, 1.0), np.full(9, -1.0)]) == pytest.approx(2 * 10 / 100)
+def test_p_values_are_two_sided_from_the_bootstrap_standard_error_and_identical_outputs_are_tied():
+    spread = np.random.default_rng(0).normal(size=4000)
+    assert paired_p_values(np.float64(0.0), np.zeros(99)) == 1.0 and paired_p_values(np.float64(0.1), np.zeros(9)) == 0
+    assert paired_p_values(np.float64(1.96), 1.96 + spread) == pytest.approx(0.05, abs=0.003)
+    assert paired_p_values(np.float64(-1.96), spread) == paired_p_values(np.float64(1.96), spread)
 
 
 def test_holm_adjusts_step_down_and_keeps_the_order():

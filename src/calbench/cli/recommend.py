@@ -76,8 +76,9 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
     if args.under_shift or not all(path.is_file() for path in files.values()):
         return estimates_only(source, rows, wanted)
+    values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
     return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
-                        args.resamples)
+                        args.resamples, known=lambda m, s, metric: values.get((m, s, metric)))
 
 
 def _records(draws, metrics, results: Path, args) -> list[dict]:

@@ -16,7 +16,7 @@ from calbench.metrics import lookup
 from calbench.metrics.registry import MetricContext
 
 #: Label draws per seed (the floor's standard error is its spread over draws / √(draws · seeds)).
-DRAWS = 10
+DRAWS = 5
 #: The method whose outputs stand for "a calibrated model of the same accuracy": temperature scaling keeps the
 #: classifier's predicted class and is close to calibrated; the first method of a source is used without it.
 REFERENCE = ("ts", "uncal")

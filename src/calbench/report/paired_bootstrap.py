@@ -17,16 +17,18 @@ stage shrunk so that the row noise, already in every seed's estimate, is not cou
 b_m the variance of θ̂_{m,s} over seeds and v_m the mean over seeds of the row-resampling variance of θ*_{m,s,·}.
 The resampled variance is then v_m / S + max(0, b_m − v_m) / S: the row noise of the mean over S seeds plus the
 between-seed spread that the row noise does not explain. With one seed (or seeds that differ by row noise only)
-it is the row bootstrap of that seed. A mean over seeds lies within the range of the seeds' values, so the
-pooled resamples are clipped to the range of the per-seed resamples: intervals never leave a metric's range
-(never below 0 for an ECE).
+it is the row bootstrap of that seed.
 
-Per source and metric: the percentile interval of each method (Efron & Tibshirani §13.3), and, against the best
-method by estimate, a two-sided paired bootstrap p-value for "no difference" (twice the smaller tail share of
-the resampled differences about 0, counted as (k + 1) / (R + 1): the level at which the percentile interval of the
-difference starts to exclude 0), adjusted over the comparisons with the best by Holm's step-down procedure
-(Holm 1979). A method is *tied with the best* when its adjusted p-value is at least α, else *worse than the
-best*: the family-wise error of calling a method worse is at most α.
+Per source and metric: the percentile interval of each method (Efron & Tibshirani §13.3) of its resamples shifted
+by the bootstrap estimate of bias, mean(θ*) − θ̂ (§10.3): binned ECE grows on resamples (a resample's duplicated
+rows make its bins look more certain), so unshifted percentiles can lie wholly above the estimate. The shifted
+resamples are clipped at 0 for a metric whose every resample is non-negative: an interval never goes below 0
+for an ECE. Against the best
+method by estimate, a two-sided paired p-value for "no difference" from the bootstrap standard error of the
+difference (2 Φ(−|d| / se): unlike a count of resamples beyond 0, it resolves the small p-values that Holm's
+procedure needs over many methods with a few hundred resamples), adjusted over the comparisons with the best by
+Holm's step-down procedure (Holm 1979). A method is *tied with the best* when its adjusted p-value is at least
+α, else *worse than the best*: the family-wise error of calling a method worse is at most α.
 """
 
 from __future__ import annotations
@@ -40,19 +42,15 @@ from calbench.metrics import lookup
 from calbench.metrics.bootstrap import counts_of, values_from_counts
 from calbench.metrics.registry import MetricContext
 
-#: Resamples of the test rows by default (the p-values' resolution is 1 / (R + 1)).
+#: Resamples of the test rows by default (``calbench recommend``).
 RESAMPLES = 1000
+#: Resamples of the tables' marks and intervals.csv: every source × method × metric of a run, within the
+#: aggregate job's budget (the p-values do not need more; the percentile intervals' ends move by about 1 %).
+TABLE_RESAMPLES = 200
 #: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
 COUNTS_BUDGET = 2**24
 #: The method whose accuracy the others' is compared with (``acc_change``).
 REFERENCE = "uncal"
-
-
-def weighted_form(metric_id: str) -> bool:
-    """True when ``metric_id``'s resamples come from row weights (a ``pointwise`` or ``resampled`` form) rather
-    than from recomputing it on every resample."""
-    family, _ = lookup(metric_id)
-    return family.pointwise is not None or family.resampled is not None
 
 
 def row_counts(n: int, resamples: int, key: Sequence[int]) -> list[np.ndarray]:
@@ -83,14 +81,20 @@ class SourceDraws:
 
 def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metrics: Sequence[str],
                  load: Callable[[str, int], dict | None], resamples: int = RESAMPLES,
-                 recompute: bool = True) -> SourceDraws:
+                 recompute: bool = True, known: Callable[[str, int, str], float | None] | None = None
+                 ) -> SourceDraws:
     """Estimates and paired resamples of ``metrics`` for every method of ``source``.
 
     ``load(method, seed)`` returns the test outputs ``{"probs", "labels", "index"}`` (optionally
     ``"true_probs"``) or None where the method did not run. Metrics that need the uncalibrated probabilities take
-    those of :data:`REFERENCE` on the same seed. ``recompute=False`` leaves out the metrics without a row-weighted
-    form (:func:`weighted_form`) instead of recomputing them on every resample.
+    those of :data:`REFERENCE` on the same seed. ``recompute=False`` leaves out the resamples of the metrics
+    without a row-weighted form (:func:`calbench.metrics.bootstrap.values_from_counts`) instead of recomputing
+    them R times. ``known(method, seed, metric)`` gives the estimates already computed (the metrics JSONs'
+    values; None where absent), so that costly estimators are not evaluated again. The methods of a seed are
+    resampled in threads (:func:`calbench.parallel.thread_map`).
     """
+    from calbench.parallel import thread_map
+
     methods, seeds = list(methods), list(seeds)
     estimates = {m: np.full((len(methods), len(seeds)), np.nan) for m in metrics}
     draws: dict[str, np.ndarray] = {}
@@ -111,25 +115,30 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                                  "same rows")
         uncal = present.get(REFERENCE, {}).get("probs")
         blocks = row_counts(n, resamples, (seed,))
-        for i, method in enumerate(methods):
-            out = present.get(method)
+
+        def one(i, seed=seed, uncal=uncal, blocks=blocks, present=present):
+            """Estimates and resamples of method ``i`` on this seed: ``{metric: (estimate, values or None)}``."""
+            out = present.get(methods[i])
             if out is None:
-                continue
+                return {}
             ctx = MetricContext(np.asarray(out["probs"], dtype=np.float64), np.asarray(out["labels"]),
                                 out.get("true_probs"), seed, uncal)
             families = [(m, *lookup(m)) for m in metrics]
             families = [(m, f, g) for m, f, g in families
                         if not (f.needs_true_probs and ctx.true_probs is None)
                         and not (f.needs_uncal_probs and ctx.uncal_probs is None)]
-            for metric_id, family, groups in families:
-                estimates[metric_id][i, j] = family.function(ctx, **groups)
-            sampled = [(m, f, g) for m, f, g in families if recompute or weighted_form(m)]
-            if not sampled:
-                continue
-            values = [values_from_counts(ctx, sampled, counts) for counts in blocks]
-            for metric_id, _, _ in sampled:
-                array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
-                array[i, j] = np.concatenate([v[metric_id] for v in values])
+            values = [values_from_counts(ctx, families, counts, recompute=recompute) for counts in blocks]
+            given = {m: known(methods[i], seed, m) for m, _, _ in families} if known else {}
+            return {m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
+                        np.concatenate([v[m] for v in values]) if m in values[0] else None)
+                    for m, family, groups in families}
+
+        for i, found in enumerate(thread_map(lambda i: one(i), range(len(methods)))):
+            for metric_id, (estimate, values) in found.items():
+                estimates[metric_id][i, j] = estimate
+                if values is not None:
+                    array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
+                    array[i, j] = values
     picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
     return SourceDraws(source, seeds, methods, estimates, draws, picks, rows)
 
@@ -150,7 +159,7 @@ def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
 
 def pooled(estimates: np.ndarray, draws: np.ndarray, picks: np.ndarray) -> np.ndarray:
     """Resamples ``[..., R]`` of the mean over seeds from per-seed ``estimates`` ``[..., S]`` and resamples
-    ``draws`` ``[..., S, R]`` (module docstring: the shrunk seed stage, then clipped to the seeds' range)."""
+    ``draws`` ``[..., S, R]`` (module docstring: the row stage within every seed, then the shrunk seed stage)."""
     within = draws.mean(axis=-2)
     seeds = estimates.shape[-1]
     if seeds == 1:
@@ -162,8 +171,7 @@ def pooled(estimates: np.ndarray, draws: np.ndarray, picks: np.ndarray) -> np.nd
                                where=between > 0))
     centred = estimates - estimates.mean(axis=-1, keepdims=True)
     seed_stage = centred[..., picks].mean(axis=-1)  # [..., R]: the mean of the drawn seeds' deviations
-    return np.clip(within + shrink[..., None] * seed_stage, draws.min(axis=(-2, -1))[..., None],
-                   draws.max(axis=(-2, -1))[..., None])
+    return within + shrink[..., None] * seed_stage
 
 
 def percentile_interval(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
@@ -172,12 +180,16 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[np.ndarray, n
     return low, high
 
 
-def paired_p_values(differences: np.ndarray) -> np.ndarray:
-    """Two-sided bootstrap p-values of "no difference" from resampled differences ``[..., R]``: twice the
-    smaller share on either side of 0, as (k + 1) / (R + 1); 1 where every difference is 0."""
-    resamples = differences.shape[-1]
-    below, above = (differences <= 0).sum(axis=-1), (differences >= 0).sum(axis=-1)
-    return np.minimum(1.0, 2 * (np.minimum(below, above) + 1) / (resamples + 1))
+def paired_p_values(difference: np.ndarray, resampled: np.ndarray) -> np.ndarray:
+    """Two-sided p-values of "no difference" for estimated differences ``[...]`` with paired resamples
+    ``[..., R]``: 2 Φ(−|d| / se), se the resamples' standard deviation (the bootstrap standard error; Efron &
+    Tibshirani §16.4 test a difference by its bootstrap distribution). 1 where the difference and every
+    resample are 0 (identical outputs), 0 where the resamples do not vary but the difference is not 0."""
+    from scipy.special import ndtr
+
+    se = resampled.std(axis=-1)
+    z = np.divide(np.abs(difference), se, out=np.where(difference == 0, 0.0, np.inf), where=se > 0)
+    return 2 * ndtr(-z)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -230,10 +242,13 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
         low = high = p_adj = nan
     else:
         values = pooled(estimates[order], resampled[order], draws.seed_picks)
+        values = values - (values.mean(axis=-1) - estimates[order].mean(axis=1))[:, None]  # less the bias
+        values = np.where((resampled[order] >= 0).all(axis=(1, 2))[:, None], np.maximum(values, 0.0), values)
         low, high = percentile_interval(values, level)
         gap = pooled(estimates[order[1:]] - estimates[best], resampled[order[1:]] - resampled[best],
                      draws.seed_picks) if len(order) > 1 else np.empty((0, values.shape[-1]))
-        p_adj = np.concatenate([[np.nan], holm(paired_p_values(gap))])
+        difference = estimates[order[1:]].mean(axis=1) - estimates[best].mean()
+        p_adj = np.concatenate([[np.nan], holm(paired_p_values(difference, gap))])
     names = [draws.methods[i] for i in order]
     return [Verdict(draws.source, metric_id, name, float(estimates[i].mean()), float(lo), float(hi), names[0],
                     bool(k == 0 or p >= alpha), float(p))
