@@ -403,3 +403,38 @@ def test_a_loaded_grid_search_shows_the_chosen_point_and_errors_name_the_method(
     assert repr(loaded).endswith(f" [fitted: best_params_={loaded.best_params_!r}]")
     with pytest.raises(ValueError, match="^dir_odir was fitted on 4 classes, got scores with 3"):
         loaded.predict_proba(part["logits"][:, :3])
+
+
+@pytest.mark.parametrize("decimals", [1, 2, 3, 4, 5, 6])
+def test_probabilities_rounded_to_any_decimals_are_diagnosed_as_rounded_in_library_cli_and_validate(
+        tmp_path, capsys, decimals):
+    """Rows that sum to 1 only within their rounding (10 classes at 2 decimals: 1 ± 0.05) are rounded probabilities,
+    not logits: declared as probabilities they pass with the rounding warning and its fix; declared as logits
+    (or given to Scores) they are refused or warned about as rounded probabilities; from_probs warns."""
+    from calbench.scores import ProbabilitiesAsLogitsWarning
+
+    rng = np.random.default_rng(decimals)
+    probs = _softmax(rng.normal(size=(400, 10)) * 3)
+    labels = (_softmax(np.log(probs) / 2).cumsum(axis=1) > rng.random((400, 1))).argmax(axis=1)  # overconfident
+    rounded = np.round(probs, decimals)
+    assert main(["validate", str(_config(tmp_path, "probs", rounded, labels))]) == 0
+    out = capsys.readouterr().out
+    assert f"every value is rounded to {decimals} decimals" in out and "valid (1 sources" in out, out
+    assert "declare `scores: logits`" not in out
+    assert main(["validate", str(_config(tmp_path, "logits", rounded, labels))]) == 1
+    out = capsys.readouterr().out
+    assert f"probability vector rounded to {decimals} decimals" in out and "declare `scores: probs`" in out, out
+    args = ["--scores", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy"), "-o", str(tmp_path / "t.st")]
+    assert main(["fit", "ts", "--probs", *args]) == 0
+    err = capsys.readouterr().err
+    assert f"rounded to {decimals} decimals" in err and "drop --probs" not in err, err
+    assert main(["fit", "ts", *args]) == 2
+    assert f"rounded to {decimals} decimals" in capsys.readouterr().err
+    with pytest.warns(CoarseProbabilitiesWarning, match=f"rounded to {decimals} decimals"):
+        scores = Scores.from_probs(rounded)
+    with pytest.warns(ProbabilitiesAsLogitsWarning):
+        Scores(rounded)
+    if decimals >= 2:  # the fix the warning names: floor the zeros at half the rounding step
+        floor = 0.5 * 10.0 ** -decimals
+        fixed = make("ts").fit(Scores.from_probs(rounded, floor=floor), labels).fitted_summary()["temperature"]
+        assert fixed < make("ts").fit(scores, labels).fitted_summary()["temperature"]
