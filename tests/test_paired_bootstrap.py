@@ -109,3 +109,14 @@ def test_a_test_row_set_that_differs_between_methods_is_an_error():
                "b": {"probs": probs, "labels": np.zeros(10, int), "index": np.arange(10, 20)}}
     with pytest.raises(ValueError, match="the test rows of b differ from those of a"):
         source_draws("s", [0], ["a", "b"], ["nll"], lambda m, seed: outputs[m], 20)
+
+
+def test_critical_difference_labels_count_the_sources_tied_with_the_best():
+    import pandas as pd
+
+    from calbench.report.critical_difference import best_group
+
+    verdicts = pd.DataFrame({"source": ["a", "a", "b", "b"], "metric": "nll", "method": ["ts", "vs", "ts", "vs"],
+                             "tied_with_best": [True, True, True, False], "p_value": [np.nan, 0.3, np.nan, 0.01]})
+    assert best_group(verdicts, "nll") == {"ts": "2/2", "vs": "1/2"}
+    assert best_group(verdicts.assign(p_value=np.nan), "nll") is None and best_group(verdicts, "acc") is None
