@@ -3,9 +3,8 @@ source × method × metric of a run the size of the default one, and ``calbench 
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -48,8 +47,8 @@ def _default_run():
 def default_run_intervals(repeat):
     """Marks, intervals and noise floors of the tables (the aggregate job's statistics) for the default run's
     16 methods × 4 sources × 2 seeds × its metrics (less the true-map ones), on generated outputs of its sizes."""
-    from calbench.jobs.tables import bootstrap_verdicts
     from calbench.report.paired_bootstrap import TABLE_RESAMPLES
+    from calbench.report.tables import bootstrap_verdicts
 
     long, outputs, metrics = _default_run()
     seconds = timed(lambda: (), lambda: bootstrap_verdicts(long, metrics, outputs.get), repeat)
@@ -59,11 +58,10 @@ def default_run_intervals(repeat):
 
 @benchmark("intervals.recommend_1000_classes", repeat=1)
 def recommend_1000_classes(repeat):
-    """``calbench recommend`` (NLL, 1,000 resamples) on a finished run of 6 methods × 2 seeds × 10,000 test rows of
-    1,000 classes (ImageNet-sized outputs written as the workflow's calibrated files)."""
-    from calbench.cli.recommend import run
+    """``python -m calbench recommend --json`` (NLL, 1,000 resamples; the command as a user runs it, interpreter
+    start included) on a finished run of 6 methods × 2 seeds × 10,000 test rows of 1,000 classes (ImageNet-sized
+    outputs written as the workflow's calibrated files)."""
     from calbench.data import store
-    from calbench.jobs import paths
 
     methods, n, classes = ["uncal", "ts", "ets", "vs", "dir_odir", "irm"], 10_000, 1000
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,8 +69,7 @@ def recommend_1000_classes(repeat):
         rows = []
         for seed in SEEDS:
             for method, out in _outputs(n, classes, methods, seed).items():
-                path = results / paths.CALIBRATED.removeprefix("results/").format(source="imagenet", method=method,
-                                                                                    seed=seed)
+                path = results / "calibrated" / "imagenet" / method / f"seed{seed}.h5"  # jobs.paths.CALIBRATED
                 path.parent.mkdir(parents=True, exist_ok=True)
                 store.write_calibrated(path, None, out["probs"].astype(np.float64), [], out["index"], out["labels"],
                                        {})
@@ -80,9 +77,7 @@ def recommend_1000_classes(repeat):
         (results / "tables").mkdir()
         pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"]).to_csv(
             results / "tables" / "metrics_long.csv", index=False)
-        args = argparse.Namespace(results=str(results), metric="nll", all_metrics=False, level=0.95, alpha=0.05,
-                                  resamples=1000, under_shift=False, json=True)
-        with contextlib.redirect_stdout(io.StringIO()):  # the JSON records
-            seconds = timed(lambda: (), lambda: run(args), repeat)
+        command = [sys.executable, "-m", "calbench", "recommend", str(results), "--metric", "nll", "--json"]
+        seconds = timed(lambda: (), lambda: subprocess.run(command, check=True, capture_output=True), repeat)
     return {"seconds": seconds, "methods": len(methods), "seeds": len(SEEDS), "rows": n, "classes": classes,
             "resamples": 1000, "budget_seconds": 60}

@@ -175,6 +175,32 @@ def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
     return pd.DataFrame({m: summary(long, m)[2].mean(axis=0) for m in metric_ids})
 
 
+def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None = None):
+    """The paired bootstrap's verdicts (:func:`calbench.report.paired_bootstrap.frame`) of every source ×
+    metric × method, from the test predictions ``loader((source, method, seed))`` (None where absent), and the
+    noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Metrics
+    without a row-weighted form are not resampled (they would cost R recomputations each); the estimates are the
+    long table's (not computed again). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
+    by default."""
+    from calbench.report.noise_floor import REFERENCE, is_calibration_error, noise_floor
+    from calbench.report.paired_bootstrap import TABLE_RESAMPLES, compare, frame, source_draws
+
+    verdicts, floors = [], {}
+    for source, rows in long.groupby("source", sort=True):
+        seeds = sorted(int(s) for s in rows["seed"].unique())
+        methods = list(dict.fromkeys(rows["method"]))
+        load = lambda method, seed, source=source: loader((source, method, seed))  # noqa: E731
+        values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
+        draws = source_draws(source, seeds, methods, metrics, load, resamples or TABLE_RESAMPLES, recompute=False,
+                             known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
+        verdicts += [v for m in metrics for v in compare(draws, m, alpha=ALPHA)]
+        reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
+        probs = [load(reference, seed)["probs"] for seed in seeds]
+        for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
+            floors.setdefault(metric_id, {})[source] = (*noise_floor(metric_id, probs), int(np.mean(draws.rows)))
+    return frame(verdicts), floors
+
+
 def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
     """Per method (rows) and metric (columns): the sources on which it is the best or tied with it."""
     tied = verdicts[verdicts["tied_with_best"].astype(bool) & verdicts["metric"].isin(metric_ids)]
