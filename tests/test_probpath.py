@@ -200,16 +200,22 @@ def one_seed_run(tmp_path):
     p_true = _softmax(z / 2)
     y = (p_true.cumsum(1) > rng.random((2000, 1))).argmax(1)
     outputs = {"ts": p_true, "ts_shaky": _softmax(z / 2.05), "uncal": _softmax(z)}
+    _finished_run(tmp_path, outputs, y, ["nll", "ece.conf.em15.l1"])
+    return tmp_path, outputs, y
+
+
+def _finished_run(results, outputs: dict, labels, metrics) -> None:
+    """The calibrated test outputs (one seed of source ``src``) and the long table of a finished run in
+    ``results``."""
     rows = []
     for method, probs in outputs.items():
-        path = tmp_path / "calibrated" / "src" / method / "seed0.h5"
+        path = results / "calibrated" / "src" / method / "seed0.h5"
         path.parent.mkdir(parents=True)
-        store.write_calibrated(path, None, probs, [], np.arange(2000), y, {})
-        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, y, ["nll", "ece.conf.em15.l1"]).items()]
-    (tmp_path / "tables").mkdir()
+        store.write_calibrated(path, None, probs, [], np.arange(labels.size), labels, {})
+        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, labels, metrics).items()]
+    (results / "tables").mkdir()
     pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
-        tmp_path / "tables" / "metrics_long.csv", index=False)
-    return tmp_path, outputs, y
+        results / "tables" / "metrics_long.csv", index=False)
 
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
@@ -254,15 +260,7 @@ def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_acc
     honest = _softmax(rng.normal(size=(1500, K)))  # a classifier near chance
     relearned = np.full((1500, K), 0.1 / (K - 1))
     relearned[np.arange(1500), y] = 0.9
-    rows = []
-    for method, probs in {"uncal": honest, "ts": honest, "relearn": relearned}.items():
-        path = tmp_path / "calibrated" / "src" / method / "seed0.h5"
-        path.parent.mkdir(parents=True)
-        store.write_calibrated(path, None, probs, [], np.arange(1500), y, {})
-        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, y, ["nll", "acc"]).items()]
-    (tmp_path / "tables").mkdir()
-    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
-        tmp_path / "tables" / "metrics_long.csv", index=False)
+    _finished_run(tmp_path, {"uncal": honest, "ts": honest, "relearn": relearned}, y, ["nll", "acc"])
     assert main(["recommend", str(tmp_path), "--json", "--resamples", "200"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records[0]["method"] == "relearn" and {r["method"] for r in records[1:]} == {"ts", "uncal"}

@@ -3,9 +3,11 @@ source × method × metric of a run the size of the default one, and ``calbench 
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +53,10 @@ def default_run_intervals(repeat):
     from calbench.report.tables import bootstrap_verdicts
 
     long, outputs, metrics = _default_run()
+    cpu = time.process_time()
     seconds = timed(lambda: (), lambda: bootstrap_verdicts(long, metrics, outputs.get), repeat)
-    return {"seconds": seconds, "sources": len(DEFAULT_SOURCES), "methods": long["method"].nunique(),
+    return {"seconds": seconds, "cpu_seconds": (time.process_time() - cpu) / repeat, "sources": len(DEFAULT_SOURCES),
+            "methods": long["method"].nunique(),
             "seeds": len(SEEDS), "metrics": len(metrics), "resamples": TABLE_RESAMPLES, "budget_seconds": 30}
 
 
@@ -78,6 +82,10 @@ def recommend_1000_classes(repeat):
         pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"]).to_csv(
             results / "tables" / "metrics_long.csv", index=False)
         command = [sys.executable, "-m", "calbench", "recommend", str(results), "--metric", "nll", "--json"]
+        cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
         seconds = timed(lambda: (), lambda: subprocess.run(command, check=True, capture_output=True), repeat)
-    return {"seconds": seconds, "methods": len(methods), "seeds": len(SEEDS), "rows": n, "classes": classes,
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu_seconds = (after.ru_utime + after.ru_stime - cpu.ru_utime - cpu.ru_stime) / repeat
+    return {"seconds": seconds, "cpu_seconds": cpu_seconds,
+            "methods": len(methods), "seeds": len(SEEDS), "rows": n, "classes": classes,
             "resamples": 1000, "budget_seconds": 60}
