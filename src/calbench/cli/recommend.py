@@ -21,6 +21,9 @@ def add_parser(sub) -> None:
                      help="family-wise significance level of the tests against the best (Holm)")
     rec.add_argument("--resamples", type=int, default=1000,
                      help="paired bootstrap resamples of the test rows (default 1000)")
+    rec.add_argument("--recompute", action="store_true",
+                     help="also resample the estimators without a row-weighted form (KDE, kernel, fit-on-test, CV "
+                          "bins) by recomputing them on every resample: --resamples times their cost")
     rec.add_argument("--under-shift", action="store_true",
                      help="rank by the mean over the shifted test sets instead of the clean test split")
     rec.add_argument("--json", action="store_true",
@@ -78,7 +81,7 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
         return estimates_only(source, rows, wanted)
     values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
     return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
-                        args.resamples, known=lambda m, s, metric: values.get((m, s, metric)))
+                        args.resamples, recompute=args.recompute, known=lambda m, s, metric: values.get((m, s, metric)))
 
 
 def _records(draws, metrics, results: Path, args) -> list[dict]:
@@ -155,7 +158,8 @@ def _print_source(records: list[dict], family) -> None:
     if best["low"] is not None:
         line += f" [{_shown(family, best['low'])}, {_shown(family, best['high'])}]"
     else:
-        line += " (no interval: no calibrated test outputs to resample)"
+        line += (" (no interval: the calibrated test outputs are missing, or the estimator has no row-weighted form "
+                 "and --recompute was not given)")
     print(line + ("; the only method" if len(records) == 1 else ""))
     others = records[1:]
     if others and others[0]["p_value"] is None:

@@ -88,7 +88,7 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
              "no marks: not resampled here, as this estimator has no row-weighted form (`calbench recommend "
-             f"--metric {metric_id}` tests it by recomputing)" if verdicts is not None else "no marks")
+             f"--metric {metric_id} --recompute` tests it by recomputing)" if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
