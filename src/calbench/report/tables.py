@@ -87,8 +87,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
-             "no marks: not resampled here, as this estimator has no row-weighted form (`calbench recommend "
-             f"--metric {metric_id} --recompute` tests it by recomputing)" if verdicts is not None else "no marks")
+             "no marks: not resampled here, as this estimator has no row-weighted form or needs the true calibration "
+             f"map (`calbench recommend --metric {metric_id} --recompute` tests the former by recomputing)"
+             if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
@@ -195,7 +196,7 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
                              known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
         verdicts += [v for m in metrics for v in compare(draws, m, alpha=ALPHA)]
         reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
-        probs = [load(reference, seed)["probs"] for seed in seeds]
+        probs = [out["probs"] for out in map(lambda seed: load(reference, seed), seeds) if out is not None]
         for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
             floors.setdefault(metric_id, {})[source] = (*noise_floor(metric_id, probs), int(np.mean(draws.rows)))
     return frame(verdicts), floors
