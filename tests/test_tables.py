@@ -82,3 +82,14 @@ def test_the_noise_floor_of_a_calibrated_model_is_stated_and_bias_dominated_esti
     text = markdown_table(long, "ece.conf.em15.l1", floors={"s": (floor, spread, 400)})
     assert _rows(text)["*noise floor*"] == f"| *noise floor* | {100 * floor:.2f} ± {100 * spread:.2f} |"
     assert "`ece.conf.em15.l1.debiased` removes most of that bias" in text
+
+
+def test_wide_summary_tables_are_split_into_blocks_that_fit_120_columns():
+    """The average-rank table of the default run's 21 metrics, as blocks of columns that each fit a page."""
+    from calbench.report.tables import fitted_tables
+
+    metrics = [f"ece.conf.em{b}.l1.debiased" for b in range(10, 31)]
+    lines = fitted_tables(["uncal", "ts+lece"], metrics, lambda m, c: "12.50")
+    assert max(map(len, lines)) <= 120 and sum(line.startswith("| method |") for line in lines) > 1
+    assert {c for line in lines if line.startswith("| method |") for c in line.strip("| ").split(" | ")[1:]} == \
+        set(metrics)

@@ -202,6 +202,30 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
     return frame(verdicts), floors
 
 
+#: Characters a table line may take (a terminal or a page); wider tables are split into blocks of columns.
+WIDTH = 120
+
+
+def fitted_tables(rows, columns, cell, width: int = WIDTH) -> list[str]:
+    """Markdown lines of a ``method`` × ``columns`` table of ``cell(row, column)`` strings, split into consecutive
+    tables of columns (each repeating the method column) so that no line is longer than ``width``."""
+    first = max(len("method"), *(len(r) for r in rows))
+    blocks, block, used = [], [], first + 4
+    for column in columns:
+        size = max(len(column), *(len(cell(r, column)) for r in rows)) + 3
+        if block and used + size > width:
+            blocks.append(block)
+            block, used = [], first + 4
+        block.append(column)
+        used += size
+    blocks += [block] if block else []
+    lines = []
+    for block in blocks:
+        lines += ["" if lines else None, "| method | " + " | ".join(block) + " |", "|---" * (len(block) + 1) + "|"]
+        lines += [f"| {r} | " + " | ".join(cell(r, c) for c in block) + " |" for r in rows]
+    return [line for line in lines if line is not None]
+
+
 def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
     """Per method (rows) and metric (columns): the sources on which it is the best or tied with it."""
     tied = verdicts[verdicts["tied_with_best"].astype(bool) & verdicts["metric"].isin(metric_ids)]
@@ -229,19 +253,17 @@ def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts:
     ranks = average_ranks(long, present)
     order = [m for m in (method_order or ranks.index) if m in ranks.index]
     rank_md = ["### Average rank over sources (lower is better; ranks on the displayed means, ties share the "
-               "best rank: the Friedman test's input, critical_difference figures)", "",
-               "| method | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
-    rank_md += [f"| {m} | " + " | ".join(f"{ranks.at[m, c]:.2f}" for c in present) + " |" for m in order]
+               "best rank: the Friedman test's input, critical_difference figures)", ""]
+    rank_md += fitted_tables(order, present, lambda m, c: f"{ranks.at[m, c]:.2f}")
     if verdicts is not None:
         counts = best_group_counts(verdicts, present).reindex(order)
         marked = [c for c in present if verdicts.loc[verdicts["metric"] == c, "p_value"].notna().any()]
         write_text_atomic(out_dir / "intervals.csv", verdicts.to_csv(index=False, float_format="%.10g"))
         written.append(out_dir / "intervals.csv")
         rank_md += ["", f"### Sources on which each method is the best or tied with it (of {long['source'].nunique()}"
-                    f"; paired bootstrap, Holm α = {ALPHA:g})", "",
-                    "| method | " + " | ".join(marked) + " |", "|---|" + "---|" * len(marked)]
-        rank_md += [f"| {m} | " + " | ".join(f"{0 if np.isnan(counts.at[m, c]) else int(counts.at[m, c])}"
-                                             for c in marked) + " |" for m in order]
+                    f"; paired bootstrap, Holm α = {ALPHA:g})", ""]
+        rank_md += fitted_tables(order, marked, lambda m, c: str(0 if np.isnan(counts.at[m, c]) else
+                                                                 int(counts.at[m, c])))
     written.append(out_dir / "average_ranks.md")
     write_text_atomic(written[-1], "\n".join(rank_md) + "\n")
     written.append(out_dir / "summary.md")
