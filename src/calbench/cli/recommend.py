@@ -136,7 +136,8 @@ def _print_text(records: list[dict], metrics, args) -> None:
     from calbench.metrics import lookup
 
     print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {args.resamples} paired "
-          "bootstrap resamples of the test rows (the same for every method; several seeds pooled); 'tied with the "
+          "bootstrap resamples of the test rows (the same for every method; several seeds pooled; shifted by the "
+          "bootstrap's estimate of bias, never below 0 for an ECE); 'tied with the "
           f"best': a paired test against the best cannot reject 'no difference' at family-wise α = {args.alpha:g} "
           "(Holm-adjusted p shown), 'worse': it can")
     if args.under_shift:

@@ -214,7 +214,8 @@ class Verdict:
     low: float
     high: float
     best: str
-    tied_with_best: bool
+    #: None where untested (no resamples)
+    tied_with_best: bool | None
     #: Holm-adjusted paired p-value against the best (NaN for the best itself or without resamples)
     p_value: float
 
@@ -226,7 +227,7 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
     """Every method with an estimate on each seed of ``draws.source``, best first: its estimate (the mean over
     seeds), percentile interval and whether it is tied with the best (Holm-adjusted paired test at ``alpha``).
     Without resamples of ``metric_id`` (no row-weighted form and ``recompute`` off) the intervals and p-values
-    are NaN and only the best is marked tied with itself."""
+    are NaN, and ``tied_with_best`` is None but for the best itself."""
     family, _ = lookup(metric_id)
     estimates = draws.estimates[metric_id]
     complete = ~np.isnan(estimates).any(axis=1)
@@ -251,7 +252,7 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
         p_adj = np.concatenate([[np.nan], holm(paired_p_values(difference, gap))])
     names = [draws.methods[i] for i in order]
     return [Verdict(draws.source, metric_id, name, float(estimates[i].mean()), float(lo), float(hi), names[0],
-                    bool(k == 0 or p >= alpha), float(p))
+                    True if k == 0 else None if np.isnan(p) else bool(p >= alpha), float(p))
             for k, (name, i, lo, hi, p) in enumerate(zip(names, order, low, high, p_adj))]
 
 

@@ -130,7 +130,7 @@ def _tied(verdicts: pd.DataFrame | None, metric_id: str) -> set | None:
     rows = verdicts[(verdicts["metric"] == metric_id)]
     if rows.empty or rows["p_value"].isna().all():
         return None
-    rows = rows[rows["tied_with_best"].astype(bool)]
+    rows = rows[rows["tied_with_best"].eq(True)]
     return set(zip(rows["source"], rows["method"]))
 
 
@@ -228,7 +228,7 @@ def fitted_tables(rows, columns, cell, width: int = WIDTH) -> list[str]:
 
 def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
     """Per method (rows) and metric (columns): the sources on which it is the best or tied with it."""
-    tied = verdicts[verdicts["tied_with_best"].astype(bool) & verdicts["metric"].isin(metric_ids)]
+    tied = verdicts[verdicts["tied_with_best"].eq(True) & verdicts["metric"].isin(metric_ids)]
     return tied.groupby(["method", "metric"]).size().unstack("metric").reindex(columns=list(metric_ids))
 
 
