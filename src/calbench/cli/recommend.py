@@ -53,6 +53,13 @@ def run(args) -> int:
         if metric not in available:
             raise ValueError(f"metric {metric!r} is not in {table}; it holds {', '.join(available)} "
                              "(`calbench metrics` explains each id)")
+    from calbench.metrics import lookup
+
+    signed = [m for m in wanted if lookup(m)[0].signed]
+    if signed and not args.all_metrics:
+        raise ValueError(f"{signed[0]} is signed (0 is best): recommend ranks methods in one direction; use its "
+                         "unsigned parts (e.g. sce.conf.em15.over and .under) or an ECE")
+    wanted = [m for m in wanted if m not in signed]
     records = []
     for source, rows in long.groupby("source", sort=True):
         draws = _source_draws(source, rows, wanted, results, args)
@@ -61,6 +68,8 @@ def run(args) -> int:
         print(json.dumps(records, indent=1))
         return 0
     _print_text(records, wanted, args)
+    if signed:
+        print(f"\nnot ranked, signed (0 is best; docs/metrics.md): {', '.join(signed)}")
     return 0
 
 

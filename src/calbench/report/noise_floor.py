@@ -24,10 +24,10 @@ REFERENCE = ("ts", "uncal")
 
 def is_calibration_error(metric_id: str) -> bool:
     """True for estimators of a calibration error (zero for a calibrated model in the infinite-sample limit):
-    the lower-is-better metrics shown ×100 that are not means of per-row terms (proper scores and accuracy are
-    means of per-row terms and have no such floor) and that need no true calibration map."""
+    the lower-is-better (not signed) metrics shown ×100 that are not means of per-row terms (proper scores and
+    accuracy are means of per-row terms and have no such floor) and that need no true calibration map."""
     family, _ = lookup(metric_id)
-    return (family.scale == 100 and not family.higher_is_better and family.pointwise is None
+    return (family.scale == 100 and not family.higher_is_better and not family.signed and family.pointwise is None
             and not family.needs_true_probs and not family.needs_uncal_probs)
 
 

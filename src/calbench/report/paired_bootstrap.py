@@ -229,6 +229,9 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
     Without resamples of ``metric_id`` (no row-weighted form and ``recompute`` off) the intervals and p-values
     are NaN, and ``tied_with_best`` is None but for the best itself."""
     family, _ = lookup(metric_id)
+    if family.signed:
+        raise ValueError(f"{metric_id} is signed (0 is best): the paired tests compare methods in one direction; "
+                         "compare its unsigned parts or an ECE instead (docs/metrics.md, Signed calibration error)")
     estimates = draws.estimates[metric_id]
     complete = ~np.isnan(estimates).any(axis=1)
     if not complete.any():

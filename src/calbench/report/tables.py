@@ -59,7 +59,7 @@ def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.D
     mean = grouped.mean().unstack("method")
     std = grouped.std(ddof=0).where(grouped.count() > 1).unstack("method")
     shown = (mean * family.scale).round(family.decimals)
-    ranks = shown.rank(axis=1, method=ties, ascending=not family.higher_is_better)
+    ranks = family.badness(shown).rank(axis=1, method=ties)
     return mean, std, ranks
 
 
@@ -83,13 +83,13 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     sources = list(mean.index)
     scale, dec = family.scale, family.decimals
     tied = _tied(verdicts, metric_id)
-    direction = "higher is better" if family.higher_is_better else "lower is better"
+    direction = family.direction
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
-             "no marks: not resampled here, as this estimator has no row-weighted form or needs the true calibration "
-             f"map (`calbench recommend --metric {metric_id} --recompute` tests the former by recomputing)"
-             if verdicts is not None else "no marks")
+             "no marks: not tested here, as a signed metric, an estimator without a row-weighted form (`calbench "
+             f"recommend --metric {metric_id} --recompute` tests it by recomputing) or one that needs the true "
+             "calibration map" if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
@@ -179,7 +179,8 @@ def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
 def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None = None):
     """The paired bootstrap's verdicts (:func:`calbench.report.paired_bootstrap.frame`) of every source ×
     metric × method, from the test predictions ``loader((source, method, seed))`` (None where absent), and the
-    noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Metrics
+    noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed
+    metrics are not tested (0 is best: a one-directional test does not apply); metrics
     without a row-weighted form are not resampled (they would cost R recomputations each); the estimates are the
     long table's (not computed again). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
     by default."""
@@ -194,7 +195,7 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
         values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
         draws = source_draws(source, seeds, methods, metrics, load, resamples or TABLE_RESAMPLES, recompute=False,
                              known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
-        verdicts += [v for m in metrics for v in compare(draws, m, alpha=ALPHA)]
+        verdicts += [v for m in metrics if not lookup(m)[0].signed for v in compare(draws, m, alpha=ALPHA)]
         reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
         probs = [out["probs"] for out in map(lambda seed: load(reference, seed), seeds) if out is not None]
         for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
