@@ -100,27 +100,26 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     draws: dict[str, np.ndarray] = {}
     rows = []
     for j, seed in enumerate(seeds):
-        outputs = {m: load(m, seed) for m in methods}
-        present = {m: o for m, o in outputs.items() if o is not None}
-        if not present:
+        # the reference outputs (uncal's, else the first method's) fix the test rows; each method is loaded in turn
+        first_method, first = next(((m, out) for m in dict.fromkeys([REFERENCE, *methods]) if m in methods
+                                    for out in [load(m, seed)] if out is not None), (None, None))
+        if first is None:
             rows.append(0)
             continue
-        first_method, first = next(iter(present.items()))
         n = int(first["labels"].size)
         rows.append(n)
-        for method, out in present.items():
-            if not np.array_equal(out.get("index", first.get("index")), first.get("index")):
-                raise ValueError(f"{source}, seed {seed}: the test rows of {method} differ from those of "
-                                 f"{first_method}; rerun their calibrate jobs so that every method is tested on the "
-                                 "same rows")
-        uncal = present.get(REFERENCE, {}).get("probs")
+        uncal = first["probs"] if first_method == REFERENCE else None
         blocks = row_counts(n, resamples, (seed,))
 
-        def one(i, seed=seed, uncal=uncal, blocks=blocks, present=present):
+        def one(i, seed=seed, uncal=uncal, blocks=blocks, first=first, first_method=first_method):
             """Estimates and resamples of method ``i`` on this seed: ``{metric: (estimate, values or None)}``."""
-            out = present.get(methods[i])
+            out = first if methods[i] == first_method else load(methods[i], seed)
             if out is None:
                 return {}
+            if not np.array_equal(out.get("index"), first.get("index")):
+                raise ValueError(f"{source}, seed {seed}: the test rows of {methods[i]} differ from those of "
+                                 f"{first_method}; rerun their calibrate jobs so that every method is tested on the "
+                                 "same rows")
             ctx = MetricContext(np.asarray(out["probs"], dtype=np.float64), np.asarray(out["labels"]),
                                 out.get("true_probs"), seed, uncal)
             families = [(m, *lookup(m)) for m in metrics]
