@@ -66,8 +66,12 @@ def metric_files():
     return [paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
 
 
+def calibrated_files():
+    return [paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
+
+
 def table_files():
-    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS] + [
+    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS, paths.INTERVALS] + [
         paths.METRIC_TABLE.format(metric=m) for m in METRICS
     ]
 
