@@ -34,8 +34,9 @@ def recommendation_text(results: Path, metric: str = "nll") -> str:
     """What ``calbench recommend RESULTS --metric METRIC`` prints, or why there is nothing to recommend."""
     from calbench.cli import recommend
 
-    args = argparse.Namespace(results=str(results), metric=metric, all_metrics=False, level=0.95, alpha=0.05,
-                              resamples=1000, under_shift=False)
+    parser = argparse.ArgumentParser(prog="calbench")
+    recommend.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["recommend", str(results), "--metric", metric])  # its own defaults
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
