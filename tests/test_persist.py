@@ -1,5 +1,6 @@
 """Saved calibrators: save/load round trip of every method and chains, and damaged files."""
 
+import functools
 import json
 
 import numpy as np
@@ -40,6 +41,12 @@ def _make(name):
     return make(name, **settings)
 
 
+@functools.cache
+def fitted(name):
+    """Registered method ``name`` fitted on CAL (once per test session: tests/test_calibrator_files.py too)."""
+    return _make(name).fit(CAL[0], CAL[1], train=TRAIN if name.startswith("kcal") else None)
+
+
 def _round_trip(cal, tmp_path, name):
     path = calbench.save(cal, tmp_path / f"{name}.safetensors")
     loaded = calbench.load(path)
@@ -49,7 +56,7 @@ def _round_trip(cal, tmp_path, name):
 
 @pytest.mark.parametrize("name", available())
 def test_every_registered_method_survives_save_and_load(name, tmp_path):
-    cal = _make(name).fit(CAL[0], CAL[1], train=TRAIN if name.startswith("kcal") else None)
+    cal = fitted(name)
     loaded, path = _round_trip(cal, tmp_path, name)
     header = read_header(path)
     assert header["method"] == name and header["num_classes"] == 4 and header["input_kind"] == "logits"
@@ -92,11 +99,7 @@ def test_a_saved_neighbour_pool_holds_its_logits_and_labels_only_and_is_rebuilt_
     for key, value in vars(cal.pool_).items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(getattr(loaded.pool_, key), value, err_msg=key)
-    assert loaded.pool_.logits.dtype == np.float64
-    old_layout = calbench.methods.lece.NeighbourPool.__new__(calbench.methods.lece.NeighbourPool)
-    format_1 = {k: v for k, v in vars(cal.pool_).items() if k not in ("labels", "targets", "distance")}
-    old_layout._set_state(format_1)  # format 1 saved every attribute but these; such files still load
-    np.testing.assert_array_equal(old_layout.chunks, cal.pool_.chunks)
+    assert loaded.pool_.logits.dtype == np.float64 and loaded.pool_.targets is type(cal)._targets
 
 
 def test_arrays_are_narrowed_only_where_float32_holds_them_exactly(tmp_path):
@@ -111,7 +114,7 @@ def test_arrays_are_narrowed_only_where_float32_holds_them_exactly(tmp_path):
     (_, exact_node), (_, inexact_node), (_, again_node) = nodes
     assert exact_node == again_node == {"$array": "a0", "as": "<f8"} and inexact_node == {"$array": "a1"}
     assert encoder.arrays["a0"].dtype == np.float32 and encoder.arrays["a1"].dtype == np.float64
-    decoded = calbench.persist._decode(exact_node, encoder.arrays, "test")
+    decoded = calbench.persist._Decoder(encoder.arrays, "test").value(exact_node, "test")
     assert decoded.dtype == np.float64 and np.array_equal(decoded, exact)
 
 
@@ -154,12 +157,16 @@ def _row_arrays(path):
     return sorted((a.dtype.str, a.shape) for a in _tensors(path).values() if a.shape[0] == CAL[1].size)
 
 
-def test_default_grid_function_is_saved_by_name(tmp_path):
-    """dir_l2's default grid is a function of the number of classes: saved as its name, not its code."""
+def test_a_default_grid_function_is_saved_as_the_methods_default_grid_not_by_name(tmp_path):
+    """dir_l2's default grid is a function of the number of classes: the file says "the estimator's default grid"
+    (with the settings held fixed), names no function, and loads as the same function."""
     cal = make("dir_l2", cv={"folds": 2}).fit(CAL[0], CAL[1])
     loaded, path = _round_trip(cal, tmp_path, "dir_l2")
     assert loaded.grid is cal.grid
-    assert "l2_default_grid" in json.dumps(read_header(path)["calibrator"])
+    assert "l2_default_grid" not in path.read_bytes().decode("latin-1")
+    fixed = make("dir_l2", reg_scale="paper", cv={"folds": 2}).fit(CAL[0], CAL[1])  # a GridWithout
+    loaded, _ = _round_trip(fixed, tmp_path, "dir_l2_fixed")
+    assert loaded.grid.grid is fixed.grid.grid and loaded.grid.fixed == fixed.grid.fixed
 
 
 def test_probability_input_kind_is_recorded(tmp_path):
@@ -175,15 +182,20 @@ def test_unfitted_and_unsaveable_calibrators_are_refused(tmp_path):
         calbench.save(make("ts"), tmp_path / "x.safetensors")
     cal = make("lece", grid={"q": [0.1], "t": [0.0]}, cv={"folds": 2}).fit(CAL[0], CAL[1])
     cal.grid = lambda k: {"q": [0.1]}
-    with pytest.raises(TypeError, match="lambdas"):
+    with pytest.raises(TypeError, match="other than the method's default grid"):
         calbench.save(cal, tmp_path / "x.safetensors")
     assert not (tmp_path / "x.safetensors").exists()
 
     class MyScaling(type(make("ts"))):  # a user's class: loading could not resolve it, so saving refuses
         pass
 
-    with pytest.raises(TypeError, match="outside calbench"):
+    with pytest.raises(TypeError, match="not a registered calibrator class"):
         calbench.save(MyScaling().fit(CAL[0], CAL[1]), tmp_path / "x.safetensors")
+    nan = make("ts").fit(CAL[0], CAL[1])
+    nan.temperature_ = float("nan")  # a diverged fit: refused at saving, as at loading
+    with pytest.raises(ValueError, match="calibrator.state.temperature_: it holds NaN"):
+        calbench.save(nan, tmp_path / "x.safetensors")
+    assert not (tmp_path / "x.safetensors").exists()
 
 
 @pytest.fixture
@@ -223,22 +235,35 @@ def test_tampered_weights_fail_the_checksum(saved):
         calbench.load(saved)
 
 
-def test_unknown_method_in_header_is_a_clear_error(saved):
+def _recheck(header, arrays):
+    header["checksum"] = calbench.persist._checksum(header, arrays)
+
+
+def test_an_edited_header_field_is_refused_even_with_a_recomputed_checksum(saved):
+    """Every header field is under the checksum; the fields computed from the calibrator (method, num_classes,
+    ...) are computed again on loading, so an edit with the checksum recomputed is refused too."""
     _rewrite(saved, edit_header=lambda h: h.update(method="magic_scaling"))
-    with pytest.raises(CalibratorFileError, match="unknown method 'magic_scaling'"):
+    with pytest.raises(CalibratorFileError, match="header field 'checksum'"):
+        calbench.load(saved)
+    _rewrite(saved, edit_header=lambda h: (h.update(method="ts"), h.update(checksum=None)))
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: header field 'method': says ts"):
         calbench.load(saved)
 
 
-def test_newer_format_says_to_upgrade_and_foreign_classes_are_refused(saved, tmp_path):
+def test_older_and_newer_formats_say_what_to_do_and_classes_are_known_by_registered_name_only(saved, tmp_path):
     _rewrite(saved, edit_header=lambda h: h.update(format_version=99))
     with pytest.raises(CalibratorFileError, match="upgrade calbench"):
+        calbench.load(saved)
+    _rewrite(saved, edit_header=lambda h: h.update(format_version=2))
+    with pytest.raises(CalibratorFileError, match="earlier formats named classes"):
         calbench.load(saved)
     other = calbench.save(make("ts").fit(CAL[0], CAL[1]), tmp_path / "ts.safetensors")
 
     def foreign(h):
         h["calibrator"]["$calibrator"] = "os:system"
-        h["checksum"] = calbench.persist._checksum(h["calibrator"], {})
+        h["checksum"] = calbench.persist._checksum(h, {})
 
     _rewrite(other, edit_header=foreign)
-    with pytest.raises(CalibratorFileError, match="outside calbench"):
+    with pytest.raises(CalibratorFileError, match="calibrator: unknown method 'os:system'"):
         calbench.load(other)
