@@ -1,7 +1,7 @@
 """A calibrator file is data (docs/saved_calibrators.md): files crafted by an adversary from the saved file of every
-registered method (names of standard-library functions and classes in every kind of string of the header, huge shapes and
-unsupported dtypes in the tensor table, edited header fields, the checksum always recomputed) are each refused with
-CalibratorFileError naming the file, or load to the same predictions; while they load, an audit hook
+registered method (names of standard-library functions and classes in every kind of string of the header, huge
+shapes and unsupported dtypes in the tensor table, edited header fields, the checksum always recomputed) are each
+refused with CalibratorFileError naming the file, or load to the same predictions; while they load, an audit hook
 (``sys.addaudithook``) sees no process started, no file written, removed or renamed, no code compiled or unpickled
 and no file opened but the one loaded and the installed code, and tracemalloc sees memory bounded by the file."""
 
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_persist import TEST, fitted
 
 import calbench
 from calbench.methods import available
 from calbench.persist import CalibratorFileError, _checksum
+from test_persist import TEST, fitted
 
 #: Strings a forger would write: dotted paths to standard-library callables (the old format resolved such paths),
 #: dtypes that would allocate without bound, and a registered name in the wrong place.

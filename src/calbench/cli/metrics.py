@@ -10,6 +10,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from calbench.metrics import definitions  # noqa: F401  (registers every metric id; the registry fills lazily)
     from calbench.metrics.registry import described_ids
 
     for usage, description, family in described_ids():

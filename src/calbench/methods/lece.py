@@ -118,7 +118,8 @@ class NeighbourPool:
             raise TypeError("a CV fold's restricted pool is not saved; save the calibrator that owns the whole pool")
         derivation = self.derived_from
         if derivation is not None and np.array_equal(derivation.replay(), self.logits):
-            return {"labels": self.labels, "derived_from": {"steps": list(derivation.steps), "logits": derivation.logits}}
+            return {"labels": self.labels,
+                    "derived_from": {"steps": list(derivation.steps), "logits": derivation.logits}}
         return {"labels": self.labels, "logits": self.logits}
 
     @staticmethod
