@@ -267,3 +267,28 @@ def test_older_and_newer_formats_say_what_to_do_and_classes_are_known_by_registe
     _rewrite(other, edit_header=foreign)
     with pytest.raises(CalibratorFileError, match="calibrator: unknown method 'os:system'"):
         calbench.load(other)
+
+
+def test_non_finite_fitted_values_are_refused_at_loading(saved, tmp_path):
+    """A NaN temperature once wrote all-NaN probabilities with exit status 0: a non-finite number or array entry of
+    a fitted state is refused, naming the field, even with the checksum recomputed."""
+    ts = calbench.save(make("ts").fit(CAL[0], CAL[1]), tmp_path / "ts.safetensors")
+
+    def nan_temperature(h):
+        pairs = h["calibrator"]["state"]["$dict"]
+        pairs[[k for k, _ in pairs].index("temperature_")][1] = float("nan")
+        h["checksum"] = calbench.persist._checksum(h, {})
+
+    _rewrite(ts, edit_header=nan_temperature)
+    with pytest.raises(CalibratorFileError, match=r"ts.safetensors: calibrator.state.temperature_: non-finite"):
+        calbench.load(ts)
+
+    def inf_weight(arrays):
+        key = next(iter(arrays))
+        arrays[key] = arrays[key].copy()
+        arrays[key][0] = np.inf
+
+    _rewrite(saved, edit_arrays=inf_weight)
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: calibrator.state.\w+_: NaN or infinite"):
+        calbench.load(saved)
