@@ -292,3 +292,27 @@ def test_non_finite_fitted_values_are_refused_at_loading(saved, tmp_path):
     _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
     with pytest.raises(CalibratorFileError, match=r"vs.safetensors: calibrator.state.\w+_: NaN or infinite"):
         calbench.load(saved)
+
+
+def test_a_saved_state_holds_only_the_fitted_attributes_its_class_declares(saved, tmp_path):
+    """A class declares its fitted state by assigning it (``self.temperature_ = ...``, in its methods or its
+    bases'); saving refuses another attribute, and loading refuses a name the class does not declare, or one
+    that would replace a method or property, even with the checksum recomputed."""
+    from calbench.persist import fitted_names
+
+    assert fitted_names(type(make("ts"))) == {"num_classes_", "embedding_dim_", "temperature_"}
+    cal = make("ts").fit(CAL[0], CAL[1])
+    cal.note_ = "mine"
+    with pytest.raises(TypeError, match="'note_' is neither a setting"):
+        calbench.save(cal, tmp_path / "x.safetensors")
+    for name in ("extra_", "classes_", "predict_proba", "__class__"):
+        def rename(h, name=name):
+            pairs = h["calibrator"]["state"]["$dict"]
+            pairs[[k for k, _ in pairs].index("weights_")][0] = name
+            h["checksum"] = calbench.persist._checksum(h, _tensors(saved))
+
+        calbench.save(make("vs").fit(CAL[0], CAL[1]), saved)
+        _rewrite(saved, edit_header=rename)
+        with pytest.raises(CalibratorFileError, match=f"calibrator.state: '{name}' is not an attribute a "
+                                                      "VectorScaling can be given"):
+            calbench.load(saved)

@@ -7,9 +7,10 @@ build are the registered calibrators (named by their registered name), the two c
 ``grid_search``) and the one-dimensional maps that :mod:`calbench.maps1d` exports; no name in a file is resolved
 to a function or to any other class.
 
-A class declares its fitted state by having it: a calibrator is rebuilt as ``cls(**params)`` from its
-``get_params`` and gets back its fitted attributes (the names ending in ``_``), encoded recursively: numpy
-arrays and scalars, Python scalars, lists, tuples, dicts, nested calibrators and 1-D maps. Loading checks every
+A class declares its fitted state by fitting it (:func:`fitted_names`: the names ending in ``_`` its methods assign
+to ``self``): a calibrator is rebuilt as ``cls(**params)`` from its ``get_params`` and gets back those fitted
+attributes, encoded recursively: numpy arrays and scalars, Python scalars, lists, tuples, dicts, nested
+calibrators and 1-D maps. Loading checks every
 value's kind (finite numbers, numeric arrays no larger than the file), every setting against the class's
 declared constraints, and that every fitted calibrator of the file computes probabilities of its number of
 classes (:func:`_probe`). A class whose state holds something else defines ``_get_state()`` /
@@ -18,6 +19,7 @@ classes (:func:`_probe`). A class whose state holds something else defines ``_ge
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -109,6 +111,28 @@ def _class_of_name(name, where: str) -> type:
                               "needs that version, otherwise refit the calibrator")
 
 
+@functools.cache
+def fitted_names(cls: type) -> frozenset[str]:
+    """A class's declaration of its fitted state: the names ending in ``_`` that the methods of the class and of its
+    bases assign to ``self`` (``self.temperature_ = ...``), read from their source. A saved state holds these
+    names only, so a method declares its state by fitting it, with no code for saving."""
+    import ast
+    import inspect
+    import textwrap
+
+    names = set()
+    for klass in cls.__mro__[:-1]:  # all but object
+        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(klass)))):
+            targets = (node.targets if isinstance(node, ast.Assign) else
+                       [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            for target in targets:
+                for one in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+                    if (isinstance(one, ast.Attribute) and isinstance(one.value, ast.Name) and one.value.id == "self"
+                            and _FITTED_NAME.match(one.attr)):
+                        names.add(one.attr)
+    return frozenset(names)
+
+
 # -- saving ----------------------------------------------------------------------------------------------------
 def _finite(value, where: str) -> None:
     if not np.all(np.isfinite(value)):
@@ -179,12 +203,21 @@ class _Encoder:
         if isinstance(value, Calibrator):
             return self.calibrator(value, where)
         if type(value) in _maps().values():
+            self.check_map(value, where)
             return {"$map": type(value).__name__,
                     "state": {"$dict": [[k, self.encode(v, f"{where}.{k}")] for k, v in _state(value).items()]}}
         raise TypeError(f"cannot save {where}: a {type(value).__module__}.{type(value).__qualname__} is none of "
                         "the kinds a saved calibrator holds (numbers, strings, numeric arrays, lists, tuples, "
                         "dicts, calibrators, calbench.maps1d maps); give its owner _get_state()/_set_state() "
                         "(calbench.persist)")
+
+    def check_map(self, value, where: str) -> None:
+        if hasattr(value, "_get_state"):
+            return
+        extra = set(vars(value)) - set(_init_names(type(value))) - fitted_names(type(value))
+        if extra:
+            raise TypeError(f"cannot save {where}: attributes {sorted(extra)} of a {type(value).__name__} are neither "
+                            "settings nor fitted attributes its class declares, so loading would refuse them")
 
     def key(self, key, where: str):
         if key is None or type(key) in (bool, int, str) or (type(key) is float and math.isfinite(key)):
@@ -197,11 +230,10 @@ class _Encoder:
         encoded = {k: self.default_grid(cal, f"{where}.params.grid") if name == "grid_search" and k == "grid"
                    and callable(v) else self.encode(v, f"{where}.params.{k}") for k, v in params.items()}
         state = {k: v for k, v in _state(cal).items() if k not in params}
-        for key in state:
-            if not _FITTED_NAME.match(key):
-                raise TypeError(f"cannot save {where}: attribute {key!r} is neither a setting (an argument of "
-                                f"{type(cal).__name__}.__init__) nor a fitted attribute (a lower-case name ending "
-                                "in '_'); rename it")
+        for key in sorted(set(state) - fitted_names(type(cal))):
+            raise TypeError(f"cannot save {where}: attribute {key!r} is neither a setting (an argument of "
+                            f"{type(cal).__name__}.__init__) nor a fitted attribute its class declares (a lower-case "
+                            "name ending in '_' that its methods assign to self), so loading would refuse it")
         return {"$calibrator": name, "params": {"$dict": [[k, v] for k, v in encoded.items()]},
                 "state": {"$dict": [[k, self.encode(v, f"{where}.state.{k}")] for k, v in state.items()]}}
 
@@ -434,14 +466,15 @@ class _Decoder:
             out[key] = self.value(value, f"{where}.{key}" if attributes else f"{where}[{key!r}]", depth)
         return out
 
-    def attributes(self, node, where: str, depth: int, pattern: re.Pattern, cls: type) -> dict:
-        """A ``$dict`` of attribute names → values; names must match ``pattern`` and not be ``cls``'s own
-        attributes (methods, properties, class settings)."""
+    def attributes(self, node, where: str, depth: int, allowed, cls: type) -> dict:
+        """A ``$dict`` of attribute names → values; the names must be ``allowed`` (a pattern or a set) and not be
+        ``cls``'s own attributes (methods, properties, class settings)."""
         if not isinstance(node, dict) or sorted(node) != ["$dict"]:
             raise self.error(where, "expected a dict of attributes")
         for pair in node["$dict"] if isinstance(node["$dict"], list) else ():
             name = pair[0] if isinstance(pair, list) and pair else None
-            if not isinstance(name, str) or not pattern.match(name) or hasattr(cls, name):
+            if (not isinstance(name, str) or hasattr(cls, name)
+                    or not (allowed.match(name) if isinstance(allowed, re.Pattern) else name in allowed)):
                 raise self.error(where, f"{str(name)[:80]!r} is not an attribute a {cls.__name__} can be given")
         return self.mapping(node["$dict"], where, depth + 1, attributes=True)
 
@@ -462,7 +495,7 @@ class _Decoder:
         try:
             check_settings(cls._parameter_constraints, params, prefix=f"{where}.params.")
             cal = cls(**params)
-            state = self.attributes(node["state"], f"{where}.state", depth, _FITTED_NAME, cls)
+            state = self.attributes(node["state"], f"{where}.state", depth, fitted_names(cls), cls)
             for key in ("num_classes_", "embedding_dim_"):
                 count = state.get(key, 1)
                 if type(count) is not int or not 1 <= count <= MAX_CLASSES:
@@ -501,19 +534,17 @@ class _Decoder:
         if name not in maps:
             raise self.error(where, f"{str(name)[:80]!r} is not a map of calbench.maps1d ({', '.join(maps)})")
         cls = maps[name]
-        state = self.attributes(node["state"], where, depth, _ATTRIBUTE_NAME, cls)
+        declared = (_ATTRIBUTE_NAME if hasattr(cls, "_set_state") else
+                    frozenset(_init_names(cls)) | fitted_names(cls))
+        state = self.attributes(node["state"], where, depth, declared, cls)
         try:
             if hasattr(cls, "_set_state"):
                 obj = cls.__new__(cls)
                 obj._set_state(state)
                 return obj
-            settings = [] if cls.__init__ is object.__init__ else list(_init_names(cls))
+            settings = _init_names(cls)
             obj = cls(**{k: state[k] for k in settings if k in state})
-            fitted = {k: v for k, v in state.items() if k not in settings}
-            for key in fitted:
-                if not _FITTED_NAME.match(key):
-                    raise self.error(f"{where}.state", f"{key!r} is neither a setting of {name} nor fitted")
-            obj.__dict__.update(fitted)
+            obj.__dict__.update({k: v for k, v in state.items() if k not in settings})
             return obj
         except CalibratorFileError:
             raise
@@ -523,9 +554,13 @@ class _Decoder:
 
 
 def _init_names(cls) -> list[str]:
+    """The settings of a map class: the keyword arguments of its ``__init__`` (none for ``object``'s)."""
     import inspect
 
-    return [p.name for p in inspect.signature(cls.__init__).parameters.values() if p.name != "self"]
+    if cls.__init__ is object.__init__:
+        return []
+    return [p.name for p in inspect.signature(cls.__init__).parameters.values()
+            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def _probe(cal) -> None:

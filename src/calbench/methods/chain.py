@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.methods.base import Calibrator, record_embedding_width
+from calbench.methods.base import Calibrator
 from calbench.scores import Derivation, Scores
 
 
@@ -31,7 +31,7 @@ class Chain(Calibrator):
         """Fit every stage in order; ``train`` is passed on (transformed) to stages that use it."""
         scores = self._check_scores(scores)
         self.num_classes_ = scores.num_classes
-        record_embedding_width(self, scores)
+        self._record_embedding_width(scores)
         self._fit(scores, y, train=train)
         return self
 
