@@ -156,7 +156,7 @@ def _crafted(path: Path, arrays: dict, out: Path):
             yield f"tensor {key} with shape {shape} / dtype {dtype}", out / name
 
 
-@pytest.mark.parametrize("name", available())
+@pytest.mark.parametrize("name", available() + ["ts+lece"])  # and a chain, whose LECE pool replays its TS step
 def test_a_crafted_calibrator_file_is_refused_or_loads_to_the_same_predictions_and_runs_nothing(name, tmp_path):
     from safetensors.numpy import load_file
 

@@ -43,8 +43,13 @@ def _make(name):
 
 @functools.cache
 def fitted(name):
-    """Registered method ``name`` fitted on CAL (once per test session: tests/test_calibrator_files.py too)."""
-    return _make(name).fit(CAL[0], CAL[1], train=TRAIN if name.startswith("kcal") else None)
+    """Registered method or chain ``name`` fitted on CAL (once per test session: tests/test_calibrator_files.py
+    too)."""
+    from calbench.methods.chain import Chain
+
+    stages = [_make(stage) for stage in name.split("+")]
+    cal = stages[0] if len(stages) == 1 else Chain(stages)
+    return cal.fit(CAL[0], CAL[1], train=TRAIN if "kcal" in name else None)
 
 
 def _round_trip(cal, tmp_path, name):
@@ -316,3 +321,18 @@ def test_a_saved_state_holds_only_the_fitted_attributes_its_class_declares(saved
         with pytest.raises(CalibratorFileError, match=f"calibrator.state: '{name}' is not an attribute a "
                                                       "VectorScaling can be given"):
             calbench.load(saved)
+
+
+def test_counts_that_size_the_probe_are_bounded(tmp_path):
+    """The number of classes sizes the probe's input (and nothing in an uncalibrated model's file is C long), so a
+    count above MAX_CLASSES is refused before anything of that size is made."""
+    path = calbench.save(make("uncal").fit(CAL[0], CAL[1]), tmp_path / "u.safetensors")
+
+    def huge(h):
+        h["calibrator"]["state"]["$dict"] = [["num_classes_", calbench.persist.MAX_CLASSES + 1]]
+        h["num_classes"] = calbench.persist.MAX_CLASSES + 1
+        h["checksum"] = calbench.persist._checksum(h, {})
+
+    _rewrite(path, edit_header=huge)
+    with pytest.raises(CalibratorFileError, match=r"calibrator.state.num_classes_: 1048577 is not a count"):
+        calbench.load(path)

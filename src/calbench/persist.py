@@ -44,7 +44,7 @@ MAX_CLASSES = 2**20
 #: Deepest nesting of the encoded calibrator (a chain of grid searches of maps is about 12 levels).
 MAX_DEPTH = 64
 #: Rows of the probe input each loaded calibrator predicts on (:func:`_probe`), and the tolerance on its row sums.
-PROBE_ROWS = 6
+PROBE_ROWS = 4
 PROBE_SUM_TOL = 1e-6
 #: Tensor dtypes (safetensors' names) a file may hold: booleans, integers and floats of at most 8 bytes.
 TENSOR_DTYPES = ("BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F16", "F32", "F64")
