@@ -394,6 +394,7 @@ class _Decoder:
 
     def __init__(self, arrays: dict, path: Path):
         self.arrays, self.path = arrays, path
+        self.unread = set(arrays)  # every tensor must be named by the tree
 
     def error(self, where: str, problem: str) -> CalibratorFileError:
         return CalibratorFileError(f"{self.path}: {where}: {problem}; the file is damaged or was not written by "
@@ -434,6 +435,7 @@ class _Decoder:
         if not isinstance(key, str) or key not in self.arrays:
             raise self.error(where, f"names tensor {str(key)[:80]!r}, which the file does not hold")
         stored = self.arrays[key]
+        self.unread.discard(key)
         if "as" in node:
             if node["as"] != "<f8" or stored.dtype != np.float32:
                 raise self.error(where, f"'as' {str(node['as'])[:40]!r} on a {stored.dtype} tensor (only float32 "
@@ -451,9 +453,11 @@ class _Decoder:
         fits = (type(value) is bool if kind == "b" else
                 type(value) is int and np.iinfo(dtype).min <= value <= np.iinfo(dtype).max if kind in "iu" else
                 type(value) in (int, float) and math.isfinite(value))
-        if not fits:
+        with np.errstate(over="ignore"):
+            scalar = np.dtype(dtype).type(value) if fits else None
+        if scalar is None or (kind == "f" and not np.isfinite(scalar)):
             raise self.error(where, f"{str(value)[:40]!r} is not a finite {np.dtype(dtype)} value")
-        return np.dtype(dtype).type(value)
+        return scalar
 
     def mapping(self, pairs, where: str, depth: int, attributes: bool = False) -> dict:
         if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
@@ -596,7 +600,11 @@ def load(path):
     tree = header.get("calibrator")
     if not isinstance(tree, dict) or "$calibrator" not in tree:
         raise CalibratorFileError(f"{path}: header field 'calibrator': not an encoded calibrator")
-    cal = _Decoder(arrays, path).value(tree, "calibrator")
+    decoder = _Decoder(arrays, path)
+    cal = decoder.value(tree, "calibrator")
+    if decoder.unread:
+        raise CalibratorFileError(f"{path}: tensors {sorted(decoder.unread)[:5]}: named nowhere in the header; the "
+                                  "file was not written by calbench.save")
     if not hasattr(cal, "num_classes_"):
         raise CalibratorFileError(f"{path}: calibrator.state: no num_classes_, so the calibrator is not fitted")
     try:
