@@ -336,3 +336,10 @@ def test_counts_that_size_the_probe_are_bounded(tmp_path):
     _rewrite(path, edit_header=huge)
     with pytest.raises(CalibratorFileError, match=r"calibrator.state.num_classes_: 1048577 is not a count"):
         calbench.load(path)
+
+
+def test_a_tensor_the_header_names_nowhere_is_refused(saved):
+    _rewrite(saved, edit_arrays=lambda arrays: arrays.update(extra=np.zeros(3)))
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: tensors \['extra'\]: named nowhere"):
+        calbench.load(saved)
