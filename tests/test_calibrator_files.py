@@ -32,8 +32,9 @@ FORBIDDEN = ("os.system", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "o
              "os.mkdir", "os.putenv", "os.unsetenv", "shutil.", "socket.", "ctypes.", "pickle.find_class",
              "marshal.loads", "exec", "compile", "tempfile.", "webbrowser.", "urllib.")
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-#: Where a load may read files: the file itself, the installed code and its caches.
-READABLE = tuple(str(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix, Path(calbench.__file__).parent})
+#: Where a load may read files: the file itself, the installed code and its caches (numba's, where it is set apart).
+READABLE = tuple(str(Path(p).resolve()) for p in {sys.prefix, sys.base_prefix, Path(calbench.__file__).parent,
+                                                  os.environ.get("NUMBA_CACHE_DIR") or sys.prefix})
 
 _seen: list | None = None  # the events of the load being watched; None: not watching
 
