@@ -343,3 +343,32 @@ def test_a_tensor_the_header_names_nowhere_is_refused(saved):
     _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
     with pytest.raises(CalibratorFileError, match=r"vs.safetensors: tensors \['extra'\]: named nowhere"):
         calbench.load(saved)
+
+
+def test_saved_settings_and_grid_values_are_checked_against_the_declared_constraints(tmp_path):
+    """A setting or a grid value that make() would refuse is refused at loading, naming it (LECE's q ∈ (0, 1])."""
+    path = calbench.save(fitted("lece"), tmp_path / "lece.safetensors")
+    arrays = _tensors(path)
+
+    def pairs_of(node):
+        return dict((k, i) for i, (k, _) in enumerate(node["$dict"]))
+
+    def grid_q(h):
+        params = h["calibrator"]["params"]
+        grid = params["$dict"][pairs_of(params)["grid"]][1]
+        grid["$dict"][pairs_of(grid)["q"]][1] = [0.1, 5.0]
+        h["checksum"] = calbench.persist._checksum(h, arrays)
+
+    def estimator_q(h):
+        params = h["calibrator"]["params"]
+        fold_model = h["calibrator"]["state"]["$dict"][pairs_of(h["calibrator"]["state"])["estimators_"]][1][0]
+        fold_model["params"]["$dict"][pairs_of(fold_model["params"])["q"]][1] = -1.0
+        assert params  # the search's own settings untouched
+        h["checksum"] = calbench.persist._checksum(h, arrays)
+
+    for edit, field in ((grid_q, r"calibrator.params.grid.q: 5.0 is not allowed"),
+                        (estimator_q, r"calibrator.state.estimators_\[0\].params.q: -1.0 is not allowed")):
+        calbench.save(fitted("lece"), path)
+        _rewrite(path, edit_header=edit)
+        with pytest.raises(CalibratorFileError, match=field):
+            calbench.load(path)

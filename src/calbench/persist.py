@@ -483,7 +483,7 @@ class _Decoder:
         return self.mapping(node["$dict"], where, depth + 1, attributes=True)
 
     def calibrator(self, node: dict, where: str, depth: int):
-        from calbench.methods.constraints import check_settings
+        from calbench.methods.constraints import InvalidSetting, check_settings
         from calbench.methods.tuning import GridSearch
 
         cls = _class_of_name(node["$calibrator"], f"{self.path}: {where}")
@@ -498,6 +498,11 @@ class _Decoder:
                                                 and key == "grid")
         try:
             check_settings(cls._parameter_constraints, params, prefix=f"{where}.params.")
+            if cls is GridSearch:
+                _check_grid(params["estimator"], params["grid"], f"{where}.params.grid.")
+        except InvalidSetting as err:
+            raise self.error(err.key, f"{err.detail} (the constraint {cls.__name__} declares)") from err
+        try:
             cal = cls(**params)
             state = self.attributes(node["state"], f"{where}.state", depth, fitted_names(cls), cls)
             for key in ("num_classes_", "embedding_dim_"):
@@ -555,6 +560,19 @@ class _Decoder:
         except Exception as err:
             raise self.error(where, f"the saved {name} cannot be built ({type(err).__name__}: "
                              f"{str(err)[:300]})") from err
+
+
+def _check_grid(estimator, grid, prefix: str) -> None:
+    """A saved grid's values (or the settings a default grid holds fixed) checked against the estimator's declared
+    constraints, as :func:`~calbench.methods.make` checks a grid."""
+    from calbench.methods.constraints import check_settings
+    from calbench.methods.tuning import GridWithout
+
+    constraints = getattr(type(estimator), "_parameter_constraints", {})
+    values = grid.fixed if isinstance(grid, GridWithout) else grid if isinstance(grid, dict) else {}
+    for key, options in values.items():
+        for value in options if isinstance(options, list) and not isinstance(grid, GridWithout) else [options]:
+            check_settings(constraints, {key: value}, prefix=prefix)
 
 
 def _init_names(cls) -> list[str]:
