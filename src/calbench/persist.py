@@ -41,8 +41,8 @@ INPUT_KINDS = ("logits", "probs")
 #: Largest number of classes (and embedding width) a file may state: it sizes the probe's input, so a damaged
 #: count cannot allocate beyond it (no classifier comes near: ImageNet-21k has 21,843 classes).
 MAX_CLASSES = 2**20
-#: Deepest nesting of the encoded calibrator (a chain of grid searches of maps is about 12 levels).
-MAX_DEPTH = 64
+#: Deepest nesting of the encoded calibrator (ts+lece nests 25 levels; each further stage about 10).
+MAX_DEPTH = 200
 #: Rows of the probe input each loaded calibrator predicts on (:func:`_probe`), and the tolerance on its row sums.
 PROBE_ROWS = 4
 PROBE_SUM_TOL = 1e-6
@@ -397,6 +397,7 @@ class _Decoder:
         self.unread = set(arrays)  # every tensor must be named by the tree
 
     def error(self, where: str, problem: str) -> CalibratorFileError:
+        where = where if len(where) <= 200 else f"{where[:60]}...{where[-140:]}"
         return CalibratorFileError(f"{self.path}: {where}: {problem}; the file is damaged or was not written by "
                                    "calbench.save: refit and save the calibrator again")
 
@@ -426,7 +427,7 @@ class _Decoder:
             return self.calibrator(node, where, depth + 1)
         if tags == ["$map", "state"]:
             return self.map(node, where, depth + 1)
-        if tags == ["$default_grid"]:
+        if tags == ["$default_grid"] and where.endswith(".params.grid"):  # a setting of a calibrator, no deeper
             return _DefaultGrid(self.value(node["$default_grid"], where, depth + 1))
         raise self.error(where, f"unknown node with keys {[str(t)[:40] for t in tags[:5]]}")
 
