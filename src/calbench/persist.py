@@ -41,7 +41,7 @@ INPUT_KINDS = ("logits", "probs")
 #: Largest number of classes (and embedding width) a file may state: it sizes the probe's input, so a damaged
 #: count cannot allocate beyond it (no classifier comes near: ImageNet-21k has 21,843 classes).
 MAX_CLASSES = 2**20
-#: Deepest nesting of the encoded calibrator (ts+lece nests 25 levels; each further stage about 10).
+#: Deepest nesting of the encoded calibrator (ts+lece and ts+vs+ms+lece nest 25 and 28 JSON levels).
 MAX_DEPTH = 200
 #: Rows of the probe input each loaded calibrator predicts on (:func:`_probe`), and the tolerance on its row sums.
 PROBE_ROWS = 4
