@@ -372,3 +372,22 @@ def test_saved_settings_and_grid_values_are_checked_against_the_declared_constra
         _rewrite(path, edit_header=edit)
         with pytest.raises(CalibratorFileError, match=field):
             calbench.load(path)
+
+
+@pytest.mark.parametrize("name", ["kcal", "lece"])
+def test_saved_labels_outside_the_classes_are_refused(name, tmp_path):
+    """Labels index by class (KCal's class sums and prior, LECE's targets): a saved label outside [0, C), which
+    would index outside or allocate by its value, is refused at loading."""
+    cal = fitted(name)
+    labels = cal.support_labels_ if name == "kcal" else cal.estimators_[0].pool_.labels
+    path = calbench.save(cal, tmp_path / f"{name}.safetensors")
+    key = next(k for k, a in _tensors(path).items() if a.dtype.kind == "i" and np.array_equal(a, labels))
+
+    def huge_label(arrays):
+        arrays[key] = arrays[key].copy()
+        arrays[key][0] = 10**12
+
+    _rewrite(path, edit_arrays=huge_label)
+    _rewrite(path, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(path))))
+    with pytest.raises(CalibratorFileError, match="labels: expected"):
+        calbench.load(path)

@@ -79,6 +79,9 @@ class _Support:
     query's own group."""
 
     def __init__(self, support, labels, num_classes, groups=None):
+        if labels.size and (labels.min() < 0 or labels.max() >= num_classes):  # a damaged saved state
+            raise ValueError(f"support labels: expected classes in [0, {num_classes}), got {labels.min()} to "
+                             f"{labels.max()}")
         order = np.argsort(labels, kind="stable")
         self.points = np.asarray(support, dtype=np.float32)[order]
         self.sq = np.einsum("ij,ij->i", self.points.astype(np.float64), self.points.astype(np.float64))

@@ -132,7 +132,8 @@ class NeighbourPool:
         else:
             scores = Scores(rows["logits"])
         labels = rows["labels"]
-        if labels.dtype.kind not in "iu" or labels.shape != (scores.n,) or not np.all(labels < scores.num_classes):
+        valid = labels.dtype.kind in "iu" and labels.shape == (scores.n,)
+        if not (valid and np.all((labels >= 0) & (labels < scores.num_classes))):
             raise ValueError(f"pool labels: expected {scores.n} integer labels in [0, {scores.num_classes}), got "
                              f"{labels.dtype} {labels.shape}")
         return scores
