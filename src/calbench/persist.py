@@ -4,8 +4,8 @@ A file is a safetensors file: every numpy array of the fitted calibrator is one 
 metadata holds one JSON header (key ``calbench``) describing the rest. Loading reads tensors of numeric dtypes
 and JSON values; it never unpickles, evaluates or imports anything a file names. The only classes a file can
 build are the registered calibrators (named by their registered name), the two compositions (``chain``,
-``grid_search``) and the one-dimensional maps that :mod:`calbench.maps1d` exports; no name in a file is resolved
-to a function or to any other class.
+``grid_search``) and the one-dimensional maps defined in :mod:`calbench.maps1d`; no name in a file is resolved to a
+function or to any other class.
 
 A class declares its fitted state by fitting it (:func:`fitted_names`: the names ending in ``_`` its methods assign
 to ``self``): a calibrator is rebuilt as ``cls(**params)`` from its ``get_params`` and gets back those fitted
@@ -76,11 +76,21 @@ def _compositions() -> dict[str, type]:
     return {"chain": Chain, "grid_search": GridSearch}
 
 
+@functools.cache
 def _maps() -> dict[str, type]:
-    """The 1-D map classes exported by :mod:`calbench.maps1d`, by class name."""
+    """The 1-D map classes: every public class defined in a module of :mod:`calbench.maps1d`, by class name (the
+    package's own module list, never a name from a file)."""
+    import importlib
+    import pkgutil
+
     import calbench.maps1d as maps1d
 
-    return {name: value for name in maps1d.__all__ if isinstance(value := getattr(maps1d, name), type)}
+    maps = {}
+    for info in pkgutil.iter_modules(maps1d.__path__):
+        module = importlib.import_module(f"calbench.maps1d.{info.name}")
+        maps.update({name: value for name, value in vars(module).items() if isinstance(value, type)
+                     and value.__module__ == module.__name__ and not name.startswith("_")})
+    return maps
 
 
 def _name_of_class(cal, where: str) -> str:
