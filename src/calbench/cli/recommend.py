@@ -44,6 +44,14 @@ def run(args) -> int:
             raise ValueError(f"metric {metric!r} is not in {table}; it holds {', '.join(available)} "
                              "(`calbench metrics` explains each id)")
 
+    from calbench.metrics import lookup
+
+    signed = [m for m in wanted if lookup(m)[0].signed]
+    if signed and not args.all_metrics:
+        raise ValueError(f"{signed[0]} is signed (0 is best): recommend ranks methods in one direction; use its "
+                         "unsigned parts (e.g. sce.conf.em15.over and .under) or an ECE")
+    wanted = [m for m in wanted if m not in signed]
+
     def outputs(source, method, seed):
         return _under(results, paths.CALIBRATED, source=source, method=method, seed=seed)
 
@@ -53,6 +61,8 @@ def run(args) -> int:
     if args.under_shift:
         print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); one-seed sources get "
               "no interval, since the bootstrap resamples the clean test rows")
+    if signed:
+        print(f"not ranked, signed (0 is best; docs/metrics.md): {', '.join(signed)}")
     for metric in wanted:
         direction = "higher" if _higher_is_better(metric) else "lower"
         print(f"\n{metric}{scale_note(metric)}, {direction} is better, values as in the tables")

@@ -32,6 +32,9 @@ def compare(long: pd.DataFrame, metric: str, outputs: Callable[[str, str, int], 
     ``(method, value, p_value)`` from the runner-up on (p NaN where no test applies).
     """
     family, _ = lookup(metric)
+    if family.signed:
+        raise ValueError(f"{metric} is signed (0 is best): the paired tests compare methods in one direction; "
+                         "compare its unsigned parts or an ECE instead (docs/metrics.md, Signed calibration error)")
     sub = long[long["metric"] == metric]
     out = []
     for source, rows in sub.groupby("source", sort=True):

@@ -58,7 +58,7 @@ def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.D
     mean = grouped.mean().unstack("method")
     std = grouped.std(ddof=0).where(grouped.count() > 1).unstack("method")
     shown = (mean * family.scale).round(family.decimals)
-    ranks = shown.rank(axis=1, method=ties, ascending=not family.higher_is_better)
+    ranks = family.badness(shown).rank(axis=1, method=ties)
     return mean, std, ranks
 
 
@@ -71,7 +71,7 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str
     mean, std, ranks = summary(long, metric_id)
     methods = [m for m in (method_order or mean.columns) if m in mean.columns]
     scale, dec = family.scale, family.decimals
-    direction = "higher is better" if family.higher_is_better else "lower is better"
+    direction = family.direction
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; rank in parentheses)"
     lines = [f"### {title}", "",
