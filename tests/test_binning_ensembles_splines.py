@@ -12,7 +12,6 @@ import sys
 import numpy as np
 import pytest
 from scipy.special import gammaln, softmax
-from tests.conftest import shared_data
 
 from calbench.kernels.bayesian_binning import PRIOR_CLIP, binning_models
 from calbench.kernels.near_isotonic import ensemble
@@ -22,6 +21,7 @@ from calbench.maps1d.maps import CenteredIsotonic, cir_knots, quadratic_logit
 from calbench.maps1d.spline import RUNOUTS, Spline, basis, second_derivatives
 from calbench.methods import make
 from calbench.metrics.proper import log_loss
+from conftest import shared_data
 
 
 def _binary(n, seed, ties=False):

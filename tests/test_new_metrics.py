@@ -228,7 +228,7 @@ def test_signed_metric_ranks_by_distance_from_zero():
     compare in one direction, refuses it."""
     import pandas as pd
 
-    from calbench.report.choice import compare
+    from calbench.report.paired_bootstrap import compare, estimates_only
     from calbench.report.tables import summary
 
     long = pd.DataFrame({"source": "s", "method": ["a", "b", "c"], "metric": "sce.conf", "seed": 0,
@@ -236,7 +236,7 @@ def test_signed_metric_ranks_by_distance_from_zero():
     _, _, ranks = summary(long, "sce.conf")
     assert ranks.loc["s"].to_dict() == {"a": 1.0, "b": 2.0, "c": 3.0}
     with pytest.raises(ValueError, match="signed"):
-        compare(long, "sce.conf")
+        compare(estimates_only("s", long, ["sce.conf"]), "sce.conf")
 
 
 def test_every_fast_bootstrap_equals_recomputing_each_resample():
