@@ -1,9 +1,22 @@
 """Registration of every metric id; the formulas live in the topical modules (docs/metrics.md lists them)."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from calbench.maps1d import FAMILIES
-from calbench.metrics import consistency, ece, fitted_maps_ece, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
+from calbench.metrics import (
+    consistency,
+    ece,
+    fitted_maps_ece,
+    kcal,
+    kde_ece,
+    kernel_ce,
+    label_shift,
+    proper,
+    smooth_ece,
+    true_ce,
+)
 from calbench.metrics.binned import (
     binned_ece,
     columns,
@@ -11,7 +24,7 @@ from calbench.metrics.binned import (
     equal_mass_stats_resampled,
     equal_width_stats_resampled,
 )
-from calbench.metrics.registry import metric
+from calbench.metrics.registry import lookup, metric
 from calbench.metrics.top_label import top_label_binned_ece
 
 metric("acc", higher_is_better=True, description="accuracy of the argmax",
@@ -190,3 +203,37 @@ metric("true_ce\\.conf\\.l2", needs_true_probs=True, description="root mean squa
 metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.cw.l1",
        resampled=_true_ce_resampled(lambda ctx: _true_cw_rows(ctx, squared=True)))(
     lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs, squared=True))
+
+
+# ---- label-shift adaptation (docs/label_shift.md): on a source's label-shifted test sets only ----
+def _adaptation(ctx, estimator):
+    """(π_t, adapted probabilities) of ``estimator`` on this context, computed once for all its metrics."""
+    if estimator not in ctx.adapted:
+        ctx.adapted[estimator] = label_shift.estimate(ctx.probs, ctx.label_shift, estimator)
+    return ctx.adapted[estimator]
+
+
+metric(r"prior_mse\.(?P<estimator>em|bbse)", needs_label_shift=True, scale=1000.0, decimals=3,
+       usage="prior_mse.{em|bbse}",
+       description="mean over classes of (π̂_t − π_t)², the estimated target priors (EM: Saerens et al. 2002; BBSE: "
+                   "Lipton et al. 2018) against the label-shifted set's true ones")(
+    lambda ctx, estimator: float(np.mean((_adaptation(ctx, estimator)[0] - ctx.label_shift.true_priors) ** 2)))
+
+
+def adapted_base(metric_id: str, base: str):
+    """The family and groups of the metric ``base`` that ``<base>.<estimator>`` computes after adaptation; refuses a
+    base that itself needs more than probabilities and labels."""
+    family, groups = lookup(base)
+    if family.needs_true_probs or family.needs_uncal_probs or family.needs_label_shift:
+        raise ValueError(f"metric {metric_id!r}: {base!r} cannot be computed after label-shift adaptation (it needs a "
+                         "true calibration map, the uncalibrated outputs or is an adaptation metric itself)")
+    return family, groups
+
+
+@metric(r"(?P<base>.+)\.(?P<estimator>em|bbse|oracle)", needs_label_shift=True,
+        usage="<metric>.{em|bbse|oracle}   e.g. nll.em, acc.bbse, ece.conf.em15.l1.oracle",
+        description="a metric of the probabilities re-weighted by the target priors of EM (Saerens et al. 2002), "
+                    "BBSE (Lipton et al. 2018) or the true ones (oracle), on a label-shifted test set")
+def _after_adaptation(ctx, base, estimator):
+    family, groups = adapted_base(f"{base}.{estimator}", base)
+    return family.function(replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None), **groups)

@@ -25,6 +25,14 @@ class MetricContext:
     seed: int = 0
     #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
     uncal_probs: np.ndarray | None = None
+    #: A label-shifted set's adaptation inputs (:class:`calbench.metrics.label_shift.LabelShiftInputs`): ``*.em``,
+    #: ``*.bbse``, ``*.oracle``, ``prior_mse.*``.
+    label_shift: object | None = None
+
+    @cached_property
+    def adapted(self) -> dict:
+        """Label-shift estimator → (priors, adapted probabilities), filled once per context by the metrics."""
+        return {}
 
     @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
@@ -42,6 +50,8 @@ class MetricFamily:
     higher_is_better: bool = False
     needs_true_probs: bool = False
     needs_uncal_probs: bool = False
+    #: Reads a label-shifted set's adaptation inputs (docs/label_shift.md).
+    needs_label_shift: bool = False
     #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
     scale: float = 1.0
     decimals: int = 3
