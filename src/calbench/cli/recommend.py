@@ -7,6 +7,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.cli import recommend_label_shift
+
 
 def add_parser(sub) -> None:
     rec = sub.add_parser("recommend", help="the best method per source of a finished run, with intervals and tests")
@@ -20,6 +22,7 @@ def add_parser(sub) -> None:
                      help="bootstrap resamples of the test rows for one-seed sources (default 1000)")
     rec.add_argument("--under-shift", action="store_true",
                      help="rank by the mean over the shifted test sets instead of the clean test split")
+    recommend_label_shift.add_argument(rec)
     rec.set_defaults(handler=run)
 
 
@@ -36,7 +39,10 @@ def run(args) -> int:
                                 "results directory of a finished run")
     from calbench.report.shift import ranking_rows
 
-    long = ranking_rows(pd.read_csv(table), args.under_shift)
+    if args.under_label_shift:
+        long = recommend_label_shift.label_shift_view(pd.read_csv(table), args)
+    else:
+        long = ranking_rows(pd.read_csv(table), args.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
     wanted = available if args.all_metrics else [args.metric]
     for metric in wanted:
@@ -53,10 +59,13 @@ def run(args) -> int:
     if args.under_shift:
         print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); one-seed sources get "
               "no interval, since the bootstrap resamples the clean test rows")
+    if args.under_label_shift:
+        print(recommend_label_shift.NOTE)
     for metric in wanted:
         direction = "higher" if _higher_is_better(metric) else "lower"
         print(f"\n{metric}{scale_note(metric)}, {direction} is better, values as in the tables")
-        for rec in compare(long, metric, None if args.under_shift else outputs, args.level, args.resamples):
+        rows = None if args.under_shift or args.under_label_shift else outputs
+        for rec in compare(long, metric, rows, args.level, args.resamples):
             _print_choice(rec, args.alpha, shown)
             if not args.all_metrics:
                 saved = _under(results, paths.CALIBRATOR, source=rec["source"], method=rec["method"], seed=rec["seed"])
