@@ -8,6 +8,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
+from calbench.config import ConfigError, load
 from calbench.data.label_shift import class_counts, draw_rows, parse_name, set_names
 from calbench.methods import make
 from calbench.metrics import evaluate
@@ -131,3 +132,58 @@ def test_bcts_and_nbvs_agree_with_a_reference_fit(name):
     else:
         assert not model.intercept_.any()
         np.testing.assert_allclose(scales, reference.x, atol=1e-4)
+
+
+def _config(label_shift):
+    return {"sources": {"s": {"type": "synthetic", "task": "lece3", "n_cal": 10, "n_test": 10,
+                              "label_shift": label_shift}}, "methods": ["ts"], "metrics": ["acc"]}
+
+
+def test_a_label_shift_entry_gets_its_defaults():
+    entry = load(_config({"tweak_one": [0.9]}))["sources"]["s"]["label_shift"]
+    assert entry["draws"] == 5 and "nll.em" in entry["metrics"] and "prior_mse.bbse" in entry["metrics"]
+
+
+@pytest.mark.parametrize("label_shift, message", [
+    ({"draws": 2}, r"sources.s.label_shift: give `dirichlet` .* and/or `tweak_one`"),
+    ({"tweak_one": [1.0]}, r"sources.s.label_shift.tweak_one.0: 1.0 is greater than or equal to the maximum of 1"),
+    ({"dirichlet": [0.1], "metrics": ["nll.foo"]}, r"sources.s.label_shift.metrics: unknown metric id 'nll.foo'"),
+    ({"dirichlet": [0.1], "metrics": ["true_ce.conf.l1.em"]},
+     r"sources.s.label_shift.metrics: metric 'true_ce.conf.l1.em': 'true_ce.conf.l1' cannot be computed after"),
+    ({"dirichlet": [0.1], "metrics": ["true_ce.conf.l1"]}, r"sources.s.label_shift.metrics: .* needs a true calib"),
+])
+def test_bad_label_shift_entries_are_refused_naming_the_key(label_shift, message):
+    with pytest.raises(ConfigError, match=message):
+        load(_config(label_shift))
+
+
+def _long_table():
+    """Two methods, three seeds, a clean row and two label-shifted sets per seed: `good` has the lower nll.em."""
+    rows = []
+    for seed in range(3):
+        for method, offset in (("good", 0.0), ("bad", 0.2)):
+            rows.append(("src", method, seed, "clean", "nll", 0.5))
+            for test_set in ("prior/dirichlet0.1/0", "prior/tweak_one0.9/0"):
+                rows.append(("src", method, seed, test_set, "nll.em", 0.3 + offset + 0.01 * seed))
+                rows.append(("src", method, seed, test_set, "acc", 0.9))
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
+
+
+def test_label_shift_tables_and_recommend_rank_by_the_metric_after_em(tmp_path, capsys):
+    from calbench.__main__ import main
+    from calbench.report.label_shift import strength_markdown
+    from calbench.report.shift import ranking_rows
+
+    long = _long_table()
+    table = strength_markdown(long, "nll.em", ["good", "bad"])
+    assert "| method | Dirichlet α=0.1 | tweak-one ρ=0.9 |" in table
+    assert "| good | 0.310 ± 0.025 | 0.310 ± 0.025 |" in table  # mean 0.31 over seeds, t(2) × 0.01 / √3
+    with pytest.raises(ValueError, match="no shifted test sets"):  # the corruption tables leave prior/ sets out
+        ranking_rows(long, under_shift=True)
+    (tmp_path / "tables").mkdir()
+    long.to_csv(tmp_path / "tables" / "metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--under-label-shift"]) == 0
+    out = capsys.readouterr().out
+    assert "nll.em, lower is better" in out and "src: good 0.310" in out

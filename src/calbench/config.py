@@ -299,6 +299,16 @@ def _check_shifts(config: dict) -> None:
                 raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
 
 
+def _check_label_shift_kinds(config: dict) -> None:
+    """A source's ``label_shift`` names at least one kind of prior (before the schema, whose message would name one
+    of the two only)."""
+    for name, entry in (config.get("sources") or {}).items():
+        spec = entry.get("label_shift") if isinstance(entry, dict) else None
+        if isinstance(spec, dict) and not ({"dirichlet", "tweak_one"} & set(spec)):
+            raise ConfigError(f"config key sources.{name}.label_shift: give `dirichlet` (concentrations α, e.g. "
+                              "[0.1, 1.0]) and/or `tweak_one` (one class's prior ρ, e.g. [0.9]) (docs/label_shift.md)")
+
+
 def shift_sets(entry: dict) -> list[str]:
     """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
     return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
@@ -315,6 +325,7 @@ def load(config) -> dict:
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
     _check_shifts(config)
+    _check_label_shift_kinds(config)
     schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
