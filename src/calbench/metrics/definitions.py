@@ -231,6 +231,7 @@ def adapted_base(metric_id: str, base: str):
 
 
 @metric(r"(?P<base>.+)\.(?P<estimator>em|bbse|oracle)", needs_label_shift=True,
+        display_of=lambda groups: adapted_base(f"{groups['base']}.{groups['estimator']}", groups["base"])[0],
         usage="<metric>.{em|bbse|oracle}   e.g. nll.em, acc.bbse, ece.conf.em15.l1.oracle",
         description="a metric of the probabilities re-weighted by the target priors of EM (Saerens et al. 2002), "
                     "BBSE (Lipton et al. 2018) or the true ones (oracle), on a label-shifted test set")

@@ -8,7 +8,7 @@ expression whose named groups become keyword arguments of the function, so ``ece
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable
 
@@ -63,6 +63,9 @@ class MetricFamily:
     #: Optional ``resampled(ctx, counts, **groups) -> [R]``: the metric on R bootstrap resamples given as row
     #: counts ``[R, N]``, exactly, without re-evaluating; returns None for the ids it has no such form for.
     resampled: Callable[..., np.ndarray | None] | None = None
+    #: Optional ``display_of(groups) -> MetricFamily``: the family whose direction, scale and decimals an id of this
+    #: family takes (``nll.em`` is shown and ranked as ``nll``).
+    display_of: Callable[[dict], "MetricFamily"] | None = None
 
 
 _FAMILIES: list[MetricFamily] = []
@@ -83,7 +86,12 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
-            return family, match.groupdict()
+            groups = match.groupdict()
+            if family.display_of is not None:
+                shown = family.display_of(groups)
+                family = replace(family, higher_is_better=shown.higher_is_better, scale=shown.scale,
+                                 decimals=shown.decimals)
+            return family, groups
     raise ValueError(
         f"unknown metric id {metric_id!r}; known patterns: "
         + ", ".join(f.pattern.pattern[1:-1] for f in _FAMILIES)
