@@ -48,7 +48,7 @@ def test_em_warns_at_its_iteration_cap():
 
 
 def test_bbse_inverts_a_known_confusion_matrix():
-    # Lipton et al. (2018) Eq. 3: μ̂ = C w, so w = C⁻¹ μ̂ exactly when the test predictions follow C w
+    # Lipton et al. (2018), BBSE: μ̂ = C w, so w = C⁻¹ μ̂ exactly when the test predictions follow C w
     confusion = np.array([[0.30, 0.05, 0.02], [0.03, 0.25, 0.03], [0.02, 0.05, 0.25]])  # [pred, label]
     source = confusion.sum(axis=0)
     target = np.array([0.6, 0.3, 0.1])

@@ -1,8 +1,8 @@
 """Label-shifted test sets (docs/label_shift.md): rows of a seed's test split resampled to new class priors.
 
 A source's ``label_shift`` (config/README.md) names the priors: ``dirichlet: [α, ...]`` draws π ~ Dirichlet(α·1)
-(Lipton, Wang & Smola 2018 §5; Alexandari, Kundaje & Shrikumar 2020 §5), ``tweak_one: [ρ, ...]`` gives one class,
-drawn uniformly, prior ρ and the others (1 − ρ)/(k − 1) each (Lipton et al. 2018 §5); ``draws`` sets of each.
+(Lipton, Wang & Smola 2018; Alexandari, Kundaje & Shrikumar 2020), ``tweak_one: [ρ, ...]`` gives one class,
+drawn uniformly, prior ρ and the others (1 − ρ)/(k − 1) each (Lipton et al. 2018); ``draws`` sets of each.
 A set is named ``prior/dirichlet{α}/{i}`` or ``prior/tweak_one{ρ}/{i}`` in the ``test_set`` column. Its rows:
 n·π rounded to integers by largest remainder (so its label frequencies are π to within 1/n), each class's rows
 drawn with replacement from the test rows of that class; classes absent from the test rows get prior 0 (the

@@ -9,7 +9,7 @@ The target priors come from:
   outputs; the source priors π_s are the mean calibrated probability on the calibration split (Alexandari,
   Kundaje & Shrikumar 2020: then EM returns π_s where nothing has shifted, however the calibrator errs on the
   label frequencies);
-* ``bbse``: black-box shift estimation (Lipton, Wang & Smola 2018, Eq. 3): w = Ĉ⁻¹ μ̂, Ĉ the joint
+* ``bbse``: black-box shift estimation (Lipton, Wang & Smola 2018): w = Ĉ⁻¹ μ̂, Ĉ the joint
   distribution of (hard prediction, label) on the calibration split and μ̂ the test split's distribution of hard
   predictions; negative weights clipped to 0 as the authors' code does, π_t = w ⊙ π_s renormalised, π_s the
   calibration labels' frequencies;
