@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import run_snakemake
-from workflow_helpers import planned_jobs
+from workflow_helpers import planned_jobs, run_then_configure
 
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("label_shift")]
 
@@ -38,9 +37,7 @@ def _config(folder, label_shift: bool) -> dict:
 def done(tmp_path_factory):
     """A complete run without label shift, then the same config with one (not yet run)."""
     work = tmp_path_factory.mktemp("label_shift")
-    run_snakemake(work, _config(work, label_shift=False))
-    (work / "config.yaml").write_text(yaml.safe_dump(_config(work, label_shift=True), sort_keys=False))
-    return work
+    return run_then_configure(work, _config(work, label_shift=False), _config(work, label_shift=True))
 
 
 def test_adding_a_label_shift_reruns_evaluations_and_no_calibrate_job(done):

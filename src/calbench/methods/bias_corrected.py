@@ -27,22 +27,21 @@ from calbench.solvers.tied_affine_fit import bcts_basis, fit_tied_affine, nbvs_b
 
 
 class TiedDiagonalMap(AffineSoftmax):
-    """σ(diag(w) z + b) on logits with (w, b) in the range of :meth:`basis`, fitted by log-loss from temperature
-    scaling's map (w = β·1, b = 0). Fitted attributes as :class:`AffineSoftmax`'s."""
+    """σ(diag(w) z + b) on logits with (w, b) in the range of the subclass's ``basis(k)`` (a
+    :mod:`calbench.solvers.tied_affine_fit` basis), fitted by log-loss from temperature scaling's map (w = β·1,
+    b = 0). Fitted attributes as :class:`AffineSoftmax`'s."""
 
     diagonal = True
     #: Unpenalised per-class parameters: a class without examples drives its own to ±∞.
     on_missing_class = MissingClass.REFUSE
     #: One fit; a grid (none by default) fits each point on its own.
     predict_grid = Calibrator.predict_grid
+    not_converged_advice = ("A class separated from the others by its own logit drives its parameters to infinity: "
+                            "use more calibration data or ts; otherwise raise max_iter.")
 
     def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter
         self.tol = tol
-
-    @staticmethod
-    def basis(k: int) -> np.ndarray:
-        raise NotImplementedError
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         x, k = self.features(scores), scores.num_classes
@@ -52,13 +51,6 @@ class TiedDiagonalMap(AffineSoftmax):
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)
         self.penalty_centre_ = None
         self._set_fitted(weights, intercept, info, k)
-
-    def _not_converged_message(self, info: dict) -> str:
-        method, _ = self._described()
-        return (f"{method}: the fit did not converge in max_iter={self.max_iter} iterations (training loss "
-                f"{info['loss']:.4g}); the result is the last iterate, not the optimum. A class separated from the "
-                f"others by its own logit drives its parameters to infinity: use more calibration data or ts; "
-                f"otherwise raise max_iter.")
 
 
 @register("bcts")
