@@ -36,8 +36,9 @@ def shifted_entry(wildcards):
 
 rule dump_shifts_model:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_model"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.SHIFTS,
     params:
@@ -57,7 +58,7 @@ rule dump_shifts_model:
         mem_mb=8000,
         runtime=120,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_model.py"
 
 
 def perturb_levels(wildcards):
@@ -74,6 +75,7 @@ rule dump_perturbed_cal:
     input:
         code=script_code("dump_perturbed_cal"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.PERTURBED_CAL,
     params:
@@ -99,8 +101,9 @@ rule dump_perturbed_cal:
 
 rule dump_shifts_source:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_source"),
         dump=paths.DUMP,
+        data=shift_data,
     output:
         paths.SHIFTS,
     params:
@@ -118,7 +121,7 @@ rule dump_shifts_source:
         mem_mb=2000,
         runtime=30,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_source.py"
 
 
 SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]

@@ -1,11 +1,12 @@
 """``calbench recommend --under-label-shift``: rank the calibrators by a metric after EM prior adaptation, averaged
 over the label-shifted test sets of each seed (docs/label_shift.md); the ranking and tests are
-:mod:`calbench.report.choice`'s, as without the option."""
+the ranking of ``calbench recommend --under-shift`` (the per-seed values of the long table)."""
 
 from __future__ import annotations
 
 NOTE = ("ranked by the mean over the label-shifted test sets of each seed (docs/label_shift.md), a metric given "
-        "without an adaptation suffix taken after EM (nll → nll.em); one-seed sources get no interval")
+        "without an adaptation suffix taken after EM (nll → nll.em); no intervals or tests: the adapted outputs are "
+        "not kept")
 
 
 def add_argument(parser) -> None:

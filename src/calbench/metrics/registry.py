@@ -30,11 +30,6 @@ class MetricContext:
     label_shift: object | None = None
 
     @cached_property
-    def adapted(self) -> dict:
-        """Label-shift estimator → (priors, adapted probabilities), filled once per context by the metrics."""
-        return {}
-
-    @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
         """The confidence reduction (max p̂, 1[argmax p̂ = y]) as [N, 1] columns, made once for all metrics of
         this context (:func:`calbench.metrics.binned.confidence_columns`; read-only)."""
@@ -42,12 +37,26 @@ class MetricContext:
 
         return confidence_columns(self.probs, self.labels)
 
+    @cached_property
+    def _shared(self) -> dict:
+        """Intermediate results shared by several metrics of this context (:meth:`shared`); a resample's context
+        (``dataclasses.replace``) starts with its own."""
+        return {}
+
+    def shared(self, key, compute: Callable):
+        """``compute()``, computed once per ``key`` for all the metrics of this context."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
 
 @dataclass(frozen=True)
 class MetricFamily:
     pattern: re.Pattern
     function: Callable[..., float]
     higher_is_better: bool = False
+    #: A signed metric (e.g. over- minus under-confidence): 0 is best, tables rank methods by |value|.
+    signed: bool = False
     needs_true_probs: bool = False
     needs_uncal_probs: bool = False
     #: Reads a label-shifted set's adaptation inputs (docs/label_shift.md).
@@ -66,6 +75,19 @@ class MetricFamily:
     #: Optional ``display_of(groups) -> MetricFamily``: the family whose direction, scale and decimals an id of this
     #: family takes (``nll.em`` is shown and ranked as ``nll``).
     display_of: Callable[[dict], "MetricFamily"] | None = None
+
+    @property
+    def direction(self) -> str:
+        """How values compare, for people: "higher is better", "lower is better" or "signed, 0 is best"."""
+        if self.signed:
+            return "signed, 0 is best"
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+    def badness(self, values):
+        """``values`` mapped so that smaller is better (for ranking): −v, |v| (signed) or v."""
+        if self.signed:
+            return abs(values)
+        return -values if self.higher_is_better else values
 
 
 _FAMILIES: list[MetricFamily] = []
