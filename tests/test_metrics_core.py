@@ -109,7 +109,7 @@ def test_a_mistyped_metric_id_gets_the_closest_known_ids():
     from calbench.metrics.registry import _FAMILIES, closest_ids, example_ids
 
     for family in _FAMILIES:  # every family spells out ids that its own pattern accepts
-        assert example_ids(family) and all(lookup(i)[0] is family for i in example_ids(family))
+        assert example_ids(family) and all(lookup(i)[0].pattern is family.pattern for i in example_ids(family))
     with pytest.raises(ValueError, match=r"unknown metric id 'ece'; closest known ids: ece\.conf\.ew15\.l1"):
         lookup("ece")
     assert closest_ids("nl") == ["nll"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import itertools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable
 
@@ -27,6 +27,9 @@ class MetricContext:
     seed: int = 0
     #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
     uncal_probs: np.ndarray | None = None
+    #: A label-shifted set's adaptation inputs (:class:`calbench.metrics.label_shift.LabelShiftInputs`): ``*.em``,
+    #: ``*.bbse``, ``*.oracle``, ``prior_mse.*``.
+    label_shift: object | None = None
 
     @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
@@ -58,6 +61,8 @@ class MetricFamily:
     signed: bool = False
     needs_true_probs: bool = False
     needs_uncal_probs: bool = False
+    #: Reads a label-shifted set's adaptation inputs (docs/label_shift.md).
+    needs_label_shift: bool = False
     #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
     scale: float = 1.0
     decimals: int = 3
@@ -69,6 +74,9 @@ class MetricFamily:
     #: Optional ``resampled(ctx, counts, **groups) -> [R]``: the metric on R bootstrap resamples given as row
     #: counts ``[R, N]``, exactly, without re-evaluating; returns None for the ids it has no such form for.
     resampled: Callable[..., np.ndarray | None] | None = None
+    #: Optional ``display_of(groups) -> MetricFamily``: the family whose direction, scale and decimals an id of this
+    #: family takes (``nll.em`` is shown and ranked as ``nll``).
+    display_of: Callable[[dict], "MetricFamily"] | None = None
 
     @property
     def direction(self) -> str:
@@ -102,7 +110,12 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
-            return family, match.groupdict()
+            groups = match.groupdict()
+            if family.display_of is not None:
+                shown = family.display_of(groups)
+                family = replace(family, higher_is_better=shown.higher_is_better, scale=shown.scale,
+                                 decimals=shown.decimals)
+            return family, groups
     close = closest_ids(metric_id)
     hint = f"closest known ids: {', '.join(close)}" if close else "no known id is close"
     raise ValueError(f"unknown metric id {metric_id!r}; {hint} (`calbench metrics` lists every family)")
@@ -110,13 +123,13 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
 
 def example_ids(family: MetricFamily) -> list[str]:
     """Concrete ids of a family: its ``usage`` with every alternative ``{a|b}`` and optional part ``[.x]`` spelled
-    out and each bin count ``N`` as 15 (plain ids: the id itself), the usage's own example first."""
+    out and each bin count ``N`` as 15 (plain ids: the id itself), the usage's own examples first."""
     usage, _, example = (family.usage or family.pattern.pattern[1:-1].replace("\\.", ".")).partition("e.g.")
     choices = [part.split("|") if part.startswith("{") else ["", part[1:-1]] if part.startswith("[") else [part]
                for part in re.split(r"(\{[^}]*\}|\[[^\]]*\])", usage.strip())]
     spelled = ("".join(parts).replace("{", "").replace("}", "") for parts in itertools.product(*choices))
-    ids = [example.strip()] + [re.sub(r"(?<=e[wm])N", "15", text) for text in spelled]
-    return [i for i in dict.fromkeys(ids) if family.pattern.match(i)]
+    ids = example.replace(",", " ").split() + [re.sub(r"(?<=e[wm])N", "15", text) for text in spelled]
+    return [i for i in dict.fromkeys(ids) if family.pattern.match(i) and "<" not in i]  # no placeholder left
 
 
 def closest_ids(metric_id: str, n: int = 5) -> list[str]:
