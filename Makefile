@@ -29,7 +29,7 @@ bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json 
 	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json
 
 report: $(STAMP)  ## HTML report of the last run
-	$(VENV)/bin/snakemake --cores 1 --report results/report.html
+	$(PY) -m calbench report config/config.yaml -o results/report.html
 
 clean:
 	rm -rf results logs benchmarks .snakemake

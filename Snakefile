@@ -1,4 +1,7 @@
 # calbench: post-hoc calibration benchmark. See README.md; every config key: config/README.md.
+from pathlib import Path
+
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version
 
 min_version("9.0")
@@ -7,12 +10,14 @@ min_version("9.0")
 # The default config applies only when no --configfile is given: a user's config stands alone
 # (Snakemake would otherwise merge it into the default's sources, figures and studies).
 if not workflow.overwrite_configfiles:
+    if not Path("config/config.yaml").is_file():
+        raise WorkflowError("calbench: no config: pass your config file (snakemake --configfile my.yaml, or "
+                            "calbench report my.yaml for the report); config/config.yaml is the default run's")
 
     configfile: "config/config.yaml"
 
 
-report: "workflow/report/workflow.rst"
-
+include: "workflow/rules/report.smk"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/sources.smk"

@@ -191,3 +191,11 @@ def test_compile_warms_up_every_kernel_module_and_leaves_their_kernels_cached(ca
     assert {"piecewise", "neighbour_sums", "scaled_softmax", "kernel_sums", "softmax_residual"} <= set(names)
     cached = {path.name.split(".")[0] for path in Path(kernels.__file__).parent.glob("__pycache__/*.nbi")}
     assert set(names) <= cached
+
+
+def test_fit_reports_its_progress_on_stderr(files, capsys):
+    assert main(["fit", "dir_l2", "--scores", str(files / "cal.npy"), "--labels", str(files / "y.npy"),
+                 "--set", "grid={reg_lambda: [0.01, 1.0]}", "-o", str(files / "d.safetensors")]) == 0
+    err = capsys.readouterr().err
+    assert "calbench fit: fitting dir_l2 on 300 x 4 logits" in err
+    assert "fold 1/5 done (2 points" in err and "dir_l2 fitted in" in err

@@ -45,7 +45,7 @@ def test_defaults_are_filled():
                                                            r"settings: \['grid', 'cv'\]"),
     (lambda c: c.update(method_settings={"nope": {}}), r"config key method_settings.nope: unknown method 'nope'"),
     (lambda c: c.update(metrics=["acc", "ece.conf.em.l1"]), r"config key metrics: unknown metric id "
-                                                            r"'ece.conf.em.l1'; known patterns"),
+                                                            r"'ece.conf.em.l1'; closest known ids: ece.conf.emcv.l1"),
 ])
 def test_config_errors_name_the_key_and_the_allowed_values(mutate, message):
     with pytest.raises(ConfigError, match=message):

@@ -47,15 +47,25 @@ def test_load_fills_every_schema_default_at_every_depth(tmp_path):
     # a figure's lists default to the config's own; `null` switches a section off
     assert resolved["figures"] == {"reliability": {"sources": ["my_model"], "methods": ["uncal", "ts"],
                                                    "targets": ["conf", "cw"], "bins": 15, "scheme": "em",
-                                                   "max_classes": 10}}
+                                                   "axis": "auto", "max_classes": 3}}
     assert "bootstrap" not in config and config["figures"]["critical_difference"] is None  # input untouched
+
+
+def test_figures_are_drawn_by_default_and_null_draws_none(tmp_path):
+    config = user_config(tmp_path)
+    config.pop("figures", None)
+    assert set(load(config)["figures"]) == {"reliability"}
+    assert load({**config, "figures": None})["figures"] == {}
+    with pytest.raises(ConfigError, match=r"figures.reliability.seeds: source 'my_model' has no seed \[3\]"):
+        load({**config, "figures": {"reliability": {"seeds": [0, 3]}}})
 
 
 def test_the_default_config_resolves_as_the_rules_used_to_fill_it():
     """The defaults report_common.smk and config.py filled before (the default run is unchanged)."""
     resolved = load(REPO / "config" / "config.yaml")
     figures = resolved["figures"]
-    assert figures["reliability"] == {"bins": 15, "scheme": "em", "targets": ["conf", "cw"], "max_classes": 10,
+    assert figures["reliability"] == {"bins": 15, "scheme": "em", "targets": ["conf", "cw"], "max_classes": 3,
+                                      "axis": "auto",
                                       "methods": ["uncal", "ts", "ts+lece", "dir_odir", "kcal"],
                                       "sources": list(resolved["sources"])}
     assert figures["simplex"]["divisions"] == 15

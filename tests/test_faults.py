@@ -174,7 +174,7 @@ def test_a_download_whose_checksum_does_not_match_is_not_cached(tmp_path):
 @pytest.mark.parametrize("change, message", [
     ({"methods": ["ts", "nosuch"]}, r"config key methods: unknown method 'nosuch' in 'nosuch'; allowed: .*ts.*uncal"),
     ({"methods": ["ts+nosuch"]}, r"config key methods: unknown method 'nosuch' in 'ts\+nosuch'"),
-    ({"metrics": ["acc", "ece.bogus"]}, r"config key metrics: unknown metric id 'ece.bogus'; known patterns: acc"),
+    ({"metrics": ["acc", "ece.bogus"]}, r"config key metrics: unknown metric id 'ece.bogus'; closest known ids: ece"),
     ({"method_settings": {"ts": {"bogus": 1}}},
      r"config key method_settings.ts: method 'ts': unknown setting\(s\) \['bogus'\]; "
      r"allowed settings: \['grid', 'cv'\]"),

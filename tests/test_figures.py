@@ -80,14 +80,56 @@ def _calibrated(path, probs, labels, index=None):
 
 
 def test_reliability_job_writes_figure_and_csv(tmp_path):
-    files = {m: _calibrated(tmp_path / f"{m}.h5", PROBS, LABELS) for m in ("a", "b+c")}
-    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", n_bins=4, scheme="ew",
-                    max_classes=10)
+    files = {m: [_calibrated(tmp_path / f"{m}.h5", PROBS, LABELS)] for m in ("a", "b+c")}
+    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", [0], n_bins=4, scheme="ew",
+                    max_classes=3)
     assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
     table = pd.read_csv(tmp_path / "conf.csv")
-    assert sorted(set(table["method"])) == ["a", "b+c"]
-    row = table[(table["method"] == "a") & (table["bin"] == 3)].iloc[0]
+    assert sorted(set(table["method"])) == ["a", "b+c"] and set(table["kind"]) == {"bin", "smooth"}
+    row = table[(table["method"] == "a") & (table["kind"] == "bin") & (table["bin"] == 3)].iloc[0]
     assert (row["count"], row["mean_score"], row["frequency"]) == (2, pytest.approx(0.85), pytest.approx(1.0))
+    # consistency bars of Binomial(2, 0.85)/2: P(0 hits) = 0.0225 < 0.025 ≤ P(≤ 1 hit) = 0.2775
+    assert (row["band_low"], row["band_high"]) == (0.5, 1.0)
+
+
+@pytest.mark.parametrize("power", [0.5, 1.0, 2.0])
+def test_smooth_curve_bandwidth_is_the_smece_fixed_point(power):
+    """Błasiok & Nakkiran 2023 §4: σ* = smECE_σ*; relplot's smECE (the authors' package) on the same pairs, within
+    the rounding of the instances to the grid."""
+    relplot = pytest.importorskip("relplot")
+    from calbench.report.smooth_reliability import GriddedPairs
+
+    rng = np.random.default_rng(0)
+    scores = rng.beta(5, 1.2, size=20000)
+    hits = (rng.random(20000) < scores**power).astype(np.float64)
+    sigma = GriddedPairs(scores, hits, False, (0.0, 1.0)).bandwidth()
+    assert sigma == pytest.approx(relplot.smECE(scores, hits), rel=0.03, abs=1e-3)
+
+
+def test_smooth_curve_band_covers_a_calibrated_truth_and_figure_is_readable(tmp_path):
+    from PIL import Image
+
+    from calbench.report.reliability import CSV_COLUMNS
+
+    data = generate("planted_temperature", 0, 10, 4000, num_classes=10, temperature=1.0)["test"]
+    probs = softmax(data["logits"], axis=1)  # calibrated by construction (temperature 1)
+    files = {m: [_calibrated(tmp_path / f"{m}{s}.h5", probs, data["labels"]) for s in (0, 1)]
+             for m in ("m1", "m2", "m3", "m4", "m5")}
+    for target in ("conf", "cw"):
+        reliability_job(files, tmp_path / f"{target}.png", tmp_path / f"{target}.csv", target, "toy", [0, 1], 15,
+                        "em", max_classes=3)
+        width, height = Image.open(tmp_path / f"{target}.png").size
+        assert max(width, height) / min(width, height) <= 3 and width * height <= 8e6
+        table = pd.read_csv(tmp_path / f"{target}.csv")
+        assert list(table.columns) == CSV_COLUMNS
+        smooth = table[(table["kind"] == "smooth") & table["frequency"].notna()]
+        assert smooth["band_low"].le(smooth["band_high"]).all()
+        pooled = smooth[~smooth["target"].str.startswith("class")]
+        truth = pooled["mean_score"]
+        covered = (pooled["band_low"] - 0.02 <= truth) & (truth <= pooled["band_high"] + 0.02)
+        assert covered.mean() > 0.9  # the diagonal (the truth) lies within the band almost everywhere
+    assert set(table.loc[table["kind"] == "smooth", "target"]) >= {"all classes pooled"}
+    assert table["target"].str.startswith("class").any()  # the worst classes' own curves
 
 
 def test_simplex_geometry_and_colours():

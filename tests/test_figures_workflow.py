@@ -40,8 +40,11 @@ def test_figure_and_study_targets_in_the_dag(tmp_path):
     assert jobs["reliability_diagram"] == 4  # 2 sources × (conf, cw)
     assert jobs["simplex_map"] == 1 and jobs["critical_difference"] == 1
     assert jobs["learning_curve"] == 2 and jobs["learning_curve_summary"] == 1
-    plain = dry_run(tmp_path / "off", tiny_config())
-    assert not {"reliability_diagram", "simplex_map", "critical_difference", "learning_curve"} & set(plain)
+    plain = dry_run(tmp_path / "default", tiny_config())  # no `figures` key: the reliability diagrams
+    assert plain["reliability_diagram"] == 4
+    assert not {"simplex_map", "critical_difference", "learning_curve"} & set(plain)
+    off = dry_run(tmp_path / "off", tiny_config(figures=None))
+    assert not {"reliability_diagram", "simplex_map", "critical_difference", "learning_curve"} & set(off)
 
 
 @pytest.mark.parametrize("section, key, message", [
@@ -64,11 +67,11 @@ def test_tiny_run_draws_every_figure_and_the_report(tmp_path):
     for name in ("reliability/lece/conf.png", "simplex/lece.png", "critical_difference/acc.png",
                  "learning_curve/lece.png"):
         assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
-    bins = pd.read_csv(figures / "reliability" / "lece" / "conf.csv")
+    bins = pd.read_csv(figures / "reliability" / "lece" / "conf.csv").query("kind == 'bin'")
     assert set(bins["method"]) == {"uncal", "ts"} and bins.groupby("method")["count"].sum().tolist() == [600, 600]
     assert "| acc |" in (tmp_path / "results" / "tables" / "friedman.md").read_text()
     summary = pd.read_csv(tmp_path / "results" / "studies" / "learning_curve" / "summary.csv")
     assert sorted(set(summary["size"])) == [128, 256] and (summary["repeats"] == 2).all()
     run_snakemake(tmp_path, None, "--report", "results/report.html")
     html = (tmp_path / "results" / "report.html").read_text()
-    assert "diagonal filling" in html and "Critical differences" in html and "Learning curves" in html
+    assert "bootstrap band" in html and "Critical differences" in html and "Learning curves" in html

@@ -90,7 +90,7 @@ def test_true_calibration_errors_follow_the_lece_code_definition():
 
 def test_unknown_metric_and_missing_true_probs_are_clear_errors():
     probs, labels = np.array([[0.6, 0.4]]), np.array([0])
-    with pytest.raises(ValueError, match="unknown metric id 'ece.top.em15.l1'; known patterns"):
+    with pytest.raises(ValueError, match="unknown metric id 'ece.top.em15.l1'; closest known ids: ece.tl.em15.l1"):
         evaluate(probs, labels, ["ece.top.em15.l1"])
     with pytest.raises(ValueError, match="needs the true calibration map"):
         evaluate(probs, labels, ["true_ce.cw.l1"])
@@ -103,3 +103,15 @@ def test_metric_metadata_drives_table_display():
     assert (family.scale, family.decimals) == (100.0, 2)
     assert (groups["target"], groups["binning"], groups["norm"]) == ("cw", "em15", "l1")
     assert lookup("acc")[0].higher_is_better
+
+
+def test_a_mistyped_metric_id_gets_the_closest_known_ids():
+    from calbench.metrics.registry import _FAMILIES, closest_ids, example_ids
+
+    for family in _FAMILIES:  # every family spells out ids that its own pattern accepts
+        assert example_ids(family) and all(lookup(i)[0].pattern is family.pattern for i in example_ids(family))
+    with pytest.raises(ValueError, match=r"unknown metric id 'ece'; closest known ids: ece\.conf\.ew15\.l1"):
+        lookup("ece")
+    assert closest_ids("nl") == ["nll"]
+    assert closest_ids("ece.conf.em15")[:2] == ["ece.conf.em15.l1", "ece.conf.em15.l1.debiased"]
+    assert closest_ids("brier.avg")[0] == "brier.mean"

@@ -1,5 +1,6 @@
 """Shift tables (docs/shift.md): severity means over families and seeds, ranks, and `recommend --under-shift`."""
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -66,3 +67,34 @@ def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():
 def test_the_figure_shows_ece_nll_brier_and_accuracy_of_the_configured_metrics():
     assert figure_metrics(["acc", "nll", "ece.cw.em15.l1", "ece.conf.em15.l1", "ece.conf.ew15.l1", "brier"]) == [
         "ece.conf.em15.l1", "nll", "brier", "acc"]
+
+
+def test_the_figure_draws_boxes_over_families_and_seeds_with_their_numbers(tmp_path):
+    """Ovadia et al. 2019 Fig. 2: per severity a box per method over corruption families (and seeds)."""
+    from PIL import Image
+
+    from calbench.report.shift import BOX_COLUMNS, severity_figure
+
+    numbers = severity_figure(_long(), "src", ["nll"], tmp_path / "src.png")
+    assert list(numbers.columns) == BOX_COLUMNS
+    ts3 = numbers[(numbers["method"] == "ts") & (numbers["severity"] == 3)].iloc[0]
+    values = np.array([0.6, 1.2, 0.6, 1.2])  # rotate and gaussian_noise at severity 3, two seeds each
+    assert ts3["n"] == 4 and ts3["median"] == pytest.approx(np.median(values))
+    assert [ts3["q1"], ts3["q3"]] == pytest.approx(np.quantile(values, [0.25, 0.75]).tolist())
+    width, height = Image.open(tmp_path / "src.png").size
+    assert max(width, height) / min(width, height) <= 3 and width * height <= 8e6
+
+
+def test_the_figure_keeps_uncal_and_the_best_methods_under_shift_and_no_colour_twice():
+    from calbench.report.plotting import distinct_colours
+    from calbench.report.shift import FIGURE_METHODS, drawn_methods
+
+    rows = [("src", f"m{i}", 0, test_set, "nll", i + severity) for i in range(10)
+            for test_set, severity in (("clean", 0), ("rotate/1", 1))]
+    long = pd.DataFrame(rows + [("src", "uncal", 0, "clean", "nll", 9.0), ("src", "uncal", 0, "rotate/1", "nll", 20)],
+                        columns=_long().columns)
+    methods, how = drawn_methods(long, "nll")
+    assert methods == ["m0", "m1", "m2", "m3", "m4", "uncal"] and len(methods) == FIGURE_METHODS
+    assert how == "uncal and the best under shift by nll"
+    for n in (5, 16, 30):
+        assert len(set(distinct_colours(n))) == n

@@ -10,13 +10,15 @@ TINY_METRICS = ["acc", "nll", "ece.conf.ew15.l1"]
 
 def tiny_config(methods=("uncal", "ts"), seeds=(0,), metrics=TINY_METRICS, n_cal=300, n_test=500,
                 method_settings=None) -> dict:
-    """One small planted-temperature source: each job takes well under a second of computing."""
+    """One small planted-temperature source: each job takes well under a second of computing. No figures (a config
+    without the key draws the reliability diagrams): the tests that use it count the tables' jobs."""
     config = {
         "seeds": list(seeds),
         "sources": {"tiny": {"type": "synthetic", "task": "planted_temperature", "num_classes": 4,
                              "temperature": 2.0, "n_cal": n_cal, "n_test": n_test}},
         "methods": list(methods),
         "metrics": list(metrics),
+        "figures": None,
     }
     if method_settings:
         config["method_settings"] = method_settings

@@ -114,6 +114,8 @@ def read_config_file(path) -> dict:
 
 def _drop_null_sections(config: dict) -> None:
     """``key: null`` of an optional section (or of one figure or study) means the key is absent."""
+    if "figures" in config and config["figures"] is None:
+        config["figures"] = {}  # no figure at all; an absent key draws the default ones (the schema's default)
     for key in OPTIONAL_SECTIONS:
         if key in config and config[key] is None:
             del config[key]
@@ -308,6 +310,12 @@ def _resolve_figures_and_studies(config: dict) -> None:
             section.setdefault("methods", methods)
             _check_names(f"figures.{key}.sources", section["sources"], sources, "sources")
             _check_names(f"figures.{key}.methods", section["methods"], methods, "methods")
+    chosen = figures.get("reliability", {}).get("seeds")
+    for source in figures["reliability"]["sources"] if chosen else []:
+        missing = sorted(set(chosen) - set(config["sources"][source]["seeds"]))
+        if missing:
+            raise ConfigError(f"config key figures.reliability.seeds: source {source!r} has no seed {missing}; its "
+                              f"seeds are {config['sources'][source]['seeds']}")
     if "critical_difference" in figures:
         section = figures["critical_difference"]
         section.setdefault("metrics", metrics)

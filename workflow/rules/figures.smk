@@ -9,7 +9,7 @@ CRITICAL_DIFFERENCE = config["figures"].get("critical_difference")
 
 
 def figure_seed(source):
-    """Figures show the first seed of each source (the LECE paper draws seed 0)."""
+    """Simplex maps show the first seed of each source (the LECE paper draws seed 0)."""
     return source_seeds(source)[0]
 
 
@@ -22,8 +22,14 @@ def figure_calibrated(section, source):
     return [paths.CALIBRATED.format(source=source, method=m, seed=seed) for m in figure_methods(section, source)]
 
 
+def reliability_seeds(wildcards):
+    """Reliability diagrams pool the chosen seeds (default: every seed of the source)."""
+    return RELIABILITY.get("seeds") or source_seeds(wildcards.source)
+
+
 def reliability_inputs(wildcards):
-    return figure_calibrated(RELIABILITY, wildcards.source)
+    return [paths.CALIBRATED.format(source=wildcards.source, method=m, seed=seed)
+            for m in figure_methods(RELIABILITY, wildcards.source) for seed in reliability_seeds(wildcards)]
 
 
 def reliability_methods(wildcards):
@@ -75,8 +81,10 @@ if RELIABILITY is not None:
             table=paths.RELIABILITY_TABLE,
         params:
             methods=reliability_methods,
+            seeds=reliability_seeds,
             bins=RELIABILITY["bins"],
             scheme=RELIABILITY["scheme"],
+            axis=RELIABILITY["axis"],
             max_classes=RELIABILITY["max_classes"],
         wildcard_constraints:
             target="conf|cw",

@@ -4,6 +4,7 @@ calbench offers, and run single workflow jobs outside Snakemake (for debugging).
     calbench fit ts --scores cal.npy --labels y.npy -o ts.safetensors   # fit and save a calibrator
     calbench apply ts.safetensors test.npy -o probs.npy                 # calibrate new scores
     calbench recommend results/ --metric nll       # best method per source of a finished run
+    calbench report my.yaml                        # its HTML report → results/report.html
     calbench methods --verbose                     # methods, settings, input, cost
     calbench metrics                               # metric ids
     python -m calbench validate config/config.yaml
@@ -16,11 +17,11 @@ import argparse
 import sys
 import warnings
 
-from calbench.cli import apply, compile, fit, jobs, methods, metrics, recommend, validate
+from calbench.cli import apply, compile, fit, jobs, methods, metrics, recommend, report, validate
 
 #: One module per subcommand (``add_parser(sub)``: its arguments, and ``handler``: its ``run``), in the order of
 #: ``calbench --help``; :func:`main` is the one dispatch.
-SUBCOMMANDS = (methods, metrics, fit, apply, recommend, compile, validate, jobs)
+SUBCOMMANDS = (methods, metrics, fit, apply, recommend, report, compile, validate, jobs)
 
 
 def main(argv=None) -> int:

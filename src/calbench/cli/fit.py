@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import logging
+import sys
+import time
+from contextlib import contextmanager
+
 from calbench.cli.arrays import read_array, read_scores
 
 
@@ -62,7 +67,28 @@ def run(args) -> int:
                              "pass --train-scores and --train-labels (and --train-embeddings for kcal)")
         train = (read_scores(args.train_scores, kind, args.train_embeddings, fix),
                  read_array(args.train_labels, ("labels", "y")).ravel())
-    cal.fit(scores, labels, train=train)
+    print(f"calbench fit: fitting {args.method} on {scores.n} x {scores.num_classes} {kind}", file=sys.stderr)
+    started = time.perf_counter()
+    with _progress_on_stderr():
+        cal.fit(scores, labels, train=train)
+    print(f"calbench fit: {args.method} fitted in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     calbench.save(cal, args.output, input_kind=kind)
     print(f"fitted {args.method} on {scores.n} x {scores.num_classes} {kind} -> {args.output}")
     return 0
+
+
+@contextmanager
+def _progress_on_stderr():
+    """calbench's INFO messages on stderr with the time since the start, while fitting: the grid search logs each
+    finished fold (points, time), so that a fit of many seconds shows its progress."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("calbench fit: %(relativeCreated)6.0f ms  %(message)s"))
+    logger = logging.getLogger("calbench")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

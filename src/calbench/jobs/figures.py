@@ -11,21 +11,30 @@ from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
 from calbench.report.critical_difference import best_group, cd_figure, rank_test
 from calbench.report.plotting import write_csv
-from calbench.report.reliability import reliability_bins, reliability_figure
+from calbench.report.reliability import panels_table, pooled_pairs, reliability_figure, reliability_panel
 from calbench.report.simplex import simplex_figure
 from calbench.report.tables import clean
 
 
-def reliability_job(calibrated: dict[str, str], figure, table, target: str, source: str, n_bins: int, scheme: str,
-                    max_classes: int) -> None:
-    """Diagram of each method's test predictions (``{method: calibrated .h5}``) + the per-bin CSV; the bins, scheme
-    and classes drawn are config key ``figures.reliability``'s."""
-    tables = {}
-    for method, path in calibrated.items():
-        out = store.read_calibrated(path, "test")
-        tables[method] = reliability_bins(out["probs"], out["labels"], target, n_bins, scheme, method)
-    write_csv(pd.concat(tables.values(), ignore_index=True), table)
-    reliability_figure(tables, target, figure, source, max_classes, scheme)
+def reliability_job(calibrated: dict[str, list[str]], figure, table, target: str, source: str, seeds, n_bins: int,
+                    scheme: str, max_classes: int, axis: str = "auto") -> None:
+    """Diagram of each method's test predictions (``{method: [calibrated .h5 of each seed in seeds]}``, pooled)
+    + the CSV of what is drawn; the bins, scheme, classes and axis are config key ``figures.reliability``'s."""
+    from calbench.report.smooth_reliability import axis_range, choose_logit_axis
+
+    outputs = {method: [_test_outputs(path) for path in files] for method, files in calibrated.items()}
+    every = np.concatenate([pooled_pairs(o, target)[0] for o in outputs.values()]) if outputs else np.zeros(1)
+    logit_axis = choose_logit_axis(every) if axis == "auto" else axis == "logit"
+    limits = axis_range(every, logit_axis)
+    panels = [reliability_panel(method, o, target, n_bins, scheme, logit_axis, limits, max_classes)
+              for method, o in outputs.items()]
+    write_csv(panels_table(panels, seeds), table)
+    reliability_figure(panels, target, figure, source, seeds, n_bins, scheme, logit_axis, limits)
+
+
+def _test_outputs(path) -> tuple[np.ndarray, np.ndarray]:
+    out = store.read_calibrated(path, "test")
+    return out["probs"], out["labels"]
 
 
 def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int, split: dict | None,

@@ -7,6 +7,8 @@ expression whose named groups become keyword arguments of the function, so ``ece
 
 from __future__ import annotations
 
+import difflib
+import itertools
 import re
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -104,7 +106,7 @@ def metric(pattern: str, **meta):
 
 
 def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
-    """The family of ``metric_id`` and the parsed groups; raises with the known patterns."""
+    """The family of ``metric_id`` and the parsed groups; raises with the closest known ids."""
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
@@ -114,10 +116,35 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
                 family = replace(family, higher_is_better=shown.higher_is_better, scale=shown.scale,
                                  decimals=shown.decimals)
             return family, groups
-    raise ValueError(
-        f"unknown metric id {metric_id!r}; known patterns: "
-        + ", ".join(f.pattern.pattern[1:-1] for f in _FAMILIES)
-    )
+    close = closest_ids(metric_id)
+    hint = f"closest known ids: {', '.join(close)}" if close else "no known id is close"
+    raise ValueError(f"unknown metric id {metric_id!r}; {hint} (`calbench metrics` lists every family)")
+
+
+def example_ids(family: MetricFamily) -> list[str]:
+    """Concrete ids of a family: its ``usage`` with every alternative ``{a|b}`` and optional part ``[.x]`` spelled
+    out and each bin count ``N`` as 15 (plain ids: the id itself), the usage's own examples first."""
+    usage, _, example = (family.usage or family.pattern.pattern[1:-1].replace("\\.", ".")).partition("e.g.")
+    choices = [part.split("|") if part.startswith("{") else ["", part[1:-1]] if part.startswith("[") else [part]
+               for part in re.split(r"(\{[^}]*\}|\[[^\]]*\])", usage.strip())]
+    spelled = ("".join(parts).replace("{", "").replace("}", "") for parts in itertools.product(*choices))
+    ids = example.replace(",", " ").split() + [re.sub(r"(?<=e[wm])N", "15", text) for text in spelled]
+    return [i for i in dict.fromkeys(ids) if family.pattern.match(i) and "<" not in i]  # no placeholder left
+
+
+def closest_ids(metric_id: str, n: int = 5) -> list[str]:
+    """Up to ``n`` known ids for a mistyped one: ids that continue it (``ece.conf.em15`` → ``ece.conf.em15.l1``),
+    the nearest by difflib's similarity, then ids that continue its longest known dotted prefix (``ece.bogus`` →
+    ``ece.conf.ew15.l1``); the families' own examples first."""
+    examples = [example_ids(family) for family in _FAMILIES]
+    ids = [i for family_ids in examples for i in family_ids]
+    ordered = [family_ids[0] for family_ids in examples if family_ids] + ids
+    parts = metric_id.split(".")
+    prefixes = [".".join(parts[:k]) + "." for k in range(len(parts), 0, -1)]
+    continuing = [[i for i in ordered if i.startswith(prefix)] for prefix in prefixes]
+    nearest = next((found for found in continuing if found), [])
+    close = difflib.get_close_matches(metric_id, ids, n=n, cutoff=0.6)
+    return list(dict.fromkeys(continuing[0][:3] + close + nearest[:3]))[:n]
 
 
 def known_patterns() -> list[str]:

@@ -7,6 +7,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from calbench.atomic import atomic_path, write_text_atomic  # noqa: E402
@@ -34,3 +35,14 @@ def save_figure(fig, path, crop: bool | None = None) -> None:
 def write_csv(frame: pd.DataFrame, path) -> None:
     """A table beside a figure, atomically, with enough digits to recompute what is drawn."""
     write_text_atomic(path, frame.to_csv(index=False, float_format="%.10g"))
+
+
+def distinct_colours(n: int) -> list:
+    """``n`` colours, none repeated: tab10 up to 10, tab20 (its strong tones first, then the light ones) up to 20,
+    else ``n`` evenly spaced samples of the turbo map."""
+    if n <= 10:
+        return list(plt.get_cmap("tab10").colors[:n])
+    if n <= 20:
+        tab20 = plt.get_cmap("tab20").colors
+        return list(tab20[0::2] + tab20[1::2])[:n]
+    return [plt.get_cmap("turbo")(x) for x in np.linspace(0.05, 0.95, n)]

@@ -1,45 +1,40 @@
-"""Reliability diagrams with diagonal filling (fit-on-test paper §4.5, Fig. 4; docs/figures_and_studies.md).
+"""Reliability diagrams as small multiples, one panel per method (docs/figures_and_studies.md).
 
-Each panel draws, for every bin k with edges [b_{k−1}, b_k], mean score p̄_k and observed frequency ȳ_k:
+Each panel draws, for the test predictions of the chosen seeds pooled:
 
-1. the classical bar outline at height ȳ_k (black);
-2. the *diagonal filling*: a blue trapezoid over the bin whose top is the slope-1 line through
-   (p̄_k, ȳ_k), i.e. y = x + (ȳ_k − p̄_k); the vertical distance between that top and the diagonal,
-   averaged over instances, is the ECE (it is the paper's Theorem-2 fit-on-test map);
-3. a red dot at (p̄_k, ȳ_k) and the dashed diagonal;
-4. below the diagram, the histogram of bin counts (Fig. 4 row 3).
+1. the **binned** curve: the bin averages (p̄_k, ȳ_k) of the tables' binning (red dots), with Bröcker & Smith's
+   consistency bars around the diagonal (grey; :mod:`calbench.report.smooth_reliability`);
+2. the **smooth** curve (Błasiok & Nakkiran 2023) with its 95 % bootstrap band (blue);
+3. beneath, the density of the scores: a histogram on a log count axis, so that empty and crowded regions show.
 
-Targets: ``conf`` (top-label confidence against correctness, LECE paper Eq. 1) and ``cw`` (each class j
-on its own: p̂_j against 1[y = j] over all instances, the classwise-ECE convention of the Dirichlet paper
-Eq. 4). Bins follow :mod:`calbench.metrics.binning`; for equal-mass bins the edge between two bins is
-the midpoint between the largest score of the one and the smallest of the next (0 and 1 at the ends).
+Both axes are logit-scaled where most scores lie within 0.05 of 0 or 1 (``axis: auto``). Panels print the tables'
+binned ECE as mean ± std over the seeds. Targets: ``conf`` (top-label confidence against correctness, LECE paper
+Eq. 1) and ``cw`` (p̂_j against 1[y = j], the classwise-ECE convention of the Dirichlet paper Eq. 4): its panels
+pool every class's pairs into one curve and add the smooth curves of the classes with the largest classwise ECE.
+Bins follow :mod:`calbench.metrics.binning`; for equal-mass bins the edge between two bins is the midpoint
+between the largest score of the one and the smallest of the next (0 and 1 at the ends).
 """
 
 from __future__ import annotations
 
+import textwrap
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
-from matplotlib.collections import PolyCollection
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FixedLocator, NullLocator
 
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
-from calbench.report.plotting import plt, save_figure
+from calbench.report.plotting import distinct_colours, plt, save_figure
+from calbench.report.smooth_reliability import GriddedPairs, consistency_bars, from_axis
 from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
-#: Inches per panel (a method's diagram and histogram, for one class), and the fixed margins within it: what
-#: constrained layout chooses for these labels, placed directly (laying out the 100 axes of a classwise figure
-#: took 4 of its 9 s). ``left``: y label and tick labels; ``right``: the last x tick label; ``title``: the
-#: two-line title above the diagram; ``gap``: between diagram and histogram; ``bottom``: x tick labels and
-#: label; ``suptitle``: the figure title's band, ``suptitle_top`` the space above that title.
-PANEL_SIZE = (3.4, 4.4)
-LAYOUT = {"left": 0.58, "right": 0.15, "title": 0.47, "gap": 0.17, "bottom": 0.48, "suptitle": 0.25,
-          "suptitle_top": 0.04}
-#: Tick positions of the score and frequency axes (fixed: locating ticks anew on each of a classwise figure's 100
-#: axes was a third of its drawing time).
-TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: Inches of one panel (diagram, then the density strip beneath it), and the most panels in a row.
+PANEL_SIZE, STRIP, MAX_COLUMNS = 3.1, 0.8, 4
+#: Cells of the grid merged into one bar of the density strip (``GRID / 10`` bars).
+CELLS_PER_BAR = 10
 COLUMNS = ["method", "target", "bin", "lower", "upper", "count", "weight", "mean_score", "frequency", "gap"]
-
 
 def _bin_edges(scores: np.ndarray, n_bins: int, scheme: str) -> np.ndarray:
     """Edges ``[n_cols, n_bins + 1]`` of the bins of each column of ``scores`` ``[N, n_cols]``."""
@@ -77,6 +72,11 @@ def reliability_bins(probs, labels, target: str = "conf", n_bins: int = 15, sche
     if n_bins < 1:
         raise ValueError(f"reliability diagram: n_bins must be at least 1, got {n_bins}")
     scores, hits, names = target_scores(probs, labels, target)
+    return pair_bins(scores, hits, names, n_bins, scheme, method)
+
+
+def pair_bins(scores: np.ndarray, hits: np.ndarray, names, n_bins: int, scheme: str, method: str = "") -> pd.DataFrame:
+    """:func:`reliability_bins` of score and hit columns ``[N, n_cols]`` named ``names``."""
     bins = assign_bins(scores, n_bins, scheme)
     counts, score_sum, hit_sum = bin_sums(bins, n_bins, scores, hits)
     edges = _bin_edges(scores, n_bins, scheme)
@@ -90,7 +90,7 @@ def reliability_bins(probs, labels, target: str = "conf", n_bins: int = 15, sche
         "lower": edges[:, :-1].ravel(),
         "upper": edges[:, 1:].ravel(),
         "count": counts.ravel().astype(np.int64),
-        "weight": (counts / probs.shape[0]).ravel(),
+        "weight": (counts / scores.shape[0]).ravel(),
         "mean_score": mean_score.ravel(),
         "frequency": frequency.ravel(),
         "gap": (frequency - mean_score).ravel(),
@@ -102,56 +102,10 @@ def binned_ece(table: pd.DataFrame) -> float:
     return float(np.nansum(table["weight"] * table["gap"].abs()))
 
 
-def _quads(lower, upper, top_lower, top_upper) -> np.ndarray:
-    """Corners ``[n, 4, 2]`` of quadrilaterals standing on y = 0 over [lower, upper], their top at height
-    ``top_lower`` above ``lower`` and ``top_upper`` above ``upper``: bars, or the diagonal filling."""
-    zero = np.zeros_like(lower)
-    return np.stack([np.stack([lower, upper, upper, lower], 1), np.stack([zero, zero, top_upper, top_lower], 1)],
-                    axis=2)
-
-
-def _add_quads(ax, corners: np.ndarray, **style) -> None:
-    """A panel's bars as one collection (one draw call instead of a patch per bin), resting on y = 0 as ``bar``'s."""
-    quads = ax.add_collection(PolyCollection(corners, **style))
-    quads.sticky_edges.y.append(0.0)
-
-
-def draw_reliability(ax, ax_hist, table: pd.DataFrame, title: str, xlabel: str, ylabel: str) -> None:
-    """One diagram (bars, diagonal filling, bin averages, diagonal) and its count histogram."""
-    full = table[table["count"] > 0]
-    lo, hi, gap, freq = (full[c].to_numpy() for c in ("lower", "upper", "gap", "frequency"))
-    _add_quads(ax, _quads(lo, hi, lo + gap, hi + gap), facecolors="tab:blue", edgecolors="none", alpha=0.55,
-               label="diagonal filling")
-    _add_quads(ax, _quads(lo, hi, freq, freq), facecolors="none", edgecolors="black", linewidths=0.8,
-               label="bin frequency")
-    ax.plot([0, 1], [0, 1], linestyle="--", color="black", linewidth=0.8)
-    ax.scatter(full["mean_score"], freq, s=12, color="tab:red", zorder=3, label="bin average")
-    ax.set(xlim=(0, 1), ylim=(0, 1), ylabel=ylabel, title=f"{title}\nECE×100 = {100 * binned_ece(table):.2f}")
-    ax.set(xticks=TICKS, yticks=TICKS)
-    ax.tick_params(labelbottom=False)
-    count = table["count"].to_numpy(np.float64)
-    _add_quads(ax_hist, _quads(table["lower"].to_numpy(), table["upper"].to_numpy(), count, count),
-               facecolors="0.6", edgecolors="0.3", linewidths=0.5)
-    ax_hist.set(xlim=(0, 1), xticks=TICKS, xlabel=xlabel, ylabel="count")
-    ax_hist.set_yscale("symlog", linthresh=1)
-    ax_hist.yaxis.set_minor_locator(NullLocator())
-
-
-def _panel_axes(fig, row: int, col: int, n_rows: int):
-    """The diagram and histogram axes of panel (``row``, ``col``), placed at the fixed offsets :data:`LAYOUT`;
-    the histogram is a third as tall as the diagram."""
-    width, height = fig.get_size_inches()
-    pitch = (height - LAYOUT["suptitle"]) / n_rows
-    unit = (pitch - LAYOUT["title"] - LAYOUT["gap"] - LAYOUT["bottom"]) / 4
-    left = col * PANEL_SIZE[0] + LAYOUT["left"]
-    ax_width = PANEL_SIZE[0] - LAYOUT["left"] - LAYOUT["right"]
-    hist_bottom = height - LAYOUT["suptitle"] - (row + 1) * pitch + LAYOUT["bottom"]
-    diagram_bottom = hist_bottom + unit + LAYOUT["gap"]
-    ax = fig.add_axes((left / width, diagram_bottom / height, ax_width / width, 3 * unit / height))
-    return ax, fig.add_axes((left / width, hist_bottom / height, ax_width / width, unit / height))
-
-
 SCHEME_NAMES = {"em": "equal-mass", "ew": "equal-width"}
+#: The CSV beside a figure: the bins (``kind`` bin; band = consistency bars) and the smooth curves (``kind``
+#: smooth; ``mean_score`` the mesh point, ``frequency`` the curve, band = bootstrap band, ``density`` of scores).
+CSV_COLUMNS = ["method", "target", "kind", "seeds", *COLUMNS[2:], "band_low", "band_high", "density", "sigma"]
 
 
 def binning_text(target: str, n_bins: int, scheme: str) -> str:
@@ -160,28 +114,155 @@ def binning_text(target: str, n_bins: int, scheme: str) -> str:
     return text + (" (the mean of the classes' values)" if target == "cw" else "")
 
 
-def reliability_figure(tables: dict[str, pd.DataFrame], target: str, path, source: str = "",
-                       max_classes: int = 10, scheme: str = "em") -> None:
-    """Methods side by side (columns); for ``cw`` one row per class (the first ``max_classes``). The title
-    names the binning (``scheme``: ``em`` equal mass, the default of the tables' ECE, or ``ew``), so that the
-    panels' ECE values can be matched to a table."""
-    methods = list(tables)
-    if not methods:
+@dataclass
+class Panel:
+    """What one method's panel draws: pooled bins with consistency bars, the smooth curve with its band, the
+    density strip, the tables' ECE over seeds and (classwise) the smooth curves of the worst classes."""
+
+    method: str
+    bins: pd.DataFrame
+    smooth: pd.DataFrame
+    strip: np.ndarray
+    ece: np.ndarray
+    classes: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def pooled_pairs(outputs, target: str) -> tuple[np.ndarray, np.ndarray]:
+    """Scores and hits of the seeds' ``(probs, labels)`` pooled into one column (classwise: every class's pairs)."""
+    pairs = [target_scores(probs, labels, target)[:2] for probs, labels in outputs]
+    return (np.concatenate([s.ravel() for s, _ in pairs]), np.concatenate([h.ravel() for _, h in pairs]))
+
+
+def _smooth_rows(pairs, sigma: float, method: str, target: str) -> pd.DataFrame:
+    curve, low, high, density = pairs.curves(sigma)
+    mesh = from_axis(pairs.mesh(), pairs.logit_axis)
+    return pd.DataFrame({"method": method, "target": target, "kind": "smooth", "mean_score": mesh,
+                         "frequency": curve, "gap": curve - mesh, "band_low": low, "band_high": high,
+                         "density": density, "sigma": sigma})
+
+
+def reliability_panel(method: str, outputs, target: str, n_bins: int, scheme: str, logit_axis: bool,
+                      limits: tuple[float, float], max_classes: int = 3) -> Panel:
+    """A method's panel from the test ``(probs, labels)`` of each seed: the tables' binned ECE per seed, the bins
+    and smooth curve of the pooled pairs and, for ``cw``, the ``max_classes`` classes of largest classwise ECE
+    (mean over seeds) with their own smooth curves."""
+    per_seed = [reliability_bins(probs, labels, target, n_bins, scheme) for probs, labels in outputs]
+    class_ece = np.array([table.groupby("target", sort=False).apply(binned_ece, include_groups=False)
+                          for table in per_seed])  # [seeds, columns]
+    scores, hits = pooled_pairs(outputs, target)
+    name = "conf" if target == "conf" else "all classes pooled"
+    bins = pair_bins(scores[:, None], hits[:, None], [name], n_bins, scheme, method)
+    low, high = consistency_bars(bins["count"].to_numpy(), bins["mean_score"].to_numpy())
+    bins = bins.assign(kind="bin", band_low=low, band_high=high)
+    pairs = GriddedPairs(scores, hits, logit_axis, limits)
+    sigma = pairs.bandwidth()
+    strip = pairs.counts.sum(axis=0).reshape(-1, CELLS_PER_BAR).sum(axis=1)
+    panel = Panel(method, bins, _smooth_rows(pairs, sigma, method, name), strip, class_ece.mean(axis=1))
+    if target == "cw":
+        worst = np.argsort(-class_ece.mean(axis=0), kind="stable")[:max_classes]
+        for j in worst:
+            column = [(probs[:, j], labels == j) for probs, labels in outputs]
+            class_pairs = GriddedPairs(np.concatenate([c for c, _ in column]),
+                                       np.concatenate([h for _, h in column]).astype(np.float64), logit_axis, limits)
+            panel.classes[f"class {j}"] = _smooth_rows(class_pairs, class_pairs.bandwidth(), method, f"class{j}")
+    return panel
+
+
+def panels_table(panels: list[Panel], seeds) -> pd.DataFrame:
+    """The numbers of every panel, columns :data:`CSV_COLUMNS`."""
+    frames = [frame for p in panels for frame in (p.bins, p.smooth, *p.classes.values())]
+    return pd.concat(frames, ignore_index=True).assign(seeds=" ".join(map(str, seeds))).reindex(columns=CSV_COLUMNS)
+
+
+#: Distances from 0 and 1 of the ticks of a logit axis.
+LOGIT_ENDS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6)
+
+
+def axis_ticks(lo: float, hi: float, logit_axis: bool) -> list[float]:
+    """Fixed ticks within [lo, hi] (placed once: locating a logit axis's ticks anew took most of the drawing time):
+    quarters on a linear axis; 10⁻ᵏ, ½ and 1 − 10⁻ᵏ on a logit axis."""
+    if not logit_axis:
+        return [0.0, 0.25, 0.5, 0.75, 1.0]
+    ticks = [t for t in sorted([*LOGIT_ENDS, 0.5, *(1 - e for e in LOGIT_ENDS)]) if lo <= t <= hi]
+    if len(ticks) > 7:  # many decades: every other one, so that the labels do not overlap
+        ticks = [t for t in ticks if round(-np.log10(min(t, 1 - t))) not in (1, 3, 5)]
+    return ticks
+
+
+def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: str, colours) -> None:
+    lo, hi = (float(v) for v in from_axis(np.array(limits), logit_axis))
+    bins, smooth = panel.bins[panel.bins["count"] > 0], panel.smooth
+    ax.plot([lo, hi], [lo, hi], linestyle="--", color="black", linewidth=0.8, label="perfect calibration")
+    ax.vlines(bins["mean_score"], bins["band_low"].clip(lo, hi), bins["band_high"].clip(lo, hi), colors="0.55",
+              linewidth=3.5, alpha=0.6, label="consistency bars, 95 % (Bröcker & Smith)")
+    ax.fill_between(smooth["mean_score"], smooth["band_low"].clip(lo, hi), smooth["band_high"].clip(lo, hi),
+                    color="tab:blue", alpha=0.25, linewidth=0, label="bootstrap band, 95 %")
+    ax.plot(smooth["mean_score"], smooth["frequency"].clip(lo, hi), color="tab:blue", linewidth=1.6,
+            label="smooth (kernel) curve")
+    for (name, curve), colour in zip(panel.classes.items(), colours):
+        ax.plot(curve["mean_score"], curve["frequency"].clip(lo, hi), color=colour, linewidth=1.0, label=name)
+    if panel.classes:
+        ax.legend(handles=ax.get_lines()[-len(panel.classes):], fontsize=7, loc="upper left", frameon=False,
+                  title="largest ECE", title_fontsize=7)
+    inside = bins["frequency"].between(lo, hi)
+    ax.plot(bins["mean_score"][inside], bins["frequency"][inside], color="tab:red", marker="o", markersize=3.5,
+            linestyle="none", label="bin average (tables' bins)", zorder=4)
+    if not inside.all():
+        ax.plot(bins["mean_score"][~inside], bins["frequency"][~inside].clip(lo, hi), color="tab:red", marker="^",
+                markersize=4, markerfacecolor="white", linestyle="none", label="bin average beyond the axis", zorder=4)
+    if logit_axis:
+        for axis in (ax, ax_strip):
+            axis.set_xscale("logit")
+        ax.set_yscale("logit")
+    ticks = axis_ticks(lo, hi, logit_axis)
+    for axis in (ax.xaxis, ax.yaxis, ax_strip.xaxis):
+        axis.set_major_locator(FixedLocator(ticks))
+        axis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{t:g}" for t in ticks], fontsize=7)
+    ax_strip.set_xticklabels([f"{t:g}" for t in ticks])
+    ax.set(xlim=(lo, hi), ylim=(lo, hi))
+    ax.tick_params(labelbottom=False)
+    mean, std = panel.ece.mean(), panel.ece.std()
+    name = "ECE" if target == "conf" else "classwise ECE"
+    spread = f" ± {100 * std:.2f}" if panel.ece.size > 1 else ""
+    ax.set_title(f"{panel.method}\n{name}×100 = {100 * mean:.2f}{spread}", fontsize=9)
+    edges = from_axis(np.linspace(*limits, panel.strip.size + 1), logit_axis)
+    ax_strip.stairs(np.maximum(panel.strip, 0.5), edges, fill=True, color="0.6", baseline=0.5)
+    ax_strip.set_yscale("log")
+    ax_strip.set(xlim=(lo, hi), ylim=(0.5, max(2.0, panel.strip.max() * 2)))
+    ax_strip.yaxis.set_minor_locator(NullLocator())
+    ax_strip.tick_params(axis="x", labelsize=7, labelrotation=30 if logit_axis else 0)
+
+
+def reliability_figure(panels: list[Panel], target: str, path, source: str, seeds, n_bins: int, scheme: str,
+                       logit_axis: bool, limits) -> None:
+    """The panels as a grid of small multiples (at most :data:`MAX_COLUMNS` per row), one legend beneath, and a
+    title naming the binning, the seeds pooled and the axis."""
+    if not panels:
         raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
                          "on this source under figures.reliability.methods")
-    names = list(dict.fromkeys(tables[methods[0]]["target"]))[:max_classes]
-    fig = plt.figure(figsize=(PANEL_SIZE[0] * len(methods), PANEL_SIZE[1] * len(names)))
-    for row, name in enumerate(names):
-        for col, method in enumerate(methods):
-            sub = tables[method][tables[method]["target"] == name]
-            ax, ax_hist = _panel_axes(fig, row, col, len(names))
-            if target == "conf":
-                draw_reliability(ax, ax_hist, sub, method, "confidence (top probability)", "accuracy")
-            else:
-                j = name.removeprefix("class")
-                draw_reliability(ax, ax_hist, sub, f"{method}, class {j}", f"p̂_{j}", f"frequency of class {j}")
-    n_bins = int(tables[methods[0]]["bin"].max()) + 1
-    fig.suptitle(f"{source}: {'confidence' if target == 'conf' else 'classwise'} reliability diagrams, "
-                 f"{binning_text(target, n_bins, scheme)}",
-                 y=1 - LAYOUT["suptitle_top"] / fig.get_size_inches()[1])
-    save_figure(fig, path, crop=False)
+    n_cols = min(MAX_COLUMNS, int(np.ceil(np.sqrt(len(panels)))))
+    n_rows = -(-len(panels) // n_cols)
+    fig = plt.figure(figsize=(PANEL_SIZE * n_cols + 0.4, (PANEL_SIZE + STRIP) * n_rows + 1.6), layout="constrained")
+    grid = fig.add_gridspec(2 * n_rows, n_cols, height_ratios=[PANEL_SIZE - 0.3, STRIP] * n_rows)
+    colours = distinct_colours(max(len(p.classes) for p in panels) + 3)[3:]
+    score = "confidence (top probability)" if target == "conf" else "p̂_j"
+    for i, panel in enumerate(panels):
+        row, col = divmod(i, n_cols)
+        ax = fig.add_subplot(grid[2 * row, col])
+        ax_strip = fig.add_subplot(grid[2 * row + 1, col], sharex=ax)
+        _draw_panel(ax, ax_strip, panel, logit_axis, limits, target, colours)
+        if col == 0:
+            ax.set_ylabel("accuracy" if target == "conf" else "frequency of class j")
+            ax_strip.set_ylabel("count", fontsize=8)
+        ax_strip.set_xlabel(score, fontsize=8)
+    shared = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels())
+              if not label.startswith("class ")}
+    shared = [(h, label) for label, h in shared.items()]
+    fig.legend(*zip(*shared), loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+    what = "confidence" if target == "conf" else "classwise (all classes pooled; thin lines: classes of largest ECE)"
+    pooled = f"seeds {', '.join(map(str, seeds))} pooled" if len(seeds) > 1 else f"seed {seeds[0]}"
+    title = (f"{source}: {what} reliability, test split, {pooled}; {'logit' if logit_axis else 'linear'} axes. "
+             f"Dots: {binning_text(target, n_bins, scheme)}; panel value: its mean ± std over seeds")
+    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
+    save_figure(fig, path)

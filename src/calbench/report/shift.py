@@ -8,6 +8,8 @@ rank under shift (ranked as the clean tables: on the displayed mean, ties get th
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 
@@ -119,22 +121,85 @@ def figure_metrics(metric_ids) -> list[str]:
     return found
 
 
+#: Methods drawn at most in the shift figure (more boxes per severity would not be told apart).
+FIGURE_METHODS = 6
+BOX_COLUMNS = ["source", "metric", "scale", "method", "severity", "n", "mean", "min", "whisker_low", "q1", "median",
+               "q3", "whisker_high", "max"]
+
+
+def drawn_methods(long: pd.DataFrame, metric_id: str, method_order=None) -> tuple[list[str], str]:
+    """The methods of the shift figure and a phrase saying how they were chosen: all of them up to
+    :data:`FIGURE_METHODS`, else ``uncal`` (where run) and the best under shift on ``metric_id`` (the mean over the
+    shifted sets and seeds), in the configured order."""
+    means = severity_means(long, metric_id)[UNDER_SHIFT].groupby("method").mean()
+    methods = [m for m in (method_order or means.index) if m in means.index]
+    if len(methods) <= FIGURE_METHODS:
+        return methods, "every method"
+    family, _ = lookup(metric_id)
+    ranked = means.sort_values(ascending=not family.higher_is_better).index
+    keep = ["uncal"] if "uncal" in methods else []
+    keep += [m for m in ranked if m not in keep][:FIGURE_METHODS - len(keep)]
+    how = f"{'uncal and ' if 'uncal' in keep else ''}the best under shift by {metric_id}"
+    return [m for m in methods if m in keep], how
+
+
+def box_numbers(values: np.ndarray) -> dict:
+    """A box plot's numbers as matplotlib draws them: quartiles (linear interpolation), whiskers at the furthest
+    values within 1.5 IQR of the box; with the count, mean, min and max."""
+    q1, median, q3 = np.quantile(values, [0.25, 0.5, 0.75])
+    reach = 1.5 * (q3 - q1)
+    inside = values[(values >= q1 - reach) & (values <= q3 + reach)]
+    return {"n": values.size, "mean": values.mean(), "min": values.min(), "whisker_low": inside.min(), "q1": q1,
+            "median": median, "q3": q3, "whisker_high": inside.max(), "max": values.max()}
+
+
+def box_groups(sub: pd.DataFrame, metric_id: str, methods) -> dict[tuple[str, int], np.ndarray]:
+    """(method, severity) → the displayed values (×scale) over corruption families and seeds."""
+    family, _ = lookup(metric_id)
+    data = with_severity(sub[(sub["metric"] == metric_id) & sub["method"].isin(methods)])
+    return {key: group.to_numpy() * family.scale for key, group in data.groupby(["method", "severity"])["value"]}
+
+
 def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_order=None) -> pd.DataFrame:
-    """The metrics against shift severity (0 = clean), one line per method (mean over families and seeds), as
-    Ovadia et al.'s Fig. 2 per shift intensity; returns the plotted means."""
+    """Ovadia et al.'s Fig. 2: per metric a panel, per shift severity (0 = clean) one box per method over the
+    corruption families and seeds, on the tables' scale; returns the numbers drawn (:data:`BOX_COLUMNS`)."""
+    from calbench.report.plotting import distinct_colours
+
     sub = long[long["source"] == source]
-    fig, axes = plt.subplots(1, len(metric_ids), figsize=(4.2 * len(metric_ids), 3.6), layout="constrained",
+    methods, chosen = drawn_methods(sub, metric_ids[0], method_order)
+    colours = dict(zip(methods, distinct_colours(len(methods))))
+    n_cols = 2 if len(metric_ids) > 1 else 1
+    n_rows = -(-len(metric_ids) // n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(6.2 * n_cols, 3.6 * n_rows + 0.8), layout="constrained",
                              squeeze=False)
     frames = []
-    for ax, metric_id in zip(axes[0], metric_ids):
-        means = severity_means(sub, metric_id).loc[source].drop(columns=UNDER_SHIFT)
-        methods = [m for m in (method_order or means.index) if m in means.index]
-        for method in methods:
-            ax.plot(means.columns, means.loc[method], marker="o", ms=3, label=method)
-        ax.set(xlabel="shift severity (0 = clean)", title=metric_id, xticks=list(means.columns))
-        frames.append(means.loc[methods].reset_index().melt(id_vars="method", var_name="severity", value_name="mean")
-                      .assign(source=source, metric=metric_id))
-    axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
-    fig.suptitle(f"{source}: calibration under shift (mean over corruption families and seeds)")
+    width = 0.8 / len(methods)
+    for ax, metric_id in zip(axes.ravel(), metric_ids):
+        family, _ = lookup(metric_id)
+        groups = box_groups(sub, metric_id, methods)
+        frames.append(pd.DataFrame([{"source": source, "metric": metric_id, "scale": family.scale, "method": m,
+                                     "severity": s, **box_numbers(v)} for (m, s), v in groups.items()],
+                                   columns=BOX_COLUMNS))
+        severities = sorted({s for _, s in groups})
+        for i, method in enumerate(methods):
+            drawn = [k for k, s in enumerate(severities) if (method, s) in groups]
+            positions = [k + (i - (len(methods) - 1) / 2) * width for k in drawn]
+            ax.boxplot([groups[method, severities[k]] for k in drawn], positions=positions, widths=width * 0.85,
+                       patch_artist=True, manage_ticks=False,
+                       boxprops={"facecolor": colours[method], "edgecolor": "0.2", "linewidth": 0.6},
+                       medianprops={"color": "black", "linewidth": 0.9}, whiskerprops={"linewidth": 0.6},
+                       capprops={"linewidth": 0.6}, flierprops={"markersize": 2, "markeredgewidth": 0.5})
+        scale = f" ×{family.scale:g}" if family.scale != 1 else ""
+        direction = "higher is better" if family.higher_is_better else "lower is better"
+        ax.set(xticks=range(len(severities)), xticklabels=["clean" if s == 0 else str(s) for s in severities],
+               xlabel="shift severity", title=f"{metric_id}{scale} ({direction})")
+        ax.grid(axis="y", linewidth=0.4, alpha=0.5)
+    for ax in axes.ravel()[len(metric_ids):]:
+        ax.set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colours[m], edgecolor="0.2") for m in methods]
+    fig.legend(handles, methods, loc="outside lower center", ncol=min(len(methods), 6), fontsize=8, frameon=False)
+    title = (f"{source}: calibration under shift, {chosen}; boxes over corruption families and seeds (quartiles, "
+             "whiskers 1.5 IQR), as Ovadia et al. 2019 Fig. 2")
+    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
     save_figure(fig, path)
-    return pd.concat(frames, ignore_index=True)[["source", "metric", "method", "severity", "mean"]]
+    return pd.concat(frames, ignore_index=True)
