@@ -31,8 +31,11 @@ def test_a_model_source_names_its_shifted_test_sets_family_slash_severity():
 
 @pytest.mark.parametrize("config, message", [
     (_config(fog=[1]), r"config key sources.m.shifts: 'fog' is not allowed; allowed values: rotate, translate"),
-    (_config(rotate=[6]), r"config key sources.m.shifts.rotate.0: 6 is greater than the maximum of 5"),
-    (_config(rotate=[0]), r"config key sources.m.shifts.rotate.0: 0 is less than the minimum of 1"),
+    (_config(rotate=[6]), r"config key sources.m.shifts.rotate: severities \[6\] are not among rotate's 1-5 "
+                          r"\(Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13\)"),
+    (_config(rotate_full=[13]), r"config key sources.m.shifts.rotate_full: severities \[13\] are not among "
+                                r"rotate_full's 1-12$"),
+    (_config(rotate=[0]), r"config key sources.m.shifts.rotate: severities \[0\] are not among rotate's 1-5"),
     (_config(rotate=[2, 2]), r"config key sources.m.shifts.rotate: severities \[2, 2\] repeat one"),
     ({"sources": {"m": {"type": "synthetic", "task": "lece3", "n_cal": 10, "n_test": 10, "shifts": {"rotate": [1]}}},
       "methods": ["ts"], "metrics": ["acc"]},

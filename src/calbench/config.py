@@ -20,6 +20,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from calbench import corruptions
 from calbench.methods import make, method_class, split_chain
 from calbench.methods.constraints import InvalidSetting
 from calbench.metrics import check_metric_ids, lookup
@@ -276,6 +277,13 @@ def _check_shifts(config: dict) -> None:
             severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
             if len(set(map(str, severities))) < len(severities):
                 raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
+            if entry.get("type") in ("train", "pretrained") and family in corruptions.FAMILIES:
+                wrong = [s for s in severities if s not in corruptions.levels(family)]
+                if wrong:
+                    raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
+                                      f"{family}'s 1-{len(corruptions.levels(family))}"
+                                      + ("" if family.endswith("_full") else
+                                         " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
 
 
 def shift_sets(entry: dict) -> list[str]:

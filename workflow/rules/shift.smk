@@ -51,33 +51,37 @@ rule dump_shifts_model:
         "../scripts/dump_shifts.py"
 
 
-def perturb_levels(wildcards):
-    """The number of perturbation levels of the `perturb` stage (Tomani et al. 2021; docs/shift.md)."""
-    return make("perturb", **chain_settings(config, "perturb")["perturb"]).levels
+def perturb_settings(wildcards):
+    """The `perturb` stage's levels and clipping (Tomani et al. 2021; docs/shift.md)."""
+    stage = make("perturb", **chain_settings(config, "perturb")["perturb"])
+    return {"levels": stage.levels, "clip": stage.clip}
 
 
 def method_perturbed_cal(wildcards):
-    """A chain starting with `perturb` fits on the perturbed calibration images of its (model) source."""
-    return [paths.PERTURBED_CAL.format(source=wildcards.source)] if "perturbed_cal" in method_needs(wildcards.method) else []
+    """A chain starting with `perturb` fits on the perturbed calibration images of its (model) source and seed."""
+    if "perturbed_cal" not in method_needs(wildcards.method):
+        return []
+    return [paths.PERTURBED_CAL.format(source=wildcards.source, seed=wildcards.seed)]
 
 
 rule dump_perturbed_cal:
     input:
         code=script_code("dump_perturbed_cal"),
         weights=model_weights,
+        split=source_split_file,
     output:
         paths.PERTURBED_CAL,
     params:
         entry=source_entry,
-        levels=perturb_levels,
+        perturb=perturb_settings,
         cache_dir=config["downloads_dir"],
     wildcard_constraints:
         source=_alternatives(MODEL_SOURCES),
     threads: model_threads
     log:
-        "logs/perturbed_cal/{source}.log",
+        "logs/perturbed_cal/{source}/seed{seed}.log",
     benchmark:
-        "benchmarks/perturbed_cal/{source}.tsv"
+        "benchmarks/perturbed_cal/{source}/seed{seed}.tsv"
     conda:
         "../../envs/torch.yaml"
     resources:

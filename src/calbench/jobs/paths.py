@@ -4,7 +4,7 @@ fill them (``DUMP.format(source=...)``). Logs and benchmarks, which no other rul
 
 DUMP = "results/dumps/{source}.h5"
 SHIFTS = "results/shifts/{source}.h5"
-PERTURBED_CAL = "results/perturbed_cal/{source}.h5"
+PERTURBED_CAL = "results/perturbed_cal/{source}/seed{seed}.h5"
 MODEL = "results/models/{source}/model.pt"
 SPLIT = "results/splits/{source}/seed{seed}.test_rows.npy"
 CALIBRATED = "results/calibrated/{source}/{method}/seed{seed}.h5"
