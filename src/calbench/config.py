@@ -286,6 +286,21 @@ def _check_shifts(config: dict) -> None:
                                          " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
 
 
+def _check_ood(config: dict) -> None:
+    """An out-of-distribution set of a model source is another dataset's images (or noise); a download source
+    takes none (its files come by URL)."""
+    for name, entry in (config.get("sources") or {}).items():
+        if not isinstance(entry, dict) or not entry.get("ood"):
+            continue
+        if entry.get("type") not in ("train", "pretrained", "import"):
+            raise ConfigError(f"config key sources.{name}.ood: out-of-distribution sets belong to train/pretrained "
+                              "sources ({dataset: D} or {noise: uniform}) and import sources ({logits: FILE.npy})")
+        for set_name, spec in entry["ood"].items():
+            if isinstance(spec, dict) and spec.get("dataset") == entry.get("dataset"):
+                raise ConfigError(f"config key sources.{name}.ood.{set_name}.dataset: {spec['dataset']} is the "
+                                  "source's own dataset; an out-of-distribution set is another one")
+
+
 def shift_sets(entry: dict) -> list[str]:
     """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
     return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
@@ -302,6 +317,7 @@ def load(config) -> dict:
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
     _drop_null_sections(config)
     _check_shifts(config)
+    _check_ood(config)
     schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)

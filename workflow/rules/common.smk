@@ -95,10 +95,10 @@ def canonical(value):
 
 
 def source_entry(wildcards):
-    """The source's entry but its ``shifts`` and ``seeds``: adding a shifted test set or a seed reruns no training,
-    dump or calibration (docs/shift.md; the dump rule of a data source takes its seeds as a param of their own);
-    the shift dump (rules/shift.smk) reads the whole entry."""
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "seeds")})
+    """The source's entry but its ``shifts``, ``ood`` and ``seeds``: adding a shifted or out-of-distribution test
+    set or a seed reruns no training, dump or calibration (docs/shift.md; the dump rule of a data source takes its
+    seeds as a param of their own); the shift and OOD dumps (rules/shift.smk) read the entry with their own key."""
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "ood", "seeds")})
 
 
 def source_seed_list(wildcards):

@@ -6,6 +6,7 @@ from calbench.jobs import paths
 from calbench.methods import make
 
 SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
+OOD_SOURCES = [s for s in SOURCES if SOURCES[s].get("ood")]
 
 
 def source_shift_file(wildcards):
@@ -22,7 +23,11 @@ def source_test_sets(wildcards):
 
 
 def shifted_entry(wildcards):
-    return canonical(SOURCES[wildcards.source])
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "ood"})
+
+
+def ood_entry(wildcards):
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "shifts"})
 
 
 rule dump_shifts_model:
@@ -116,14 +121,90 @@ rule dump_shifts_source:
         "../scripts/dump_shifts.py"
 
 
+rule dump_ood_model:
+    input:
+        code=script_code("dump_ood"),
+        weights=model_weights,
+    output:
+        paths.OOD,
+    params:
+        entry=ood_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in OOD_SOURCES if s in MODEL_SOURCES]),
+    threads: model_threads
+    log:
+        "logs/ood/{source}.log",
+    benchmark:
+        "benchmarks/ood/{source}.tsv"
+    conda:
+        "../../envs/torch.yaml"
+    resources:
+        gpu=model_gpus,
+        mem_mb=8000,
+        runtime=60,
+    script:
+        "../scripts/dump_ood.py"
+
+
+rule dump_ood_source:
+    input:
+        code=script_code("dump_ood"),
+        dump=paths.DUMP,
+    output:
+        paths.OOD,
+    params:
+        entry=ood_entry,
+        cache_dir=config["downloads_dir"],
+    wildcard_constraints:
+        source=_alternatives([s for s in OOD_SOURCES if s in DATA_SOURCES]),
+    log:
+        "logs/ood/{source}.log",
+    benchmark:
+        "benchmarks/ood/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/dump_ood.py"
+
+
+rule evaluate_ood:
+    input:
+        ood=paths.OOD,
+        calibrated=paths.CALIBRATED,
+        calibrator=paths.CALIBRATOR,
+        code=script_code("evaluate_ood"),
+    output:
+        paths.OOD_METRICS,
+    wildcard_constraints:
+        source=_alternatives(OOD_SOURCES),
+    log:
+        "logs/evaluate_ood/{source}/{method}/seed{seed}.log",
+    benchmark:
+        "benchmarks/evaluate_ood/{source}/{method}/seed{seed}.tsv"
+    conda:
+        method_conda_env
+    resources:
+        mem_mb=2000,
+        runtime=30,
+    script:
+        "../scripts/evaluate_ood.py"
+
+
+OOD_KEYS = [(s, m, seed) for s in OOD_SOURCES for m in METHODS for seed in source_seeds(s)
+            if method_runs_on(m, SOURCES[s])]
+
+
 SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]
 SHIFT_FIGURES = [paths.SHIFT_FIGURE.format(source=s) for s in SHIFT_SOURCES]
 
 
 def shift_outputs():
-    if not SHIFT_SOURCES:
-        return []
-    return SHIFT_TABLES + [paths.SHIFT_RANKING] + SHIFT_FIGURES
+    ood = [paths.OOD_TABLE] + [paths.OOD_FIGURE.format(source=s) for s in OOD_SOURCES] if OOD_SOURCES else []
+    return (SHIFT_TABLES + [paths.SHIFT_RANKING] + SHIFT_FIGURES if SHIFT_SOURCES else []) + ood
 
 
 if SHIFT_SOURCES:
@@ -163,3 +244,34 @@ if SHIFT_SOURCES:
             "../../envs/calbench.yaml"
         script:
             "../scripts/shift_report.py"
+
+
+if OOD_SOURCES:
+
+    localrules:
+        ood_report,
+
+    rule ood_report:
+        input:
+            records=[paths.OOD_METRICS.format(source=s, method=m, seed=seed) for s, m, seed in OOD_KEYS],
+            code=script_code("ood_report"),
+        output:
+            table=report(paths.OOD_TABLE, caption="../report/ood_table.rst", category="Shift", subcategory="Tables"),
+            figures=[
+                report(paths.OOD_FIGURE.format(source=s), caption="../report/ood_figure.rst", category="Shift",
+                       subcategory="Figures")
+                for s in OOD_SOURCES
+            ],
+            csv=[paths.OOD_FIGURE_CSV.format(source=s) for s in OOD_SOURCES],
+        params:
+            jobs=[list(key) for key in OOD_KEYS],
+            sources=OOD_SOURCES,
+            methods=METHODS,
+        log:
+            "logs/ood_report.log",
+        benchmark:
+            "benchmarks/ood_report.tsv"
+        conda:
+            "../../envs/calbench.yaml"
+        script:
+            "../scripts/ood_report.py"
