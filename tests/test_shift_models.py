@@ -84,3 +84,22 @@ def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_defaul
     assert np.all(np.diff(accuracies) < 0), accuracies
     assert np.all(np.abs(accuracies - targets) <= [0.03 * accuracies[0]] * 4 + [0.05 * accuracies[0]])
     assert targets[-1] == pytest.approx(0.1)
+
+
+def test_ood_sets_of_the_default_trained_model(shifted, tmp_path):
+    """Another built-in dataset resized to the source's 8 × 8 grey images, and uniform noise: the model's outputs
+    on each (logits and embeddings, the rows asked for); the noise images draw a lower top softmax probability
+    than the test images."""
+    ood_model = pytest.importorskip("calbench.jobs.ood_model", exc_type=ImportError)
+    from scipy.special import softmax
+
+    from calbench.jobs.ood import read_ood
+
+    folder, entry = shifted
+    entry = {**entry, "ood": {"mnist": {"dataset": "mnist5k", "rows": 120}, "noise": {"noise": "uniform", "rows": 60}}}
+    ood_model.dump_model_ood_job("d", entry, tmp_path / "ood.h5", folder / "model.pt", cache_dir=DOWNLOADS, threads=1)
+    sets = read_ood(tmp_path / "ood.h5")
+    assert {k: v["logits"].shape for k, v in sets.items()} == {"mnist": (120, 10), "noise": (60, 10)}
+    assert sets["noise"]["embeddings"].shape[0] == 60
+    test_conf = softmax(store.read_group(folder / "dump.h5", "all")["logits"], axis=1).max(1).mean()
+    assert softmax(sets["noise"]["logits"], axis=1).max(1).mean() < test_conf
