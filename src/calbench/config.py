@@ -296,7 +296,7 @@ def _check_ood(config: dict) -> None:
             raise ConfigError(f"config key sources.{name}.ood: out-of-distribution sets belong to train/pretrained "
                               "sources ({dataset: D} or {noise: uniform}) and import sources ({logits: FILE.npy})")
         for set_name, spec in entry["ood"].items():
-            if isinstance(spec, dict) and spec.get("dataset") == entry.get("dataset"):
+            if isinstance(spec, dict) and "dataset" in spec and spec["dataset"] == entry.get("dataset"):
                 raise ConfigError(f"config key sources.{name}.ood.{set_name}.dataset: {spec['dataset']} is the "
                                   "source's own dataset; an out-of-distribution set is another one")
 
