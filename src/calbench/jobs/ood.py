@@ -13,7 +13,7 @@ import numpy as np
 import calbench
 from calbench.atomic import atomic_path, write_text_atomic
 from calbench.data import store
-from calbench.scores import Scores, check_logits
+from calbench.scores import Scores, convert_scores
 
 #: The confidence thresholds of Ovadia et al.'s Fig. 3 curves.
 THRESHOLDS = np.round(np.linspace(0.0, 1.0, 101), 2)
@@ -36,13 +36,14 @@ def read_ood(path, fields=("logits", "embeddings")) -> dict[str, dict]:
 
 
 def dump_source_ood_job(source: str, entry: dict, dump, output) -> None:
-    """An import source's OOD sets (``ood: {name: {logits: FILE.npy}}``): the classifier's logits on inputs of
-    no class of the source, with the dump's number of classes."""
+    """An import source's OOD sets (``ood: {name: {logits: FILE.npy}}``): the classifier's scores on inputs of no
+    class of the source, of the source's declared ``scores`` kind (probabilities become log-probabilities, as the
+    dump's) and the dump's number of classes."""
     classes = int(store.read_attrs(dump)["num_classes"])
     sets = {}
     for name, spec in entry["ood"].items():
         where = f"sources.{source}.ood.{name}.logits"
-        logits = check_logits(np.load(spec["logits"], allow_pickle=False), name=where)
+        logits = convert_scores(np.load(spec["logits"], allow_pickle=False), entry["scores"], where)
         if logits.shape[1] != classes:
             raise ValueError(f"{where}: {logits.shape[1]} classes, but {dump} has {classes}; an OOD set holds the "
                              "same classifier's outputs")

@@ -14,7 +14,7 @@ from calbench.jobs.models import SHIFT_CHUNK_ROWS, _loaded, _outputs
 from calbench.jobs.ood import write_ood
 from calbench.models import datasets
 
-#: The images of the datasets that ship with a package (an OOD set takes up to all but one of them).
+#: The images of the datasets that ship with a package (an OOD set takes up to all but ten of them).
 BUILT_IN_ROWS = {"digits": 1797, "mnist5k": 5000}
 #: Seed stream of the noise images (beside ``split_seed``), apart from the shifts' and the perturbations'.
 OOD_STREAM = 2019
@@ -38,9 +38,9 @@ def _ood_images(source: str, name: str, spec: dict, shape, rows: int, split_seed
     if "noise" in spec:
         generator = np.random.default_rng([split_seed, OOD_STREAM, *name.encode()])
         return torch.from_numpy(generator.integers(0, 256, size=(rows, *shape), dtype=np.uint8))
-    rows = min(rows, BUILT_IN_ROWS[spec["dataset"]] - 1)
-    other = datasets.load({"dataset": spec["dataset"], "sizes": {"train": 0, "cal": 1, "test": rows}, "split_seed": 0},
-                          f"sources.{source}.ood.{name}", cache_dir)
+    rows = min(rows, BUILT_IN_ROWS[spec["dataset"]] - 10)  # the other 10 rows: a stratified cal part (unused)
+    other = datasets.load({"dataset": spec["dataset"], "sizes": {"train": 0, "cal": 10, "test": rows},
+                           "split_seed": 0}, f"sources.{source}.ood.{name}", cache_dir)
     images = next(iter(DataLoader(other.splits["test"], batch_size=rows)))[0]
     return as_images_like(images, shape[0], shape[1:])
 
