@@ -12,6 +12,10 @@ COLUMNS = (("auroc.maxprob", "AUROC max prob", True), ("auroc.entropy", "AUROC e
            ("fpr95.maxprob", "FPR@95 max prob", False), ("fpr95.entropy", "FPR@95 entropy", False))
 
 
+#: Line styles of the OOD sets in the figure's last panel.
+STYLES = ("-", "--", ":", "-.")
+
+
 def ood_long(records: dict[tuple[str, str, int], dict]) -> pd.DataFrame:
     """Rows (source, method, seed, ood set, metric, value) of the records keyed (source, method, seed)."""
     rows = [(source, method, seed, name, key, value)
@@ -67,18 +71,17 @@ def ood_figure(records, source: str, path, method_order=None) -> pd.DataFrame:
         own = frame[(frame["method"] == method) & (frame["ood"] == sets[0])]
         axes[0].plot(own["threshold"], own["accuracy"], color=colours[method], label=method)
         axes[1].plot(own["threshold"], own["in_share"], color=colours[method])
-        for style, name in zip(("-", "--", ":", "-."), sets):
+        for style, name in zip(STYLES, sets):
             part = frame[(frame["method"] == method) & (frame["ood"] == name)]
-            axes[2].plot(part["threshold"], part["out_share"], color=colours[method], linestyle=style,
-                         label=f"{method}, {name}" if method == methods[0] or len(sets) == 1 else None)
+            axes[2].plot(part["threshold"], part["out_share"], color=colours[method], linestyle=style)
     axes[0].set(xlabel="confidence threshold τ", ylabel="accuracy on test rows with max prob ≥ τ",
                 title="accuracy vs confidence")
     axes[1].set(xlabel="confidence threshold τ", ylabel="share of test rows with max prob ≥ τ",
                 title="test rows kept", ylim=(0, 1.02))
     axes[2].set(xlabel="confidence threshold τ", ylabel="share of OOD rows with max prob ≥ τ",
-                title="OOD rows above the threshold (" + ", ".join(
-                    f"{name}: {s}" for s, name in zip(("solid", "dashed", "dotted", "dash-dot"), sets)) + ")",
-                ylim=(0, 1.02))
+                title="OOD rows kept", ylim=(0, 1.02))
+    axes[2].legend([plt.Line2D([], [], color="black", linestyle=style) for style, _ in zip(STYLES, sets)],
+                   [f"OOD set {name}" for name in sets], fontsize=7)
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{source}: confidence on test and out-of-distribution inputs (mean over seeds)")
     save_figure(fig, path)
