@@ -2,6 +2,7 @@
 checks, and a run on imported logits to the table and figure."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -59,6 +60,25 @@ MODEL = {"type": "train", "dataset": "digits", "model": "timm:vit_tiny_patch16_2
 def test_bad_ood_sets_are_refused_naming_the_field(source, message):
     with pytest.raises(ConfigError, match=message):
         load({"sources": {"m": source}, "methods": ["ts"], "metrics": ["acc"]})
+
+
+@pytest.mark.parametrize("logits, message", [
+    (None, r"sources.my_model.ood.x.logits: .*gone.npy does not exist"),
+    (np.zeros((20, 7)), r"sources.my_model.ood.x.logits: 7 classes, but the source's other files have \[5\]"),
+    (np.full((20, 5), np.nan), r"sources.my_model.ood.x.logits"),
+])
+def test_validate_checks_an_import_sources_ood_logits(logits, message, tmp_path, capsys):
+    from calbench.__main__ import main
+
+    config = user_config(tmp_path, rows=400)
+    path = tmp_path / ("gone.npy" if logits is None else "ood.npy")
+    if logits is not None:
+        np.save(path, logits.astype(np.float32))
+    config["sources"]["my_model"]["ood"] = {"x": {"logits": str(path)}}
+    (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
+    assert main(["validate", str(tmp_path / "my.yaml")]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 
 def test_a_model_sources_ood_sets_plan_their_dump_and_evaluations_but_no_calibration(tmp_path):

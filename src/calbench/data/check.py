@@ -11,10 +11,15 @@ sources are checked by checksum when fetched, synthetic and model sources need n
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
 from calbench.data import importers
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
-from calbench.scores import labels_shape_problem
+from calbench.data.where import shown
+from calbench.scores import convert_scores, labels_shape_problem
 
 
 def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -> list[str]:
@@ -79,12 +84,36 @@ def _shift_problems(origin: str, entry: dict, deep: bool, classes: set, pool_lab
 
 
 def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
-    """Problems of the files of one ``import`` source and of its shifted test sets (empty for other types)."""
+    """Problems of the files of one ``import`` source, of its shifted test sets and of its out-of-distribution sets
+    (empty for other types)."""
     if entry["type"] != "import":
         return []
     origin = f"sources.{name}"
     problems, classes, pool_labels = _file_problems(origin, entry, deep)
-    return problems + _shift_problems(origin, entry, deep, classes, pool_labels)
+    return (problems + _shift_problems(origin, entry, deep, classes, pool_labels)
+            + _ood_problems(origin, entry, deep, classes))
+
+
+def _ood_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[str]:
+    """Problems of an ``import`` source's out-of-distribution logits (docs/shift.md): missing; deep: not finite
+    2-D scores of the source's kind, or another number of classes."""
+    problems = []
+    for name, spec in (entry.get("ood") or {}).items():
+        where = f"{origin}.ood.{name}.logits"
+        path = Path(spec["logits"])
+        if not path.exists():
+            problems.append(f"{where}: {shown(path)} does not exist")
+            continue
+        if not deep:
+            continue
+        try:
+            found = convert_scores(np.load(path, allow_pickle=False), entry["scores"], where).shape[1]
+        except (OSError, ValueError) as err:
+            problems.append(str(err) if str(err).startswith(where) else f"{where}: {err}")
+            continue
+        if classes and found not in classes:
+            problems.append(f"{where}: {found} classes, but the source's other files have {sorted(classes)}")
+    return problems
 
 
 def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set, object]:
