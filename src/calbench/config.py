@@ -277,6 +277,10 @@ def _check_shifts(config: dict) -> None:
             severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
             if len(set(map(str, severities))) < len(severities):
                 raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
+            for k, item in enumerate(items or []):
+                if isinstance(item, dict) and "rows" in item and "aligned" in item:
+                    raise ConfigError(f"config key sources.{name}.shifts.{family}.{k}: give `rows` (the pool row of "
+                                      "each row) or `aligned: true` (row i copies pool row i), not both")
             if entry.get("type") in ("train", "pretrained") and family in corruptions.FAMILIES:
                 wrong = [s for s in severities if s not in corruptions.levels(family)]
                 if wrong:
