@@ -13,6 +13,7 @@ torch = pytest.importorskip("torch", reason="the model sources need torch: pip i
 
 from calbench.config import complete_source  # noqa: E402
 from calbench.data import splits, store  # noqa: E402
+from calbench.jobs import model_dump  # noqa: E402
 from calbench.jobs import models as jobs  # noqa: E402
 from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
@@ -26,7 +27,7 @@ def train(source: str, entry: dict, output) -> None:
 
 def dump_model(source: str, entry: dict, output, weights=None) -> None:
     """The dump job on one thread, its entry filled as calbench.config.load fills it."""
-    jobs.dump_model_job(source, complete_source(entry), output, weights, cache_dir=DOWNLOADS, threads=1,
+    model_dump.dump_model_job(source, complete_source(entry), output, weights, cache_dir=DOWNLOADS, threads=1,
                         progress=False)
 
 

@@ -9,19 +9,21 @@ import pytest
 import yaml
 
 from calbench.config import ConfigError, load
-from calbench.metrics.ood import auroc, confidence_curve, fpr_at_tpr, ood_metrics
+from calbench.metrics.ood import confidence_curve, fpr_at_tpr, ood_metrics
 from conftest import run_snakemake
 from test_config_load import user_config
 from workflow_helpers import planned_jobs
 
 
-def test_auroc_is_the_mann_whitney_statistic_with_ties_as_halves():
+def test_ood_auroc_is_scikit_learns_with_the_test_rows_as_positives():
+    """``calbench.metrics.selective.auroc`` (Mann-Whitney with midranks) on the confidence scores, ties included."""
     sklearn_metrics = pytest.importorskip("sklearn.metrics")
     rng = np.random.default_rng(0)
-    positive, negative = rng.integers(0, 20, 300) / 20, rng.integers(0, 20, 200) / 20 - 0.1
-    expected = sklearn_metrics.roc_auc_score(np.r_[np.ones(300), np.zeros(200)], np.r_[positive, negative])
-    assert auroc(positive, negative) == pytest.approx(expected)
-    assert auroc(np.array([1.0, 2.0]), np.array([1.0, 0.0])) == 0.875  # pairs: 1>0, 2>1, 2>0 and one tie
+    top_in, top_out = rng.integers(2, 20, 300) / 20, rng.integers(2, 20, 200) / 20 - 0.05
+    inside = np.c_[top_in, 1 - top_in]
+    outside = np.c_[top_out, 1 - top_out]
+    expected = sklearn_metrics.roc_auc_score(np.r_[np.ones(300), np.zeros(200)], np.r_[inside.max(1), outside.max(1)])
+    assert ood_metrics(inside, outside)["auroc.maxprob"] == pytest.approx(expected)
 
 
 def test_fpr_at_95_tpr_takes_the_threshold_that_keeps_95_percent_of_the_positives():

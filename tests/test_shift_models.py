@@ -13,6 +13,8 @@ from calbench.data import store
 from conftest import DOWNLOADS, REPO
 
 jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
+model_dump = pytest.importorskip("calbench.jobs.model_dump", exc_type=ImportError)
+model_shifts = pytest.importorskip("calbench.jobs.model_shifts", exc_type=ImportError)
 perturbed_cal = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
 
 DEFAULT = yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"]["digits_vit"]
@@ -29,8 +31,8 @@ def shifted(tmp_path_factory):
     entry = load({"sources": {"d": entry}, "methods": ["ts"], "metrics": ["acc"]})["sources"]["d"]
     run = {"cache_dir": DOWNLOADS, "threads": 1, "progress": False}
     jobs.train_job("d", entry, folder / "model.pt", **run)
-    jobs.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", **run)
-    jobs.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", **run)
+    model_dump.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", **run)
+    model_shifts.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", **run)
     return folder, entry
 
 

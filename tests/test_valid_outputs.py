@@ -28,8 +28,10 @@ FAST = {"pl_ovr": {"n_folds": 3}, "pl3_ovr": {"n_folds": 3}, "pl_conf": {"n_fold
         "dir_l2": {"grid": {"reg_lambda": [1e-2]}, "cv": {"folds": 2}},
         "dir_odir": {"grid": {"reg_lambda": [1e-2], "reg_mu": [1e-2]}, "cv": {"folds": 2}},
         "ms_odir": {"grid": {"reg_lambda": [1e-2], "reg_mu": [1e-2]}, "cv": {"folds": 2}}}
-#: C² parameters (ms, dir), C per-class CV fits (PL) or a Newton fit of 2C parameters (vs, ~25 s CPU).
-SLOW_AT_1000 = ("dir", "dir_diag", "dir_l2", "dir_odir", "ms", "ms_odir", "vs", "pl_ovr", "pl3_ovr", "irm")
+#: C² parameters (ms, dir), C per-class CV fits (PL), a Newton fit of 2C parameters (vs, ~25 s CPU) or C(C − 1)/2
+#: pairwise predictors (venn_abers_ovo).
+SLOW_AT_1000 = ("dir", "dir_diag", "dir_l2", "dir_odir", "ms", "ms_odir", "vs", "pl_ovr", "pl3_ovr", "irm",
+                "venn_abers_ovo")
 LOGIT_METHODS = [m for m in available() if "train" not in method_class(m).needs]
 TRAIN_METHODS = [m for m in available() if "train" in method_class(m).needs]
 

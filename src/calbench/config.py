@@ -13,6 +13,7 @@ and the command line only read its result.
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
@@ -21,6 +22,7 @@ import jsonschema
 import yaml
 
 from calbench import corruptions
+from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, method_class, split_chain
 from calbench.methods.constraints import InvalidSetting
 from calbench.metrics import check_metric_ids, lookup
@@ -49,20 +51,61 @@ def _describe(error) -> str:
         return f"{error.instance!r} is not allowed; the only allowed value: {error.validator_value}"
     if error.validator == "pattern" and _key_path(error).startswith("methods"):
         return f"{error.instance!r} is not a method name (lower-case names joined by '+')"
+    if error.validator == "pattern" and _key_path(error) == "sources":
+        return (f"{error.instance!r} is not a source name: a name is a folder and file name of its results "
+                "(results/dumps/<name>.h5), of letters, digits, '_', '-' and '.', and not '.' or '..'")
+    if error.validator == "uniqueItems":
+        repeated = sorted({repr(v) for i, v in enumerate(error.instance) if v in error.instance[:i]})
+        return (f"{', '.join(repeated)} given more than once in {error.instance}; list each once (a repeated "
+                "entry would run, or count in every table, twice)")
     return error.message
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a mapping that gives one key twice (the safe loader keeps the last silently:
+    a source written twice would run once, with the second entry)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen: dict = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key: the base class says so
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice in one mapping (lines {first} and "
+                    f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+def read_yaml(text: str):
+    """YAML ``text`` as every config, schema and setting is read: safe, and a key given twice in one mapping is a
+    ``yaml.YAMLError`` naming both lines."""
+    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader subclass)
+
+
+@functools.cache
+def _schema() -> dict:
+    return read_yaml(SCHEMA.read_text())
+
+
 def load_schema() -> dict:
-    return yaml.safe_load(SCHEMA.read_text())
+    """The config schema (a copy: parsing it costs ~0.1 s, so it is read once per process)."""
+    return copy.deepcopy(_schema())
 
 
-def _read(path) -> dict:
+def read_config_file(path) -> dict:
+    """The mapping of config file ``path``, read with :func:`read_yaml`; :class:`ConfigError` names the file and
+    the problem (no such file, not YAML, a key twice, not a mapping)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
     try:
-        config = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as err:
+        config = read_yaml(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: a config is a mapping of keys (sources, methods, metrics, ...), got "
@@ -305,12 +348,6 @@ def _check_ood(config: dict) -> None:
                                   "source's own dataset; an out-of-distribution set is another one")
 
 
-def shift_sets(entry: dict) -> list[str]:
-    """The shifted test sets of a source entry, ``family/severity`` (docs/shift.md), in config order."""
-    return [f"{family}/{item['severity'] if isinstance(item, dict) else item}"
-            for family, items in entry.get("shifts", {}).items() for item in items]
-
-
 def load(config) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
@@ -318,7 +355,7 @@ def load(config) -> dict:
     schema default filled, ``null`` optional sections removed and ``method_settings`` entries as
     dicts; the input mapping is not modified.
     """
-    config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else _read(config)
+    config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else read_config_file(config)
     _drop_null_sections(config)
     _check_shifts(config)
     _check_ood(config)

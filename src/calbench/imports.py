@@ -4,9 +4,11 @@
 the syntax tree (nothing is imported): ``import calbench.a.b`` and ``from calbench.a import b`` anywhere in a
 module, lazy imports inside functions included. Importing ``calbench.a.b`` also runs the ``__init__`` of
 ``calbench`` and ``calbench.a``: their module-level imports count, and their functions' lazy imports only
-where the package itself is imported (``from calbench import save`` runs ``calbench.save``, ``import
-calbench.scores`` does not). Imports by name at run time (``importlib.import_module``, the method registry's
-discovery) are not followed: the rules add each method's own class module (``methods.code_files``).
+for the names taken from the package (``from calbench import save`` runs ``calbench.save``, ``import
+calbench.scores`` does not; ``import calbench`` runs the names the module reads as ``calbench.<name>``, so
+that reading ``calbench.__version__`` runs no calibrator loading). Imports by name at run time
+(``importlib.import_module``, the method registry's discovery) are not followed: the rules add each method's own
+class module (``methods.code_files``).
 """
 
 from __future__ import annotations
@@ -40,13 +42,19 @@ def _module_name(path: Path) -> str:
 Imported = tuple[str, frozenset | None]
 
 
-def _imports_in(nodes, package: str) -> list[Imported]:
+def _imports_in(nodes, package: str, attributes: frozenset = frozenset()) -> list[Imported]:
     """The calbench imports among ``nodes`` (``from m import x``: module ``m.x`` where that is a module, else
-    name ``x`` of ``m``)."""
+    name ``x`` of ``m``; ``import calbench``: the names ``attributes`` that the module reads as ``calbench.x``)."""
     found = []
     for node in nodes:
         if isinstance(node, ast.Import):
-            found += [(alias.name, None) for alias in node.names]
+            for alias in node.names:
+                if alias.name.partition(".")[0] == PACKAGE and alias.asname is None:  # binds the name `calbench`
+                    found.append((PACKAGE, attributes))
+                    if alias.name != PACKAGE:
+                        found.append((alias.name, None))
+                else:
+                    found.append((alias.name, None))
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
             if node.level:  # relative: from the importing module's package
@@ -78,10 +86,13 @@ def _module_imports(path: Path):
     if package and path.name != "__init__.py":
         package = package.rpartition(".")[0]
     functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    lazy = {name: _imports_in(_walk(node, True), package) for name, node in functions.items()}
+    attributes = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                           and isinstance(n.value, ast.Name) and n.value.id == PACKAGE)
+    lazy = {name: _imports_in(_walk(node, True), package, attributes) for name, node in functions.items()}
     calls = {name: {n.func.id for n in _walk(node, True) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
                     and n.func.id in functions} for name, node in functions.items()}
-    return _imports_in(_walk(tree, True), package), _imports_in(_walk(tree, False), package), lazy, calls
+    return (_imports_in(_walk(tree, True), package, attributes), _imports_in(_walk(tree, False), package, attributes),
+            lazy, calls)
 
 
 def imported_modules(path: Path, names: frozenset | None = None) -> list[Imported]:

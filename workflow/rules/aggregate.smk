@@ -1,4 +1,5 @@
-# Every metrics JSON → results/tables (long CSV, ranked per-metric Markdown tables).
+# Every metrics JSON and calibrated test output → results/tables (long CSV, per-metric Markdown tables marked by
+# the paired bootstrap of the test rows, its intervals).
 from calbench.jobs import paths
 
 
@@ -9,6 +10,7 @@ localrules:
 rule aggregate:
     input:
         metrics=metric_files(),
+        calibrated=calibrated_files(),
         code=script_code("aggregate"),
     output:
         long=report(
@@ -22,6 +24,7 @@ rule aggregate:
             category="Tables",
         ),
         ranks=paths.AVERAGE_RANKS,
+        intervals=paths.INTERVALS,
         per_metric=[paths.METRIC_TABLE.format(metric=m) for m in METRICS],
     params:
         metrics=METRICS,

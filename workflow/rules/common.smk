@@ -7,8 +7,9 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from calbench.config import ConfigError, chain_settings, load, method_runs_on
+from calbench.config import ConfigError, chain_settings, load, method_runs_on, read_config_file
 from calbench.data.check import config_problems
+from calbench.data.inputs import shift_files, source_files
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
@@ -19,6 +20,8 @@ from calbench.methods import method_class, split_chain
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
 try:
+    for _path in workflow.configfiles:  # Snakemake's YAML reader keeps the last of a key given twice: refused here
+        read_config_file(_path)
     _resolved = load(config)  # the schema shipped inside the package (calbench.config.SCHEMA)
 except ConfigError as err:
     raise WorkflowError(f"calbench: invalid config: {err}") from None
@@ -63,8 +66,12 @@ def metric_files():
     return [paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
 
 
+def calibrated_files():
+    return [paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
+
+
 def table_files():
-    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS] + [
+    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS, paths.INTERVALS] + [
         paths.METRIC_TABLE.format(metric=m) for m in METRICS
     ]
 
@@ -99,6 +106,17 @@ def source_entry(wildcards):
     set or a seed reruns no training, dump or calibration (docs/shift.md; the dump rule of a data source takes its
     seeds as a param of their own); the shift and OOD dumps (rules/shift.smk) read the entry with their own key."""
     return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "ood", "seeds")})
+
+
+def source_data(wildcards):
+    """The files the source's entry names (an import's files, a model's local weights): inputs of the rules that
+    read them, so that changing a file's content reruns what depends on it (calbench.data.inputs)."""
+    return source_files(SOURCES[wildcards.source])
+
+
+def shift_data(wildcards):
+    """The files of an import source's shifted test sets: inputs of its shift dump."""
+    return shift_files(SOURCES[wildcards.source])
 
 
 def source_seed_list(wildcards):

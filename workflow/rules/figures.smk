@@ -133,6 +133,7 @@ if CRITICAL_DIFFERENCE is not None:
     rule critical_difference:
         input:
             long=paths.METRICS_LONG,
+            intervals=paths.INTERVALS,
             code=script_code("critical_difference"),
         output:
             figures=[

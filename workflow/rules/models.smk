@@ -28,6 +28,7 @@ def model_gpus(wildcards):
 rule train_model:
     input:
         code=script_code("train_model"),
+        data=source_data,
     output:
         paths.MODEL,
     params:
@@ -55,6 +56,7 @@ rule dump_model:
     input:
         code=script_code("dump_model"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.DUMP,
     params:

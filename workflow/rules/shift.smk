@@ -2,6 +2,7 @@
 # results/shifts/{source}.h5 (its calibrate jobs never read it, so adding a shift reruns no calibration; the
 # evaluate jobs apply the saved calibrators to it), then the shift tables and figures from the long table.
 from calbench.config import method_needs, shift_sets
+from calbench.data.inputs import ood_files
 from calbench.jobs import paths
 from calbench.methods import make
 
@@ -30,10 +31,16 @@ def ood_entry(wildcards):
     return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "shifts"})
 
 
+def ood_data(wildcards):
+    """The files of an import source's out-of-distribution sets: inputs of its OOD dump."""
+    return ood_files(SOURCES[wildcards.source])
+
+
 rule dump_shifts_model:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_model"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.SHIFTS,
     params:
@@ -53,7 +60,7 @@ rule dump_shifts_model:
         mem_mb=8000,
         runtime=120,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_model.py"
 
 
 def perturb_settings(wildcards):
@@ -74,6 +81,7 @@ rule dump_perturbed_cal:
         code=script_code("dump_perturbed_cal"),
         weights=model_weights,
         split=source_split_file,
+        data=source_data,
     output:
         paths.PERTURBED_CAL,
     params:
@@ -99,8 +107,9 @@ rule dump_perturbed_cal:
 
 rule dump_shifts_source:
     input:
-        code=script_code("dump_shifts"),
+        code=script_code("dump_shifts_source"),
         dump=paths.DUMP,
+        data=shift_data,
     output:
         paths.SHIFTS,
     params:
@@ -118,7 +127,7 @@ rule dump_shifts_source:
         mem_mb=2000,
         runtime=30,
     script:
-        "../scripts/dump_shifts.py"
+        "../scripts/dump_shifts_source.py"
 
 
 rule dump_ood_model:
@@ -151,6 +160,7 @@ rule dump_ood_source:
     input:
         code=script_code("dump_ood"),
         dump=paths.DUMP,
+        data=ood_data,
     output:
         paths.OOD,
     params:

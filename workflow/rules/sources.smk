@@ -6,6 +6,7 @@ from calbench.jobs import paths
 rule dump_source:
     input:
         code=script_code("dump_source"),
+        data=source_data,
     output:
         paths.DUMP,
     params:

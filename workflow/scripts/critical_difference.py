@@ -4,5 +4,6 @@ from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    critical_difference_job(smk.input.long, dict(zip(smk.params.metrics, smk.output.figures)), smk.output.table,
-                            smk.output.csv, smk.params.test, smk.params.alpha, smk.params.friedman_alpha)
+    critical_difference_job(smk.input.long, smk.input.intervals, dict(zip(smk.params.metrics, smk.output.figures)),
+                            smk.output.table, smk.output.csv, smk.params.test, smk.params.alpha,
+                            smk.params.friedman_alpha)

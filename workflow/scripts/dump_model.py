@@ -1,8 +1,8 @@
-"""Snakemake adapter of calbench.jobs.models.dump_model_job."""
+"""Snakemake adapter of calbench.jobs.model_dump.dump_model_job."""
 import json
 
 from calbench.jobs.logs import job_logging, snakemake_log
-from calbench.jobs.models import dump_model_job
+from calbench.jobs.model_dump import dump_model_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

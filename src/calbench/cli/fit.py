@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import yaml
-
 from calbench.cli.arrays import read_array, read_scores
 
 
@@ -26,6 +24,7 @@ def add_parser(sub) -> None:
 def parse_settings(method: str, pairs) -> dict:
     """``["q=0.05", "lece.t=0"]`` → settings for :func:`calbench.methods.make` (values read as YAML);
     in a chain, ``stage.setting=value``."""
+    from calbench.config import read_yaml
     from calbench.methods import split_chain
 
     parts = split_chain(method)
@@ -39,9 +38,9 @@ def parse_settings(method: str, pairs) -> dict:
             if stage not in parts:
                 raise ValueError(f"--set {pair!r}: in chain {method!r} write STAGE.NAME=VALUE with STAGE one of "
                                  f"{parts}")
-            settings.setdefault(stage, {})[name] = yaml.safe_load(value)
+            settings.setdefault(stage, {})[name] = read_yaml(value)
         else:
-            settings[key] = yaml.safe_load(value)
+            settings[key] = read_yaml(value)
     return settings
 
 

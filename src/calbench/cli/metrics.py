@@ -10,10 +10,11 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from calbench.metrics import definitions  # noqa: F401  (registers every metric id)
     from calbench.metrics.registry import described_ids
 
     for usage, description, family in described_ids():
-        direction = "higher is better" if family.higher_is_better else "lower is better"
+        direction = family.direction
         print(usage)
         print(textwrap.fill(f"{description} ({direction})", width=110, initial_indent="    ",
                             subsequent_indent="    "))

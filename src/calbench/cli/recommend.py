@@ -1,8 +1,10 @@
-"""``calbench recommend``: the best method per source of a finished run, with intervals and paired tests
-(:mod:`calbench.report.choice`)."""
+"""``calbench recommend``: the best method per source of a finished run, its interval, the methods tied with it
+and whether it changes the classifier's accuracy (:mod:`calbench.report.paired_bootstrap`)."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -13,13 +15,20 @@ def add_parser(sub) -> None:
     rec.add_argument("results", nargs="?", default="results", help="results directory of a finished run")
     rec.add_argument("--metric", default="nll", help="metric id to rank by (default nll)")
     rec.add_argument("--all-metrics", action="store_true",
-                     help="every metric of the run: the winner per metric and the methods not significantly worse")
-    rec.add_argument("--level", type=float, default=0.95, help="confidence level of the interval")
-    rec.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test")
+                     help="every metric of the run: the winner per metric and the methods tied with it")
+    rec.add_argument("--level", type=float, default=0.95, help="confidence level of the intervals")
+    rec.add_argument("--alpha", type=float, default=0.05,
+                     help="family-wise significance level of the tests against the best (Holm)")
     rec.add_argument("--resamples", type=int, default=1000,
-                     help="bootstrap resamples of the test rows for one-seed sources (default 1000)")
+                     help="paired bootstrap resamples of the test rows (default 1000)")
+    rec.add_argument("--recompute", action="store_true",
+                     help="also resample the estimators without a row-weighted form (KDE, kernel, fit-on-test, CV "
+                          "bins) by recomputing them on every resample: --resamples times their cost")
     rec.add_argument("--under-shift", action="store_true",
                      help="rank by the mean over the shifted test sets instead of the clean test split")
+    rec.add_argument("--json", action="store_true",
+                     help="print a JSON list of records {source, metric, method, estimate, low, high, best, "
+                          "tied_with_best, p_value, acc_change, calibrator} instead of text")
     rec.set_defaults(handler=run)
 
 
@@ -27,15 +36,16 @@ def run(args) -> int:
     import pandas as pd
 
     from calbench.jobs import paths
-    from calbench.report.choice import compare, scale_note, shown
+    from calbench.report.shift import ranking_rows
 
+    if not 0 < args.level < 1 or not 0 < args.alpha < 1 or args.resamples < 10:
+        raise ValueError(f"--level and --alpha must lie in (0, 1) and --resamples be at least 10; got "
+                         f"{args.level}, {args.alpha}, {args.resamples}")
     results = Path(args.results)
     table = _under(results, paths.METRICS_LONG)
     if not table.is_file():
         raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
                                 "results directory of a finished run")
-    from calbench.report.shift import ranking_rows
-
     long = ranking_rows(pd.read_csv(table), args.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
     wanted = available if args.all_metrics else [args.metric]
@@ -43,25 +53,87 @@ def run(args) -> int:
         if metric not in available:
             raise ValueError(f"metric {metric!r} is not in {table}; it holds {', '.join(available)} "
                              "(`calbench metrics` explains each id)")
+    from calbench.metrics import lookup
 
-    def outputs(source, method, seed):
-        return _under(results, paths.CALIBRATED, source=source, method=method, seed=seed)
-
-    print(f"best method per source; interval: {args.level:.0%}, over seeds (t) where a source has several, else "
-          f"over its test rows ({args.resamples} bootstrap resamples, the same for every method); a method is "
-          f"'not significantly worse' when a two-sided paired test against the best gives p >= {args.alpha}")
-    if args.under_shift:
-        print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); one-seed sources get "
-              "no interval, since the bootstrap resamples the clean test rows")
-    for metric in wanted:
-        direction = "higher" if _higher_is_better(metric) else "lower"
-        print(f"\n{metric}{scale_note(metric)}, {direction} is better, values as in the tables")
-        for rec in compare(long, metric, None if args.under_shift else outputs, args.level, args.resamples):
-            _print_choice(rec, args.alpha, shown)
-            if not args.all_metrics:
-                saved = _under(results, paths.CALIBRATOR, source=rec["source"], method=rec["method"], seed=rec["seed"])
-                print(f"    saved calibrator: {saved}" + ("" if saved.is_file() else " (missing: rerun the workflow)"))
+    signed = [m for m in wanted if lookup(m)[0].signed]
+    if signed and not args.all_metrics:
+        raise ValueError(f"{signed[0]} is signed (0 is best): recommend ranks methods in one direction; use its "
+                         "unsigned parts (e.g. sce.conf.em15.over and .under) or an ECE")
+    wanted = [m for m in wanted if m not in signed]
+    records = []
+    for source, rows in long.groupby("source", sort=True):
+        draws = _source_draws(source, rows, wanted, results, args)
+        records += _records(draws, wanted, results, args)
+    if args.json:
+        print(json.dumps(records, indent=1))
+        return 0
+    _print_text(records, wanted, args)
+    if signed:
+        print(f"\nnot ranked, signed (0 is best; docs/metrics.md): {', '.join(signed)}")
     return 0
+
+
+def _source_draws(source: str, rows, metrics, results: Path, args):
+    """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy; under shift (whose calibrated
+    outputs are not kept), or where a calibrated output is missing, the per-seed values of the long table without
+    resamples."""
+    from calbench.data.store import read_calibrated
+    from calbench.jobs import paths
+    from calbench.report.paired_bootstrap import estimates_only, source_draws
+
+    seeds = sorted(int(s) for s in rows["seed"].unique())
+    methods = list(dict.fromkeys(rows["method"]))
+    wanted = list(dict.fromkeys([*metrics, "acc"]))
+    wanted = [m for m in wanted if m in set(rows["metric"])]
+    files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
+    if args.under_shift or not all(path.is_file() for path in files.values()):
+        return estimates_only(source, rows, wanted)
+    values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
+    return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
+                        args.resamples, recompute=args.recompute, known=lambda m, s, metric: values.get((m, s, metric)))
+
+
+def _records(draws, metrics, results: Path, args) -> list[dict]:
+    """``recommend --json``'s records of one source: every method per metric, best first, with ``acc_change``
+    (its accuracy minus uncal's), the saved calibrator's path and, on the best, ``acc_flag``: how its accuracy
+    change compares with uncal's accuracy interval."""
+    from calbench.jobs import paths
+    from calbench.report.paired_bootstrap import REFERENCE, compare
+
+    accuracy = {v.method: v for v in compare(draws, "acc", args.level, args.alpha)} if "acc" in draws.estimates \
+        else {}
+    reference = accuracy.get(REFERENCE)
+    out = []
+    for metric in metrics:
+        for rank, verdict in enumerate(compare(draws, metric, args.level, args.alpha)):
+            record = {k: _plain(v) for k, v in verdict.record().items()}
+            own = accuracy.get(verdict.method)
+            record["acc_change"] = _plain(own.estimate - reference.estimate) if own and reference else None
+            record["calibrator"] = str(_under(results, paths.CALIBRATOR, source=verdict.source,
+                                              method=verdict.method, seed=draws.seeds[0]))
+            if rank == 0:
+                record["acc_flag"] = _accuracy_flag(own, reference)
+            out.append(record)
+    return out
+
+
+def _accuracy_flag(own, reference) -> str | None:
+    """``"raises"`` or ``"lowers"`` where the method's accuracy lies outside uncal's accuracy interval, else
+    None (also when either has no interval)."""
+    if own is None or reference is None or not np.isfinite(reference.low):
+        return None
+    if own.estimate > reference.high:
+        return "raises"
+    if own.estimate < reference.low:
+        return "lowers"
+    return None
+
+
+def _plain(value):
+    """JSON-ready: NaN → None, numpy scalars → Python."""
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _under(results: Path, template: str, **fields) -> Path:
@@ -69,30 +141,58 @@ def _under(results: Path, template: str, **fields) -> Path:
     return results / template.removeprefix("results/").format(**fields)
 
 
-def _print_choice(rec: dict, alpha: float, shown) -> None:
-    """Two lines per source: the best method with its interval and the verdict against the runner-up; the
-    methods not significantly worse than it."""
-    metric = rec["metric"]
-    line = f"{rec['source']}: {rec['method']} {shown(metric, rec['value'])}"
-    if rec["basis"] is not None and np.isfinite(rec["low"]):
-        line += f" [{shown(metric, rec['low'])}, {shown(metric, rec['high'])}] over {rec['basis']}"
-    else:
-        line += " (no interval: one seed and no calibrated outputs to resample)"
-    if not rec["others"]:
-        print(line + "; the only method")
-        return
-    method, value, p_value = rec["others"][0]
-    if np.isnan(p_value):
-        line += f"; runner-up {method} {shown(metric, value)}, no paired test"
-    else:
-        verdict = "significantly better than" if p_value < alpha else "not significantly better than"
-        line += f"; {verdict} the runner-up {method} {shown(metric, value)} (p = {p_value:.3g})"
-    print(line)
-    close = [m for m, _, p in rec["others"] if np.isfinite(p) and p >= alpha]
-    print(f"    not significantly worse: {', '.join(close) if close else 'none'}")
-
-
-def _higher_is_better(metric: str) -> bool:
+def _print_text(records: list[dict], metrics, args) -> None:
     from calbench.metrics import lookup
 
-    return lookup(metric)[0].higher_is_better
+    print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {args.resamples} paired "
+          "bootstrap resamples of the test rows (the same for every method; several seeds pooled; shifted by the "
+          "bootstrap's estimate of bias, never below 0 for an ECE); 'tied with the "
+          f"best': a paired test against the best cannot reject 'no difference' at family-wise α = {args.alpha:g} "
+          "(Holm-adjusted p shown), 'worse': it can")
+    if args.under_shift:
+        print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); no intervals or tests: "
+              "the shifted sets' calibrated outputs are not kept")
+    for metric in metrics:
+        family, _ = lookup(metric)
+        direction = "higher" if family.higher_is_better else "lower"
+        print(f"\n{metric}{_scale_note(family)}, {direction} is better, values as in the tables")
+        for source in dict.fromkeys(r["source"] for r in records if r["metric"] == metric):
+            _print_source([r for r in records if r["metric"] == metric and r["source"] == source], family)
+
+
+def _print_source(records: list[dict], family) -> None:
+    """The best method with its interval; the methods tied with it and those worse (with adjusted p-values);
+    its change of accuracy where it leaves uncal's interval; its saved calibrator."""
+    best = records[0]
+    line = f"{best['source']}: {best['method']} {_shown(family, best['estimate'])}"
+    if best["low"] is not None:
+        line += f" [{_shown(family, best['low'])}, {_shown(family, best['high'])}]"
+    else:
+        line += (" (no interval: the calibrated test outputs are missing, or the estimator has no row-weighted form "
+                 "and --recompute was not given)")
+    print(line + ("; the only method" if len(records) == 1 else ""))
+    others = records[1:]
+    if others and others[0]["p_value"] is None:
+        print("    untested: " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}" for r in others))
+    elif others:
+        tied = [r for r in others if r["tied_with_best"]]
+        worse = [r for r in others if not r["tied_with_best"]]
+        listed = lambda group: ", ".join(f"{r['method']} {_shown(family, r['estimate'])} (p = {r['p_value']:.2g})"  # noqa: E731
+                                         for r in group) or "none"
+        print(f"    tied with the best: {listed(tied)}")
+        print(f"    worse than {best['method']}: {listed(worse)}")
+    if best.get("acc_flag"):
+        print(f"    note: {best['method']} {best['acc_flag']} accuracy by {100 * abs(best['acc_change']):.1f} points, "
+              "beyond the interval of uncal's accuracy: it changes the classifier's decisions, not only its "
+              "probabilities (check that this is wanted before deploying it)")
+    saved = Path(best["calibrator"])
+    print(f"    saved calibrator: {saved}" + ("" if saved.is_file() else " (missing: rerun the workflow)"))
+
+
+def _shown(family, value) -> str:
+    """``value`` as the tables show the metric (e.g. ECE ×100, the table's decimals)."""
+    return f"{value * family.scale:.{family.decimals}f}" if value is not None and np.isfinite(value) else "n/a"
+
+
+def _scale_note(family) -> str:
+    return "" if family.scale == 1 else f" (×{family.scale:g})"

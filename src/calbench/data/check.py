@@ -4,7 +4,8 @@
 shapes, finite values, label range, declared ``scores`` kind against the content); ``snakemake -n``
 runs the cheap one (missing files and, for ``npy`` files, from the file headers: the score matrices' shapes,
 labels that are a vector with one entry per row (not ``(N, 1)``, not one-hot) and split sizes; and a
-pickle's contents, read by the unpickler that runs no code). Download
+pickle's contents, read by the unpickler that runs no code; an npz's table of contents; every file's
+being a non-empty regular file). Download
 sources are checked by checksum when fetched, synthetic and model sources need no file, so both check
 ``type: import`` sources only.
 """
@@ -129,7 +130,8 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         return _layout_problems(origin, shapes, entry.get("split")), classes, pool_labels
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
-        return [str(err) for err in missing or importers.pickle_problems(entry["format"], files)], set(), None
+        return [str(err) for err in missing] or [f"{origin}: {err}" for err in importers.archive_problems(
+            entry["format"], files)], set(), None
     try:
         files = importers.npy_fields(files, entry["scores"], origin)
     except ValueError as err:  # names the key itself

@@ -17,6 +17,8 @@ the data (rows of "probabilities" that do not sum to one, or "logits" that all d
 
 from __future__ import annotations
 
+import errno
+import os
 import pickle
 from pathlib import Path
 
@@ -27,6 +29,7 @@ from calbench.data.where import shown
 from calbench.scores import convert_scores
 
 SPLITS = ("train", "cal", "test", "all")
+_NO_ROWS = "0 rows (an empty array); a split needs rows of scores and labels"
 #: The fields a split may hold; ``probs`` is the score field's other name for ``scores: probs`` sources.
 FIELDS = ("logits", "labels", "embeddings", "true_probs")
 
@@ -59,8 +62,9 @@ def _rename_probs(fields: dict, scores: str, where: str) -> dict:
 def _load_npy(path) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
-    except (ValueError, OSError) as err:
-        raise ValueError(f"{path}: cannot read as .npy ({err})") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path}: cannot read as .npy ({err or type(err).__name__}); it is truncated or not an "
+                         ".npy file") from None
 
 
 def _from_npy(files: dict) -> dict[str, dict]:
@@ -72,8 +76,9 @@ def _from_npy(files: dict) -> dict[str, dict]:
 def _from_npz(archive) -> dict[str, dict]:
     try:
         data = dict(np.load(archive, allow_pickle=False))
-    except (ValueError, OSError) as err:
-        raise ValueError(f"{archive}: cannot read as .npz ({err})") from None
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{archive}: cannot read as .npz ({err or type(err).__name__}); it is truncated or not an "
+                         ".npz archive") from None
     if "logits" in data or "probs" in data:
         return {"all": data}
     groups: dict[str, dict] = {}
@@ -146,8 +151,8 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
         return {}, missing
     try:
         raw = readers[fmt]()
-    except ValueError as err:
-        return {}, [err]
+    except ValueError as err:  # names the file; the key names the source
+        return {}, [ValueError(f"{origin}: {err}")]
     groups, problems = {}, []
     for split, arrays in raw.items():
         if "probs" in arrays:
@@ -161,6 +166,9 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
             problems.append(ValueError(f"{origin}.files: split {split!r} has no {' and no '.join(missing_fields)}; "
                                        f"every split needs logits and labels (metrics compare with the labels)"))
             continue
+        if np.shape(arrays["logits"])[:1] == (0,):
+            problems.append(ValueError(f"{origin}: {_file_of(fmt, files, split, 'logits')}:{split}/logits: {_NO_ROWS}"))
+            continue
         try:
             where = f"{origin}: {_file_of(fmt, files, split, 'logits')}:{split}/logits"
             if "logits" in arrays:
@@ -171,21 +179,58 @@ def inspect_files(fmt: str, files: dict, scores: str, origin: str) -> tuple[dict
     return groups, problems
 
 
-def pickle_problems(fmt: str, files: dict) -> list[ValueError]:
-    """The error of reading a ``pickle`` source's archive (one that names anything but array parts), or none."""
-    if fmt != "pickle" or "archive" not in files:
+def archive_problems(fmt: str, files: dict) -> list[ValueError]:
+    """The error of opening a ``pickle`` or ``npz`` source's archive (a pickle is read in full: one that names anything
+    but array parts is refused; an npz's table of contents only), or none."""
+    if fmt not in ("pickle", "npz") or "archive" not in files:
         return []
+    archive = files["archive"]
     try:
-        _from_pickle(files["archive"])
+        if fmt == "pickle":
+            _from_pickle(archive)
+            return []
+        opened = np.load(archive, allow_pickle=False)
     except ValueError as err:
-        return [err]
+        return [err if fmt == "pickle" else ValueError(f"{archive}: cannot read as .npz ({err})")]
+    except (OSError, EOFError) as err:
+        return [ValueError(f"{archive}: cannot read as .npz ({err or type(err).__name__}); it is truncated or not an "
+                           ".npz archive")]
+    if not isinstance(opened, np.lib.npyio.NpzFile):
+        return [ValueError(f"{archive}: an .npy array, not an .npz archive; use `format: npy`, or np.savez")]
+    opened.close()
     return []
 
 
 def missing_files(files: dict, origin: str) -> list[FileNotFoundError]:
-    """One error per file of ``files`` that does not exist."""
-    return [FileNotFoundError(f"{origin}.files: {shown(path)} does not exist") for path in _paths(files)
-            if not Path(path).exists()]
+    """One error per file of ``files`` that cannot be read as a data file: it does not exist, is a loop of symbolic
+    links, is not a regular file, or is empty."""
+    problems = []
+    for path in file_paths(files):
+        problem = _unusable(Path(path))
+        if problem:
+            problems.append(FileNotFoundError(f"{origin}.files: {shown(path)} {problem}"))
+    return problems
+
+
+def _unusable(path: Path) -> str | None:
+    """Why ``path`` is no data file, or None."""
+    try:
+        if not path.exists():
+            if not path.is_symlink():
+                return "does not exist"
+            try:
+                os.stat(path)
+            except OSError as err:
+                if err.errno == errno.ELOOP:
+                    return "is a loop of symbolic links; point the link at the data file"
+            return "is a symbolic link to a missing file"
+        if not path.is_file():
+            return "is not a file (a folder?); name the data file itself"
+        if path.stat().st_size == 0:
+            return "is empty (0 bytes): an interrupted copy or download? Write the file again"
+    except (RuntimeError, OSError) as err:  # a loop of symbolic links: RuntimeError before Python 3.13
+        return f"cannot be read ({' '.join(str(err).split())}); fix the symbolic link(s)"
+    return None
 
 
 def npy_shapes(files: dict) -> dict[str, dict]:
@@ -193,9 +238,13 @@ def npy_shapes(files: dict) -> dict[str, dict]:
     the file headers only (memory-mapped)."""
     def shape(path):
         try:
-            return np.load(path, mmap_mode="r", allow_pickle=False).shape
-        except (ValueError, OSError) as err:
-            raise ValueError(f"{path}: cannot read as .npy ({err})") from None
+            found = np.load(path, mmap_mode="r", allow_pickle=False).shape
+        except (ValueError, OSError, EOFError) as err:
+            raise ValueError(f"{path}: cannot read as .npy ({err or type(err).__name__}); it is truncated or not an "
+                             ".npy file") from None
+        if found[:1] == (0,):
+            raise ValueError(f"{path}: {_NO_ROWS}")
+        return found
 
     if not any(isinstance(value, dict) for value in files.values()):
         return {"all": {field: shape(path) for field, path in files.items()}}
@@ -210,9 +259,12 @@ def _file_of(fmt: str, files: dict, split: str, field: str) -> str:
     return str(entry.get(field, "?"))
 
 
-def _paths(files: dict):
+def file_paths(files: dict) -> list[str]:
+    """The local paths of a ``files`` mapping, at any depth (a downloaded ``{url, sha256}`` is not one)."""
+    paths = []
     for value in files.values():
         if isinstance(value, dict):
-            yield from _paths(value)
+            paths += [] if "url" in value else file_paths(value)
         else:
-            yield value
+            paths.append(value)
+    return paths

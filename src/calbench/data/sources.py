@@ -1,6 +1,6 @@
 """Build the dump of a data source from its config entry (dispatch on ``type``: synthetic, import, download).
 
-Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jobs.models` instead.
+Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jobs.model_dump` instead.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def build_groups(name: str, entry: dict, seeds, cache_dir) -> dict[str, dict]:
         files = _resolve_downloads(entry["files"], cache_dir, origin)
         return importers.read_files(entry["format"], files, entry["scores"], origin)
     raise ValueError(f"{origin}.type: expected synthetic, import or download, got {kind!r} (train and pretrained "
-                     "sources are dumped by calbench.jobs.models)")
+                     "sources are dumped by calbench.jobs.model_dump)")
 
 
 def shift_groups(name: str, entry: dict, cache_dir, pool_labels: np.ndarray | None = None) -> dict[str, dict]:

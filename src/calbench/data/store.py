@@ -31,12 +31,20 @@ def _open_for_reading(path) -> h5py.File:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     try:
-        return h5py.File(path, "r", locking=False)
+        f = h5py.File(path, "r", locking=False)
     except OSError as err:
         raise ValueError(
             f"{path}: not a readable HDF5 file ({err}); it is truncated or corrupted: delete it and rerun "
             "the job that makes it"
         ) from None
+    links = []
+    f.visititems_links(lambda name, link: links.append(name) if not isinstance(link, h5py.HardLink) else None)
+    if links:
+        f.close()
+        raise ValueError(f"{path}: {links[0]} is a link (soft or external: HDF5 would read another object or file "
+                         "in its place); the files calbench writes hold none, so this one was changed: delete it and "
+                         "rerun the job that makes it")
+    return f
 
 
 def validate_split(arrays: dict, where: str) -> dict:

@@ -3,7 +3,8 @@
 its output atomically; :mod:`~calbench.jobs.paths` holds the output path templates.
 
 * :mod:`~calbench.jobs.sources`: ``dump_source_job`` (synthetic, imported and downloaded sources);
-* :mod:`~calbench.jobs.models`: ``train_job``, ``dump_model_job`` (train/pretrained sources, torch);
+* :mod:`~calbench.jobs.models`: ``train_job``; :mod:`~calbench.jobs.model_dump`: ``dump_model_job``;
+  :mod:`~calbench.jobs.model_shifts`: ``dump_model_shifts_job`` (train/pretrained sources, torch);
 * :mod:`~calbench.jobs.calibrate`: ``calibrate_job``; :mod:`~calbench.jobs.evaluate`: ``evaluate_job``;
 * :mod:`~calbench.jobs.tables`: ``aggregate_job``, ``write_runtime_table``, ``write_paper_comparison``;
 * :mod:`~calbench.jobs.figures`: ``reliability_job``, ``simplex_job``, ``critical_difference_job``;

@@ -9,7 +9,7 @@ from scipy.special import softmax
 
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.report.critical_difference import cd_figure, rank_test
+from calbench.report.critical_difference import best_group, cd_figure, rank_test
 from calbench.report.plotting import write_csv
 from calbench.report.reliability import reliability_bins, reliability_figure
 from calbench.report.simplex import simplex_figure
@@ -44,14 +44,17 @@ def simplex_job(calibrated: dict[str, str], dump, figure, source: str, seed: int
     simplex_figure(p_hat, maps, figure, source, divisions)
 
 
-def critical_difference_job(long_csv, figures: dict[str, str], table_md, table_csv, test: str, alpha: float,
-                            friedman_alpha: float) -> None:
-    """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV)."""
+def critical_difference_job(long_csv, intervals_csv, figures: dict[str, str], table_md, table_csv, test: str,
+                            alpha: float, friedman_alpha: float) -> None:
+    """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV); each method's name in a
+    diagram counts the sources on which the paired bootstrap of the test rows (``intervals_csv``, the tables')
+    ties it with the best."""
     long = clean(pd.read_csv(long_csv))
+    verdicts = pd.read_csv(intervals_csv)
     rows = []
     for metric_id, path in figures.items():
         result = rank_test(long, metric_id, test, alpha, friedman_alpha) if metric_id in set(long["metric"]) else None
-        cd_figure(result, path, metric_id)
+        cd_figure(result, path, metric_id, best_group(verdicts, metric_id))
         if result is not None:
             rows.append({"metric": metric_id, "sources": result.n, "methods": len(result.average_ranks),
                          "friedman_chi2": result.statistic, "p_value": result.p_value, "test": test, "alpha": alpha,

@@ -16,7 +16,8 @@ from torch.utils.data import ConcatDataset, DataLoader, Subset
 import calbench
 from calbench.corruptions import gaussian_perturbation
 from calbench.data import store
-from calbench.jobs.models import SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES, _loaded, _outputs
+from calbench.jobs.model_dump import _loaded, _outputs
+from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES
 
 log = logging.getLogger("calbench")
 

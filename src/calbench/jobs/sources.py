@@ -1,4 +1,4 @@
-"""The dump job of a data source (synthetic, imported, downloaded); model sources: :mod:`calbench.jobs.models`."""
+"""The dump job of a data source (synthetic, imported, downloaded); model sources: :mod:`calbench.jobs.model_dump`."""
 
 from __future__ import annotations
 

@@ -2,17 +2,31 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
 from calbench.report.paper_comparison import comparison_markdown, paper_table, true_map_rows
 from calbench.report.runtime import runtime_frame, runtime_markdown
-from calbench.report.tables import clean, write_tables
+from calbench.report.tables import bootstrap_verdicts, clean, long_table, write_tables
 
 
-def aggregate_job(metric_files, out_dir, metrics, methods) -> None:
-    """Fold every metrics JSON into the tables of ``results/tables``."""
-    write_tables(metric_files, out_dir, metrics, methods)
+def aggregate_job(metric_files, calibrated_files, out_dir, metrics, methods) -> None:
+    """Fold every metrics JSON into the tables of ``results/tables``, marked by the paired bootstrap of the
+    test predictions ``calibrated_files`` (the calibrate jobs' outputs, in the order of ``metric_files``)."""
+    from calbench.data.store import read_calibrated
+
+    long = clean(long_table(metric_files))
+    outputs = {}
+    for metrics_json, calibrated in zip(metric_files, calibrated_files, strict=True):
+        record = json.loads(Path(metrics_json).read_text())
+        outputs[record["source"], record["method"], int(record["seed"])] = calibrated
+    verdicts, floors = bootstrap_verdicts(
+        long, [m for m in metrics if m in set(long["metric"])],
+        lambda key: read_calibrated(outputs[key], "test") if key in outputs else None)
+    write_tables(metric_files, out_dir, metrics, methods, verdicts, floors)
 
 
 def write_paper_comparison(long_csv, dump, source: str, seeds, out, table: str) -> None:

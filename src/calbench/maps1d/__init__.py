@@ -7,13 +7,15 @@ calibration-error estimators (:mod:`calbench.metrics.fitted_maps_ece`; Kängsepp
 
 * :class:`~calbench.maps1d.maps.Platt`: σ(a·logit p + b), log-loss (fit-on-test App. C.4).
 * :class:`~calbench.maps1d.maps.Beta`: beta calibration "abm" (Kull et al. 2017), log-loss.
-* :class:`~calbench.maps1d.maps.Isotonic`: isotonic regression (PAV), squared loss.
+* :class:`~calbench.maps1d.maps.Quadratic`: σ(a + b·logit p + c·logit² p), log-loss (probmetrics' quadratic scaling).
+* :class:`~calbench.maps1d.maps.Isotonic`: isotonic regression (PAV), squared loss;
+  :class:`~calbench.maps1d.maps.CenteredIsotonic`: its centred form (Oron & Flournoy 2017).
 * :class:`~calbench.maps1d.piecewise.PiecewiseLinear`: PL and PL3 with a fixed number of pieces;
   :class:`~calbench.maps1d.piecewise.PiecewiseLinearCV`: the fit-on-test paper's PL/PL3 (pieces by
   10-fold CV with the 0.1 % rule, prediction = mean of the fold models).
 """
 
-from calbench.maps1d.maps import Beta, Isotonic, Platt
+from calbench.maps1d.maps import Beta, CenteredIsotonic, Isotonic, Platt, Quadratic
 from calbench.maps1d.piecewise import PiecewiseLinear, PiecewiseLinearCV
 
 FAMILIES = {
@@ -34,4 +36,5 @@ def make_map(family: str, seed: int = 0):
     return FAMILIES[family](seed=seed)
 
 
-__all__ = ["Platt", "Beta", "Isotonic", "PiecewiseLinear", "PiecewiseLinearCV", "FAMILIES", "make_map"]
+__all__ = ["Platt", "Beta", "Quadratic", "Isotonic", "CenteredIsotonic", "PiecewiseLinear", "PiecewiseLinearCV",
+           "FAMILIES", "make_map"]

@@ -41,12 +41,16 @@ def _clip(p):
     return np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
 
 
-def fit_logistic(features: np.ndarray, y: np.ndarray, max_iter: int = 100, tol: float = 1e-10) -> np.ndarray:
-    """Weights w (last = intercept) of σ(features·w[:-1] + w[-1]) minimising the mean log-loss (Newton)."""
+def fit_logistic(features: np.ndarray, y: np.ndarray, max_iter: int = 100, tol: float = 1e-10,
+                 penalty=None) -> np.ndarray:
+    """Weights w (last = intercept) of σ(features·w[:-1] + w[-1]) minimising the mean log-loss (Newton), plus
+    Σ_k ``penalty``[k]/2 · w_k² where given (one strength per weight, intercept last)."""
     x = np.column_stack([features, np.ones(features.shape[0])])
     n, d = x.shape
     ridge = np.full(d, RIDGE)
     ridge[-1] = 0.0
+    if penalty is not None:
+        ridge = ridge + np.asarray(penalty, dtype=np.float64)
     w = np.zeros(d)
     for _ in range(max_iter):
         q = expit(x @ w)
@@ -73,6 +77,43 @@ class Platt:
 
     def summary(self) -> dict:
         return {"a": float(self.a_), "b": float(self.b_)}
+
+
+#: ln p and ln(1 − p) of quadratic scaling are clipped at ± this (ln of the smallest normal float32, as probmetrics).
+LOG_CLIP = float(np.log(np.finfo(np.float32).tiny))
+
+
+def quadratic_logit(p: np.ndarray) -> np.ndarray:
+    """ℓ = ln p − ln(1 − p), each logarithm clipped to [``LOG_CLIP``, −``LOG_CLIP``] (probmetrics'
+    ``binary_probs_to_logits``): the ℓ² term makes the fit sensitive to where ℓ is cut, so it is cut as the reference
+    cuts it, far below ``PROB_EPS``."""
+    with np.errstate(divide="ignore"):
+        return np.clip(np.log(p), LOG_CLIP, -LOG_CLIP) - np.clip(np.log1p(-p), LOG_CLIP, -LOG_CLIP)
+
+
+class Quadratic:
+    """Quadratic scaling ĉ(p) = σ(a + b·ℓ + c·ℓ²), ℓ = logit p (probmetrics' ``quadratic-scaling``, Berta et al.
+    2025), fitted by log-loss plus ``lambda_intercept``/2·a² + ``lambda_quadratic``/2·c² (the ridge form of
+    probmetrics' ``RegularizedQuadraticScalingCalibrator``; 0 and 0: its unregularised ``quadratic-scaling``)."""
+
+    def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
+        self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
+
+    def fit(self, p, y) -> "Quadratic":
+        p, y = check_binary(p, y)
+        ell = quadratic_logit(p)
+        w = fit_logistic(np.column_stack([ell, ell * ell]), y, penalty=[0.0, self.lambda_quadratic,
+                                                                         self.lambda_intercept])
+        self.b_, self.c_, self.a_ = w
+        return self
+
+    def predict(self, p) -> np.ndarray:
+        p, _ = check_binary(p)
+        ell = quadratic_logit(p)
+        return expit(self.a_ + self.b_ * ell + self.c_ * ell * ell)
+
+    def summary(self) -> dict:
+        return {"a": float(self.a_), "b": float(self.b_), "c": float(self.c_)}
 
 
 class Beta:
@@ -179,6 +220,37 @@ class Isotonic:
             raise ValueError("saved isotonic knots: need x increasing and y non-decreasing, of one length; "
                              "refit the calibrator")
         self.knots_x_, self.knots_y_ = x, y
+
+
+class CenteredIsotonic(Isotonic):
+    """Centred isotonic regression (Oron & Flournoy 2017, §2.2): the PAV fit with each constant block collapsed into
+    one point at the block's mean input, interpolated linearly, so that the map is strictly increasing between block
+    centres. As the reference implementation (``cir-model``, used by probmetrics' ``cir``): blocks at 0 or 1 keep
+    both ends (the paper does not collapse them), and the first and last blocks keep their outer end, so the map
+    spans the fitted range; constant outside it. Equal inputs are pooled first."""
+
+    def fit_checked(self, p: np.ndarray, y: np.ndarray) -> "CenteredIsotonic":
+        self.knots_x_, self.knots_y_ = cir_knots(p, y)
+        return self
+
+
+def cir_knots(p: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Knots (increasing x, non-decreasing value) of the centred isotonic regression of ``y`` on ``p``."""
+    from scipy.optimize import isotonic_regression
+
+    values, inverse, counts = np.unique(p, return_inverse=True, return_counts=True)
+    weight = counts.astype(np.float64)
+    fit = isotonic_regression(np.bincount(inverse, y, minlength=values.size) / weight, weights=weight).x
+    fit = np.clip(fit, 0.0, 1.0)
+    starts = np.flatnonzero(np.concatenate([[True], fit[1:] != fit[:-1]]))
+    ends = np.append(starts[1:], values.size) - 1
+    level = fit[starts]
+    centre = np.add.reduceat(weight * values, starts) / np.add.reduceat(weight, starts)
+    flat = (level == 0.0) | (level == 1.0)
+    x = np.concatenate([centre[~flat], values[starts[flat]], values[ends[flat]], values[[0, -1]]])
+    v = np.concatenate([level[~flat], level[flat], level[flat], level[[0, -1]]])
+    x, first = np.unique(x, return_index=True)  # a block of one value: its centre is its end
+    return x, v[first]
 
 
 def pav_knots(x: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:

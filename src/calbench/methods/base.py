@@ -100,8 +100,8 @@ class Calibrator:
     open_ended_params : hyperparameters whose range has no natural end (penalty weights): a grid search warns
         (:class:`~calbench.methods.tuning.GridEdgeWarning`) when its optimum lies at the end of the grid's
         values of one of them with the CV loss still falling there.
-    _parameter_constraints : the allowed values of each setting (:mod:`calbench.methods.constraints`),
-        checked by :func:`~calbench.methods.make` and at :meth:`fit`.
+    _parameter_constraints : the allowed values of every setting (:mod:`calbench.methods.constraints`),
+        checked by :func:`~calbench.methods.make` and at :meth:`fit` alike; ``_fit`` checks no setting of its own.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
@@ -112,6 +112,8 @@ class Calibrator:
     floor_note: str = ""
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
+    #: What a setting's name is prefixed with in messages (``cv.`` for a grid search's, as the config writes them).
+    _settings_prefix: str = ""
 
     # -- scikit-learn's parameter API, re-implemented: importing scikit-learn costs ~1.5 s per job ------
     @classmethod
@@ -194,7 +196,7 @@ class Calibrator:
         methods whose ``needs`` include ``"train"`` use it (and require it). Settings are checked against
         their declared ranges here, not in ``set_params`` (scikit-learn's convention).
         """
-        check_settings(self._parameter_constraints, self.get_params(deep=False))
+        check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
         check_not_empty(scores, method_label(self))

@@ -2,8 +2,9 @@
 
 * One-vs-rest (Dirichlet paper §4.1; docs/methods_nonparametric.md): class j's map is fitted on
   (p̂_j, 1[y = j]) and the calibrated columns are divided by their sum (:class:`OneVsRest`):
-  ``platt`` (σ(a·logit p + b)), ``beta`` (Kull et al. 2017 "abm"), ``pl_ovr`` and ``pl3_ovr`` (the
-  fit-on-test paper's PL / PL3 with CV-chosen pieces and fold-model averaging).
+  ``platt`` (σ(a·logit p + b)), ``beta`` (Kull et al. 2017 "abm"), ``quad_scaling`` (σ(a + b·ℓ + c·ℓ²),
+  ℓ = logit p: probmetrics' quadratic scaling), ``pl_ovr`` and ``pl3_ovr`` (the fit-on-test paper's PL / PL3
+  with CV-chosen pieces and fold-model averaging).
 * Confidence (fit-on-test paper §3.3 (ii), top-label): one map fitted on (max p̂, 1[argmax p̂ = y]);
   the top probability becomes ĉ(max p̂) and the other classes share 1 − ĉ(max p̂) in proportion
   to their original probabilities (computed as the softmax of their logits, so that the shares stay
@@ -18,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
-from calbench.maps1d import Beta, PiecewiseLinearCV, Platt
+from calbench.maps1d import Beta, PiecewiseLinearCV, Platt, Quadratic
 from calbench.maps1d.piecewise import LOSSES
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options
@@ -83,6 +84,28 @@ class BetaOneVsRest(_MapOneVsRest):
 
         maps = self.binary_maps_
         return OneVsRestMaps([m.a_ for m in maps], [m.b_ for m in maps], [m.c_ for m in maps])
+
+
+@register("quad_scaling")
+class QuadraticScalingOneVsRest(_MapOneVsRest):
+    """Quadratic scaling per class, σ(a + b·ℓ + c·ℓ²) on ℓ = logit p̂_j (probmetrics' ``quadratic-scaling``, one
+    binary map per class as its one-vs-rest wrapper), renormalised; ridge strengths ``lambda_intercept`` on a
+    and ``lambda_quadratic`` on c (0: unregularised, probmetrics' default)."""
+
+    _parameter_constraints = {"lambda_intercept": [Interval("real", 0)], "lambda_quadratic": [Interval("real", 0)]}
+
+    def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
+        self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
+
+    def _new_map(self):
+        return Quadratic(self.lambda_intercept, self.lambda_quadratic)
+
+    def torch_stage(self):
+        from calbench.maps1d.maps import LOG_CLIP
+        from calbench.methods.torch_stages import OneVsRestQuadratic
+
+        maps = self.binary_maps_
+        return OneVsRestQuadratic([m.a_ for m in maps], [m.b_ for m in maps], [m.c_ for m in maps], LOG_CLIP)
 
 
 class _PiecewiseMixin:

@@ -7,6 +7,8 @@ Zhang, Kailkhura & Han, *Mix-n-Match* (ICML 2020) §3.3 (docs/methods_nonparamet
 * ``irm``: the "data ensemble" (§3.3.2): one isotonic g* fitted on all n·L pooled pairs
   (p̂_ij, 1[y_i = j]), made strictly isotonic as ĝ(a) = g*(a) + ε·a and applied to every entry,
   then normalised (Eq. 4). One strictly increasing g for all classes keeps the argmax (Prop. 3.1).
+* ``cir``: centred isotonic regression per class (Oron & Flournoy 2017), IROvA's maps with each constant block
+  collapsed to its centre (:class:`~calbench.maps1d.maps.CenteredIsotonic`).
 
 Both evaluate the fitted step function with linear interpolation between its knots and clip
 outside the fitted range (scikit-learn ``IsotonicRegression(out_of_bounds="clip")``, as both
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.maps1d.maps import Isotonic
+from calbench.maps1d.maps import CenteredIsotonic, Isotonic
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval
 from calbench.methods.ovr import OneVsRest, renormalise
@@ -58,6 +60,18 @@ class IsotonicOneVsRest(OneVsRest):
 
     def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         return fitted.predict(p) + self.eps * p
+
+
+@register("cir")
+class CenteredIsotonicOneVsRest(IsotonicOneVsRest):
+    """Centred isotonic regression per class (Oron & Flournoy 2017; probmetrics' ``cir``): IROvA with every
+    constant PAV block collapsed to its centre, so the map is strictly increasing between centres (no flat steps
+    that tie the argmax); plus ``eps``·p̂_j (as ``irova``: blocks at 0 stay at 0), renormalised."""
+
+    floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the unfloored map)"
+
+    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+        return CenteredIsotonic().fit(p, hits)
 
 
 @register("irm")

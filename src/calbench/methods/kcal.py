@@ -34,7 +34,7 @@ import numpy as np
 from calbench.folds import fold_ids
 from calbench.kernels.kernel_sums import class_mass
 from calbench.methods.base import Calibrator, MissingClass
-from calbench.methods.constraints import Interval, Options
+from calbench.methods.constraints import IncreasingPair, Interval, Options, Pattern
 from calbench.methods.registry import register
 from calbench.metrics.proper import KCAL_LOSS_EPS
 from calbench.parallel import available_cores, thread_map
@@ -247,7 +247,9 @@ class KCal(Calibrator):
         "lr": [Interval("real", 0, closed="neither")], "steps_per_epoch": [Interval("int", 1)],
         "max_epochs": [Interval("int", 1)], "patience": [Interval("int", 0)], "min_lr": [Interval("real", 0)],
         "keep": [Options("last", "best")], "tol": [Interval("real", 0, closed="neither")],
-        "n_folds": [Interval("int", 2)], "seed": [Interval("int", 0)], "threads": [Interval("int", 1)]}
+        "n_folds": [Interval("int", 2)], "seed": [Interval("int", 0)], "threads": [Interval("int", 1)],
+        "bandwidth_range": [IncreasingPair(Interval("real", 0, closed="neither"))],
+        "device": [Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")]}
 
     def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
                  steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
@@ -273,19 +275,7 @@ class KCal(Calibrator):
     def _features(self, scores: Scores) -> np.ndarray:
         return np.asarray(getattr(scores, self.feature), dtype=np.float64)
 
-    def _check_settings(self):
-        if self.projection not in ("skip_elu", "linear"):
-            raise ValueError(f"{self.method_name}.projection: expected skip_elu or linear, got {self.projection!r}")
-        if self.keep not in ("last", "best"):
-            raise ValueError(f"{self.method_name}.keep: expected last or best, got {self.keep!r}")
-        if self.optimizer not in ("adam", "sgd"):
-            raise ValueError(f"{self.method_name}.optimizer: expected adam or sgd, got {self.optimizer!r}")
-        lo, hi = self.bandwidth_range
-        if not 0 < lo < hi:
-            raise ValueError(f"{self.method_name}.bandwidth_range: expected 0 < low < high, got {self.bandwidth_range}")
-
     def _fit(self, scores: Scores, y: np.ndarray, train) -> None:
-        self._check_settings()
         from calbench.models.errors import require_models_extra
 
         require_models_extra(self.method_name, packages=("torch",))

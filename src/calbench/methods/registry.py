@@ -92,7 +92,7 @@ def make(name: str, **settings):
         For a chain, one dict per stage name, e.g. ``make("ts+lece", lece={"q": 0.1})``.
     """
     from calbench.methods.chain import Chain
-    from calbench.methods.constraints import check_settings
+    from calbench.methods.constraints import check_grid, check_settings
     from calbench.methods.tuning import GridSearch, grid_names, without_fixed
 
     parts = split_chain(name)
@@ -111,9 +111,9 @@ def make(name: str, **settings):
     if unknown:
         raise ValueError(f"method {name!r}: unknown setting(s) {unknown}; allowed settings: {allowed + ['grid', 'cv']}")
     check_settings(cls._parameter_constraints, settings)
-    for key, values in (grid.items() if isinstance(grid, dict) else ()):
-        for value in values if isinstance(values, (list, tuple)) else ():  # GridSearch names a non-list
-            check_settings(cls._parameter_constraints, {key: value}, prefix="grid.")
+    check_grid(cls, grid)  # as GridSearch's fit checks it
+    if cv is not None:
+        GridSearch.check_cv(cv)
     estimator = cls(**settings)
     if explicit_grid:
         both = sorted(set(settings) & grid_names(grid)) if grid else []

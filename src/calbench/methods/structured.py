@@ -22,10 +22,11 @@ import numpy as np
 from scipy.special import softmax
 
 from calbench.methods.base import Calibrator
+from calbench.methods.constraints import Interval
 from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
 from calbench.scores import Scores
-from calbench.solvers.affine_softmax_fit import Penalty, _check_reg
+from calbench.solvers.affine_softmax_fit import Penalty
 from calbench.solvers.temperature_fit import fit_inverse_temperature
 
 
@@ -38,6 +39,10 @@ class StructuredMatrixScaling(AffineSoftmax):
     #: after 2 L-BFGS iterations instead of a grid path's 20 (CIFAR-100 ResNet-20, 5,000 rows, one thread:
     #: 0.18–0.19 CPU-s against 0.28–0.29, the same optimum; docs/methods_parametric.md, "Beside probmetrics").
     newton_cg_after = 2
+    _parameter_constraints = {
+        **{name: [Interval("real", 0)] for name in ("lambda_intercept", "lambda_diagonal", "lambda_off_diagonal", "rho",
+                                                      "tau", "uniform_mix")},
+        **{name: AffineSoftmax._parameter_constraints[name] for name in ("max_iter", "tol")}}
 
     def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, lambda_off_diagonal: float = 1.0,
                  rho: float = 1.0, tau: float = 1.0, uniform_mix: float = 1.0, max_iter: int = 1000,
@@ -54,10 +59,9 @@ class StructuredMatrixScaling(AffineSoftmax):
     def penalty(self, k: int) -> Penalty:
         n = self.n_fit_
         scale = k**self.rho / n**self.tau
-        off_weight = _check_reg("lambda_off_diagonal", getattr(self, "lambda_off_diagonal", 0.0))
-        off = off_weight * (k * (k - 1)) ** self.rho / n**self.tau
-        return Penalty(off=off, diag=_check_reg("lambda_diagonal", self.lambda_diagonal) * scale,
-                       bias=_check_reg("lambda_intercept", self.lambda_intercept) * scale, diag_centre=1.0)
+        off = float(getattr(self, "lambda_off_diagonal", 0.0)) * (k * (k - 1)) ** self.rho / n**self.tau
+        return Penalty(off=off, diag=float(self.lambda_diagonal) * scale, bias=float(self.lambda_intercept) * scale,
+                       diag_centre=1.0)
 
     def features(self, scores: Scores) -> np.ndarray:
         """ln q̃, q̃ = (1 − ε) σ(β ln p̂) + ε/k: the robust preprocessing (TS, then mixing with uniform)."""
@@ -71,8 +75,6 @@ class StructuredMatrixScaling(AffineSoftmax):
         return MixedLogProbs(self.inv_temperature_, self.mix_)
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        for name in ("rho", "tau", "uniform_mix"):
-            _check_reg(name, getattr(self, name))
         self.n_fit_ = scores.n
         self.inv_temperature_ = fit_inverse_temperature(scores.log_probs, y)
         self.mix_ = min(self.uniform_mix / (scores.n + 1), 1.0)

@@ -133,12 +133,29 @@ class OneVsRestMaps(Stage):
         for name, value in (("a", a), ("b", b), ("c", c)):
             self.register_buffer(name, _buffer(value))
 
+    def binary(self, p: Tensor) -> Tensor:
+        p = torch.clamp(p, min=self.eps, max=1.0 - self.eps)
+        return torch.sigmoid(self.a * torch.log(p) - self.b * torch.log1p(-p) + self.c)
+
     def proba(self, z: Tensor) -> Tensor:
-        p = torch.clamp(torch.softmax(z, dim=1), min=self.eps, max=1.0 - self.eps)
-        q = torch.sigmoid(self.a * torch.log(p) - self.b * torch.log1p(-p) + self.c)
+        q = self.binary(torch.softmax(z, dim=1))
         total = q.sum(dim=1, keepdim=True)
         uniform = torch.full_like(q, 1.0 / q.shape[1])
         return torch.where(total > 0, q / torch.where(total > 0, total, torch.ones_like(total)), uniform)
+
+
+class OneVsRestQuadratic(OneVsRestMaps):
+    """Per class σ(a + b·ℓ + c·ℓ²), ℓ = ln p − ln(1 − p) with each logarithm clipped to ±``log_clip`` (quadratic
+    scaling, :func:`calbench.maps1d.maps.quadratic_logit`), renormalised as :class:`OneVsRestMaps`."""
+
+    def __init__(self, a, b, c, log_clip: float):
+        super().__init__(a, b, c)
+        self.log_clip = float(log_clip)
+
+    def binary(self, p: Tensor) -> Tensor:
+        ell = (torch.clamp(torch.log(p), min=self.log_clip, max=-self.log_clip)
+               - torch.clamp(torch.log1p(-p), min=self.log_clip, max=-self.log_clip))
+        return torch.sigmoid(self.a + self.b * ell + self.c * ell * ell)
 
 
 class Sequence(Stage):

@@ -29,6 +29,7 @@ import numpy as np
 
 from calbench.folds import kfold_splits, stratified_kfold_splits
 from calbench.methods.base import Calibrator, MissingClass, clone
+from calbench.methods.constraints import Interval, InvalidSetting, Options, check_grid, check_settings
 from calbench.metrics import proper
 from calbench.parallel import thread_map
 from calbench.scores import Scores
@@ -142,6 +143,12 @@ class GridSearch(Calibrator):
     the grid leaves alone) and ``estimators_`` (one refitted model, or the ``folds`` fold models with ``ensemble``).
     """
 
+    #: The settings a config's ``cv`` may give (``estimator`` and ``grid`` come from the method and its ``grid``).
+    _parameter_constraints = {"folds": [Interval("int", 2)], "scoring": [Options("nll", "brier")],
+                              "ensemble": [Options(True, False)], "seed": [Interval("int", 0)],
+                              "extend": [Options(True, False)]}
+    _settings_prefix = "cv."
+
     def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
                  extend: bool = False):
         self.estimator = estimator
@@ -151,6 +158,18 @@ class GridSearch(Calibrator):
         self.ensemble = ensemble
         self.seed = seed
         self.extend = extend
+
+    @classmethod
+    def check_cv(cls, cv) -> None:
+        """Raise :class:`InvalidSetting` unless ``cv`` (a method's config key) is a mapping of declared settings with
+        allowed values, as ``fit`` checks them."""
+        if not isinstance(cv, dict):
+            raise InvalidSetting("cv", f"{cv!r} is not allowed; expected a mapping of the grid search's settings")
+        unknown = sorted(set(cv) - set(cls._parameter_constraints))
+        if unknown:
+            raise InvalidSetting(f"cv.{unknown[0]}", f"not a setting of the grid search; its settings: "
+                                                     f"{', '.join(cls._parameter_constraints)}")
+        check_settings(cls._parameter_constraints, cv, prefix=cls._settings_prefix)
 
     @property
     def needs(self) -> frozenset[str]:
@@ -312,10 +331,12 @@ class GridSearch(Calibrator):
                 f"the grid brackets.", GridEdgeWarning, stacklevel=4)
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
-        if self.folds < 2 or self.folds > y.size:
+        if self.folds > y.size:
             raise ValueError(f"cv.folds: expected 2 <= folds <= n_samples = {y.size} (the calibration size), "
                              f"got {self.folds}")
-        points = expand_grid(self.grid(scores.num_classes) if callable(self.grid) else self.grid)
+        grid = self.grid(scores.num_classes) if callable(self.grid) else self.grid
+        check_grid(type(self.estimator), grid)
+        points = expand_grid(grid)
         ranges = {name: (min(p[name] for p in points), max(p[name] for p in points))
                   for name in self._open_ended(points[0])}
         fit_kwargs = {"train": train} if train is not None else {}

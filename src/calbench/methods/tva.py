@@ -27,7 +27,8 @@ from scipy.special import logsumexp
 
 from calbench.methods.base import Calibrator
 from calbench.methods.binary_calibrators import with_confidence
-from calbench.methods.histogram import HistogramBinning, _check_bins
+from calbench.methods.constraints import Interval
+from calbench.methods.histogram import HistogramBinning
 from calbench.methods.isotonic import IsotonicOneVsRest
 from calbench.methods.registry import register
 from calbench.methods.temperature import TemperatureScaling
@@ -97,14 +98,15 @@ class TopVersusAllVS(Calibrator):
     """TvA vector scaling: (w, b) minimise the BCE of σ(w ⊙ z + b)_ŷ (ŷ the original prediction) plus
     ``reg``·(‖w − w̄‖² + ‖b‖²); the calibrated confidence replaces max p̂."""
 
+    _parameter_constraints = {"reg": [Interval("real", 0)], "max_iter": [Interval("int", 1)],
+                              "tol": [Interval("real", 0)]}
+
     def __init__(self, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
         self.reg = reg
         self.max_iter = max_iter
         self.tol = tol
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        if not np.isfinite(self.reg) or self.reg < 0:
-            raise ValueError(f"reg: expected the L2 strength as a number >= 0, got {self.reg!r}")
         z = scores.logits - scores.logits.max(axis=1, keepdims=True)
         n, k = z.shape
         top, _, t = top_label_problem(scores, y)
@@ -172,13 +174,10 @@ class TopVersusAllHistogram(_BinaryTopVersusAll):
     (an empty bin keeps the confidence), binned as ``hist`` bins."""
 
     binary_class = HistogramBinning
+    _parameter_constraints = {"n_bins": HistogramBinning._parameter_constraints["n_bins"]}
 
     def __init__(self, n_bins: int = 15):
         self.n_bins = n_bins
-
-    def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        _check_bins(self.n_bins)
-        super()._fit(scores, y)
 
 
 @register("tva_iso")
@@ -194,11 +193,12 @@ class TopLabelHistogramBinning(Calibrator):
     the rows predicted l are binned by confidence into ⌊n_l / ``points_per_bin``⌋ (≥ 1) equal-mass bins and
     ĉ = the frequency of y = l in the bin (``hist``'s binning); a class never predicted keeps its confidence."""
 
+    _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
+
     def __init__(self, points_per_bin: int = 50):
         self.points_per_bin = points_per_bin
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
-        _check_bins(self.points_per_bin)
         top, conf, t = top_label_problem(scores, y)
         self.maps_ = {}
         for label in np.unique(top):

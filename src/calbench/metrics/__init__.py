@@ -8,7 +8,7 @@ module (``calbench.metrics.proper``) does not import every metric, nor make thei
 jobs that use it (:mod:`calbench.imports`).
 """
 
-__all__ = ["evaluate", "resampled", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
+__all__ = ["evaluate", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
 
 
 def __getattr__(name: str):

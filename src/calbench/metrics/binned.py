@@ -35,10 +35,45 @@ CV_SEED = 1
 
 def bin_stats(scores: np.ndarray, hits: np.ndarray, n_bins: int, scheme: str):
     """Per column and bin: counts, mean score p̄ and mean hit ȳ (arrays [M, n_bins]; empty bins: 0)."""
-    bins = assign_bins(scores, n_bins, scheme)
-    counts, s_sum, h_sum = bin_sums(bins, n_bins, scores, hits)
+    sums = _equal_mass_sums(scores, hits, n_bins) if scheme == "em" else None
+    if sums is None:
+        sums = bin_sums(assign_bins(scores, n_bins, scheme), n_bins, scores, hits)
+    counts, s_sum, h_sum = sums
     safe = np.maximum(counts, 1)
     return counts, s_sum / safe, h_sum / safe
+
+
+def sorted_columns(scores: np.ndarray, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each column of scores and hits [N, M] ([N]: one column) as a row [M, N], sorted by score (an unstable
+    sort: the order of tied scores is arbitrary). 0/1 hits come back as bytes: an eighth of the memory traffic
+    of moving them (25,000 × 1,000 classwise columns)."""
+    by_col = np.atleast_2d(np.asarray(scores, dtype=np.float64).T)
+    order = np.argsort(by_col, axis=1)
+    hits = np.asarray(hits, dtype=np.float64)
+    binary = hits.astype(np.uint8)
+    hits_by_col = np.atleast_2d((binary if np.array_equal(binary, hits) else hits).T)
+    return np.take_along_axis(by_col, order, axis=1), np.take_along_axis(hits_by_col, order, axis=1)
+
+
+def _equal_mass_sums(scores: np.ndarray, hits: np.ndarray, n_bins: int):
+    """Equal-mass bin counts and sums [M, n_bins] as ``bin_sums(equal_mass_bins(...))``, from the columns sorted
+    by an unstable sort (:func:`sorted_columns`; a third of the stable sort's time on 25,000 × 1,000): the sums
+    are those of the stable order unless a group of tied scores straddles a bin edge, where the order of the
+    ties could move hits between bins; then None (binned from the stable order instead)."""
+    s, h = sorted_columns(scores, hits)
+    m, n = s.shape
+    sizes = equal_mass_sizes(n, n_bins)
+    edges = np.cumsum(sizes)[:-1]
+    inner = edges[(edges > 0) & (edges < n)]
+    if np.any(s[:, inner - 1] == s[:, inner]):
+        return None
+    filled = sizes > 0  # n < n_bins leaves the last bins empty
+    starts = np.concatenate([[0], edges])[filled]
+    out = [np.broadcast_to(sizes.astype(np.float64), (m, n_bins)).copy(), np.zeros((m, n_bins)), np.zeros((m, n_bins))]
+    if n:
+        out[1][:, filled] = np.add.reduceat(s, starts, axis=1)
+        out[2][:, filled] = np.add.reduceat(h, starts, axis=1, dtype=np.float64)
+    return out
 
 
 #: Columns whose resample sums are made at once by :func:`equal_width_stats_resampled` (bounds its memory).

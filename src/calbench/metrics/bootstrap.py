@@ -48,10 +48,24 @@ def bootstrap_values(ctx: MetricContext, families, resamples: int) -> dict[str, 
     """``{id: values on each of the R resamples}`` for each ``(id, family, groups)`` in ``families``; the
     resamples depend only on ``n``, ``resamples`` and ``ctx.seed``, so two outputs on the same rows (two
     methods) are resampled alike and their differences are paired."""
-    n = ctx.labels.size
-    idx = resample_indices(n, resamples, ctx.seed)
+    idx = resample_indices(ctx.labels.size, resamples, ctx.seed)
+    return values_from_counts(ctx, families, counts_of(idx), idx)
+
+
+def counts_of(idx: np.ndarray) -> np.ndarray:
+    """Row counts ``[R, N]`` of the resamples ``idx`` ``[R, N]`` (rows drawn with replacement)."""
+    resamples, n = idx.shape
     rows = np.repeat(np.arange(resamples), n)
-    counts = np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+    return np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+
+
+def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np.ndarray | None = None,
+                       recompute: bool = True) -> dict[str, np.ndarray]:
+    """``{id: values on each resample}`` of resamples given as row counts ``[R, N]`` (the rows weighted by
+    their counts): a matrix product for ``pointwise`` metrics, the family's ``resampled`` form where it has
+    one, else (``recompute``; otherwise the id is left out) the metric recomputed on each resample's rows
+    (``idx`` ``[R, N]``, in the order drawn, where known; else each row repeated its count times)."""
+    n = ctx.labels.size
     values = {m: counts @ f.pointwise(ctx) / n for m, f, _ in families if f.pointwise is not None}
     for metric_id, family, groups in families:
         if family.pointwise is None and family.resampled is not None:
@@ -59,13 +73,15 @@ def bootstrap_values(ctx: MetricContext, families, resamples: int) -> dict[str, 
             if from_counts is not None:
                 values[metric_id] = from_counts
     others = [(m, f, g) for m, f, g in families if m not in values]
-    if others:  # one resampled copy of the arrays per resample serves every metric
+    if others and recompute:  # one resampled copy of the arrays per resample serves every metric
         per_resample = []
-        for i in idx:
-            resampled = _take(ctx, i, [f for _, f, _ in others])
+        for r, weights in enumerate(counts):
+            rows = np.repeat(np.arange(n), weights) if idx is None else idx[r]
+            resampled = _take(ctx, rows, [f for _, f, _ in others])
             per_resample.append([f.function(resampled, **g) for _, f, g in others])
         values.update((m, column) for (m, _, _), column in zip(others, np.array(per_resample).T))
-    return {metric_id: np.asarray(values[metric_id], dtype=np.float64) for metric_id, _, _ in families}
+    return {metric_id: np.asarray(values[metric_id], dtype=np.float64) for metric_id, _, _ in families
+            if metric_id in values}
 
 
 def interval(estimate: float, values: np.ndarray, level: float, method: str = "basic") -> tuple[float, float]:

@@ -3,8 +3,24 @@
 import numpy as np
 
 from calbench.maps1d import FAMILIES
-from calbench.metrics import consistency, ece, fitted_maps_ece, kcal, kde_ece, kernel_ce, proper, smooth_ece, true_ce
+from calbench.metrics import (
+    adaptive_ce,
+    consistency,
+    cumulative,
+    ece,
+    fitted_maps_ece,
+    kcal,
+    kde_ece,
+    kernel_ce,
+    mmce,
+    proper,
+    selective,
+    signed,
+    smooth_ece,
+    true_ce,
+)
 from calbench.metrics.binned import (
+    bin_stats,
     binned_ece,
     columns,
     ece_from_stats,
@@ -33,18 +49,30 @@ def _columns(ctx, target):
     return ctx.confidence if target == "conf" else columns(ctx.probs, ctx.labels, target)
 
 
-def _binned_stats_resampled(scores, hits, scheme, bins, counts):
-    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each)."""
-    if scheme == "ew":
-        return equal_width_stats_resampled(scores, hits, bins, counts)
-    return equal_mass_stats_resampled(scores, hits, bins, counts)
+def _bin_stats(ctx, target, scheme, bins):
+    """:func:`calbench.metrics.binned.bin_stats` of ``target``'s columns, made once per (target, scheme, bins) for all
+    the metrics of ``ctx`` (ECE, ACE, the signed parts)."""
+    return ctx.shared(("binned stats", target, scheme, bins), lambda: bin_stats(*_columns(ctx, target), bins, scheme))
+
+
+def _binned_stats_resampled(ctx, target, scheme, bins, counts):
+    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each); made
+    once per (target, bins) for all the metrics of ``ctx`` bootstrapped on the same ``counts`` (ECE, ACE, the
+    signed parts)."""
+    def compute():
+        if scheme == "ew":
+            return equal_width_stats_resampled(*_columns(ctx, target), bins, counts)
+        return equal_mass_stats_resampled(*_columns(ctx, target), bins, counts)
+
+    held_counts, stats = ctx.shared(("binned stats of resamples", target, scheme, bins), lambda: (counts, compute()))
+    return stats if held_counts is counts else compute()
 
 
 def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
     """Binned ECE on bootstrap resamples from their row counts; None for CV-chosen bins."""
     if binning.endswith("cv"):
         return None
-    stats = _binned_stats_resampled(*_columns(ctx, target), binning[:2], int(binning[2:]), counts)
+    stats = _binned_stats_resampled(ctx, target, binning[:2], int(binning[2:]), counts)
     return None if stats is None else np.mean(ece_from_stats(*stats, norm, bool(debiased)), axis=-1)
 
 
@@ -57,8 +85,9 @@ def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
         resampled=_binned_ece_resampled)
 def _binned_ece(ctx, target, binning, norm, debiased):
     scheme, bins = ("em", "cv") if binning == "cv" else (binning[:2], binning[2:])
-    scores, hits = _columns(ctx, target)
-    return float(np.mean(binned_ece(scores, hits, bins if bins == "cv" else int(bins), scheme, norm, bool(debiased))))
+    if bins != "cv":
+        return float(np.mean(ece_from_stats(*_bin_stats(ctx, target, scheme, int(bins)), norm, bool(debiased))))
+    return float(np.mean(binned_ece(*_columns(ctx, target), "cv", scheme, norm, bool(debiased))))
 
 
 @metric(r"ece\.tl\.(?P<scheme>ew|em)(?P<bins>[1-9][0-9]*)\.(?P<norm>l1|l2)", scale=100.0, decimals=2,
@@ -156,7 +185,7 @@ def _p_ece(ctx, target, scheme, bins):
 
 def _mce_resampled(ctx, counts, scheme, bins):
     """MCE on bootstrap resamples from their row counts, or None (recompute each)."""
-    stats = _binned_stats_resampled(*_columns(ctx, "conf"), scheme, int(bins), counts)
+    stats = _binned_stats_resampled(ctx, "conf", scheme, int(bins), counts)
     return None if stats is None else ece.mce_from_stats(*stats)[:, 0]
 
 
@@ -190,3 +219,115 @@ metric("true_ce\\.conf\\.l2", needs_true_probs=True, description="root mean squa
 metric("true_ce\\.cw\\.l2", needs_true_probs=True, description="root mean squared version of true_ce.cw.l1",
        resampled=_true_ce_resampled(lambda ctx: _true_cw_rows(ctx, squared=True)))(
     lambda ctx: true_ce.true_classwise_ce(ctx.probs, ctx.true_probs, squared=True))
+
+
+# ACE, MMCE, KS, signed CE, calibration tests, selective prediction, calibration/refinement split (docs/metrics.md)
+
+
+def _ace_resampled(ctx, counts, target, bins):
+    stats = _binned_stats_resampled(ctx, target, "em", int(bins), counts)
+    return None if stats is None else adaptive_ce.ace_from_stats(*stats)
+
+
+@metric(r"ace\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)", scale=100.0, decimals=2,
+        usage="ace.{conf|cw}.emN   e.g. ace.cw.em15",
+        description="adaptive calibration error (Nixon et al. 2019): N equal-mass ranges per class (cw) or of the "
+                    "confidence (conf), gaps averaged with equal weight over ranges and classes",
+        resampled=_ace_resampled)
+def _ace(ctx, target, bins):
+    return float(adaptive_ce.ace_from_stats(*_bin_stats(ctx, target, "em", int(bins))))
+
+
+@metric(r"mmce\.conf", scale=100.0, decimals=2,
+        description="maximum mean calibration error (Kumar et al. 2018) of the confidence, Laplacian kernel of "
+                    "width 0.4, root of the V-statistic, exact in O(n log n)")
+def _mmce(ctx):
+    scores, hits = _columns(ctx, "conf")
+    return mmce.mmce(scores[:, 0], hits[:, 0])
+
+
+@metric(r"ks\.(?P<target>conf|cw)", scale=100.0, decimals=2, usage="ks.{conf|cw}   e.g. ks.conf",
+        description="KS calibration error (Gupta et al. 2021): max gap between cumulative hits and cumulative "
+                    "scores along the sorted scores, top-label (conf) or the mean over classes (cw)")
+def _ks(ctx, target):
+    return float(np.mean(cumulative.ks_error(*_columns(ctx, target))))
+
+
+metric(r"sce\.conf", signed=True, scale=100.0, decimals=2, pointwise=lambda ctx: signed.confidence_gap_rows(
+    ctx.probs, ctx.labels), description="signed calibration error: mean confidence minus accuracy (> 0: "
+                                       "over-confident, < 0: under-confident)")(
+    lambda ctx: float(np.mean(signed.confidence_gap_rows(ctx.probs, ctx.labels))))
+
+
+def _signed_part_resampled(ctx, counts, target, binning, part):
+    stats = _binned_stats_resampled(ctx, target, binning[:2], int(binning[2:]), counts)
+    return None if stats is None else np.mean(signed.signed_parts(*stats, part), axis=-1)
+
+
+@metric(r"sce\.(?P<target>conf|cw)\.(?P<binning>(?:ew|em)[1-9][0-9]*)\.(?P<part>over|under)", scale=100.0,
+        decimals=2, usage="sce.{conf|cw}.{ewN|emN}.{over|under}   e.g. sce.conf.em15.over",
+        description="the over-confident (bins with mean score > frequency) or under-confident part of the l1 "
+                    "binned ECE: over + under = ece.*.l1, over − under = sce.conf",
+        resampled=_signed_part_resampled)
+def _signed_part(ctx, target, binning, part):
+    return float(np.mean(signed.signed_parts(*_bin_stats(ctx, target, binning[:2], int(binning[2:])), part)))
+
+
+_TESTS = {"spiegelhalter": cumulative.spiegelhalter_test, "ks": cumulative.ks_test, "kuiper": cumulative.kuiper_test}
+
+
+@metric(r"p_(?P<test>spiegelhalter|ks|kuiper)\.conf", higher_is_better=True, decimals=3,
+        usage="p_{spiegelhalter|ks|kuiper}.conf   e.g. p_kuiper.conf",
+        description="p-value of a calibration test of the confidence: Spiegelhalter's Z (two-sided), or the "
+                    "KS / Kuiper tests of the cumulative differences (Arrieta-Ibarra et al. 2022, as MAPIE)")
+def _calibration_test(ctx, test):
+    scores, hits = _columns(ctx, "conf")
+    return _TESTS[test](scores[:, 0], hits[:, 0])[1]
+
+
+def _errors(ctx):
+    scores, hits = _columns(ctx, "conf")
+    return scores[:, 0], 1.0 - hits[:, 0]
+
+
+metric(r"aurc", decimals=4, description="area under the risk-coverage curve of the confidence (Geifman & "
+                                        "El-Yaniv 2017): mean selective risk over coverages k/n")(
+    lambda ctx: selective.aurc(*_errors(ctx)))
+metric(r"augrc", decimals=4, description="area under the generalised risk-coverage curve (Traub et al. 2024): "
+                                         "mean over coverages of P(accepted and wrong)")(
+    lambda ctx: selective.augrc(*_errors(ctx)))
+
+
+@metric(r"auroc\.conf", higher_is_better=True, decimals=4,
+        description="misclassification-detection AUROC: the probability that a correct prediction has a higher "
+                    "confidence than a wrong one (ties ½)")
+def _auroc(ctx):
+    scores, hits = _columns(ctx, "conf")
+    return selective.auroc(scores[:, 0], hits[:, 0] == 1)
+
+
+_PROPER_LOSSES = {"nll": proper.log_loss, "brier": proper.brier}
+
+
+def _recalibrated_loss(ctx, loss, folds):
+    from calbench.metrics import refinement  # lazy: the TS solver's compiled kernels, only for these ids
+
+    k = None if folds == "all" else int(folds[2:])
+    probs = ctx.shared(("ts-recalibrated", k), lambda: refinement.recalibrated(ctx.probs, ctx.labels, k, ctx.seed))
+    return _PROPER_LOSSES[loss](probs, ctx.labels)
+
+
+@metric(r"refinement\.(?P<loss>nll|brier)\.ts\.(?P<folds>cv(?:[2-9]|[1-9][0-9]+)|all)", decimals=4,
+        usage="refinement.{nll|brier}.ts.{cvK|all}   e.g. refinement.nll.ts.cv5",
+        description="refinement error (Berta et al. 2025): the loss after temperature-scaling recalibration, "
+                    "cross-fitted on K folds or fitted on all rows (probmetrics refinement_*_ts-mix_*)")
+def _refinement(ctx, loss, folds):
+    return _recalibrated_loss(ctx, loss, folds)
+
+
+@metric(r"calib_err\.(?P<loss>nll|brier)\.ts\.(?P<folds>cv(?:[2-9]|[1-9][0-9]+)|all)", decimals=4,
+        usage="calib_err.{nll|brier}.ts.{cvK|all}   e.g. calib_err.nll.ts.cv5",
+        description="calibration error of a proper loss (Berta et al. 2025): the loss minus its refinement "
+                    "error, the part TS recalibration removes (probmetrics calib-err_*_ts-mix_*)")
+def _calibration_part(ctx, loss, folds):
+    return _PROPER_LOSSES[loss](ctx.probs, ctx.labels) - _recalibrated_loss(ctx, loss, folds)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.metrics import definitions as _definitions  # noqa: F401  (registers the metric ids)
-from calbench.metrics.bootstrap import bootstrap_intervals, bootstrap_values
+from calbench.metrics.bootstrap import bootstrap_intervals
 from calbench.metrics.registry import MetricContext, known_patterns, lookup
 from calbench.scores import check_labels, check_logits
 
@@ -68,16 +68,6 @@ def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=Non
     return out
 
 
-def resampled(probs, labels, ids, resamples: int, seed: int = 0) -> dict[str, tuple[float, np.ndarray]]:
-    """``{id: (value, values on each of the resamples)}``: the bootstrap distribution of each metric over
-    resamples of the rows that depend only on the number of rows, ``resamples`` and ``seed``, so that two
-    methods' outputs on the same rows give paired values (``calbench recommend``'s test on one seed)."""
-    ctx, families = _context(probs, labels, ids, None, seed, None, None)
-    draws = bootstrap_values(ctx, families, resamples)
-    return {metric_id: (float(family.function(ctx, **groups)), draws[metric_id])
-            for metric_id, family, groups in families}
-
-
 def _context(probs, labels, ids, true_probs, seed, uncal_probs, method):
     """The checked :class:`MetricContext` and ``(id, family, groups)`` of every id."""
     probs = check_probs(probs, method)
@@ -101,4 +91,4 @@ def check_metric_ids(ids) -> None:
         lookup(metric_id)
 
 
-__all__ = ["evaluate", "resampled", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
+__all__ = ["evaluate", "check_probs", "check_metric_ids", "known_patterns", "lookup"]

@@ -8,7 +8,8 @@ Not a registered metric: each needs a second set of rows beside the test rows.
 from __future__ import annotations
 
 import numpy as np
-from scipy.stats import rankdata
+
+from calbench.metrics.selective import auroc
 
 #: The confidence scores: the top probability and the negative entropy of each output row.
 SCORES = ("maxprob", "entropy")
@@ -19,14 +20,6 @@ def confidence_scores(probs: np.ndarray) -> dict[str, np.ndarray]:
     probs = np.asarray(probs, dtype=np.float64)
     return {"maxprob": probs.max(axis=1),
             "entropy": np.sum(probs * np.log(np.where(probs > 0, probs, 1.0)), axis=1)}
-
-
-def auroc(positive: np.ndarray, negative: np.ndarray) -> float:
-    """Area under the ROC curve of ``positive`` against ``negative`` scores: the probability that a positive
-    outscores a negative, ties counting one half (the Mann-Whitney U statistic over n₊·n₋)."""
-    ranks = rankdata(np.concatenate([positive, negative]))
-    n_pos, n_neg = len(positive), len(negative)
-    return float((ranks[:n_pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 def fpr_at_tpr(positive: np.ndarray, negative: np.ndarray, tpr: float = 0.95) -> float:
@@ -56,5 +49,9 @@ def ood_metrics(in_probs: np.ndarray, out_probs: np.ndarray) -> dict[str, float]
     """AUROC and FPR at 95 % TPR of each confidence score, ``{auroc.maxprob, fpr95.maxprob, auroc.entropy,
     fpr95.entropy}``."""
     inside, outside = confidence_scores(in_probs), confidence_scores(out_probs)
-    return {f"{name}.{score}": function(inside[score], outside[score])
-            for score in SCORES for name, function in (("auroc", auroc), ("fpr95", fpr_at_tpr))}
+    positive = np.r_[np.ones(len(in_probs), dtype=bool), np.zeros(len(out_probs), dtype=bool)]
+    values = {}
+    for score in SCORES:
+        values[f"auroc.{score}"] = auroc(np.concatenate([inside[score], outside[score]]), positive)
+        values[f"fpr95.{score}"] = fpr_at_tpr(inside[score], outside[score])
+    return values

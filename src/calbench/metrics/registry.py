@@ -34,12 +34,26 @@ class MetricContext:
 
         return confidence_columns(self.probs, self.labels)
 
+    @cached_property
+    def _shared(self) -> dict:
+        """Intermediate results shared by several metrics of this context (:meth:`shared`); a resample's context
+        (``dataclasses.replace``) starts with its own."""
+        return {}
+
+    def shared(self, key, compute: Callable):
+        """``compute()``, computed once per ``key`` for all the metrics of this context."""
+        if key not in self._shared:
+            self._shared[key] = compute()
+        return self._shared[key]
+
 
 @dataclass(frozen=True)
 class MetricFamily:
     pattern: re.Pattern
     function: Callable[..., float]
     higher_is_better: bool = False
+    #: A signed metric (e.g. over- minus under-confidence): 0 is best, tables rank methods by |value|.
+    signed: bool = False
     needs_true_probs: bool = False
     needs_uncal_probs: bool = False
     #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
@@ -53,6 +67,19 @@ class MetricFamily:
     #: Optional ``resampled(ctx, counts, **groups) -> [R]``: the metric on R bootstrap resamples given as row
     #: counts ``[R, N]``, exactly, without re-evaluating; returns None for the ids it has no such form for.
     resampled: Callable[..., np.ndarray | None] | None = None
+
+    @property
+    def direction(self) -> str:
+        """How values compare, for people: "higher is better", "lower is better" or "signed, 0 is best"."""
+        if self.signed:
+            return "signed, 0 is best"
+        return "higher is better" if self.higher_is_better else "lower is better"
+
+    def badness(self, values):
+        """``values`` mapped so that smaller is better (for ranking): −v, |v| (signed) or v."""
+        if self.signed:
+            return abs(values)
+        return -values if self.higher_is_better else values
 
 
 _FAMILIES: list[MetricFamily] = []

@@ -19,8 +19,8 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from calbench.config import read_config_file
 from calbench.perf import benchmark
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -32,7 +32,7 @@ CAL_ROWS = 5000
 
 def default_methods() -> list[str]:
     """The methods of config/config.yaml that run on logits alone, and ``pl3_ovr``."""
-    methods = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["methods"]
+    methods = read_config_file(ROOT / "config" / "config.yaml")["methods"]
     return [m for m in methods if m != "kcal"] + ["pl3_ovr"]
 
 

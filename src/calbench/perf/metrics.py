@@ -54,3 +54,30 @@ def cv_ece_skce_pece(repeat):
     ids = ["ece.conf.cv.l1", "ece.cw.emcv.l1", "skce.ul", "p_ece.conf", "p_ece.cw", "kde_ece.conf.l1"]
     seconds = timed(lambda: _multiclass(n, c), lambda p, y: evaluate(p, y, ids), repeat)
     return {"seconds": seconds, "n": n, "classes": c, "metrics": len(ids)}
+
+
+#: The metrics measured by ``metrics.each_25k_1000`` (each must take ≤ 5 s at 25,000 rows × 1,000 classes).
+EACH_METRIC_IDS = ["ace.cw.em15", "ace.conf.em15", "mmce.conf", "ks.conf", "ks.cw", "sce.conf", "sce.conf.em15.over",
+                   "sce.cw.em15.under", "p_spiegelhalter.conf", "p_ks.conf", "p_kuiper.conf", "aurc", "augrc",
+                   "auroc.conf", "refinement.nll.ts.cv5", "calib_err.brier.ts.all"]
+
+
+@benchmark("metrics.each_25k_1000", repeat=1)
+def each_metric_25k_1000(repeat):
+    """CPU seconds of ``evaluate`` for each id of :data:`EACH_METRIC_IDS` alone (its input checks included) on
+    25,000 rows × 1,000 classes (softmax of 3 × standard normal logits, labels drawn from a flatter softmax);
+    ``seconds`` is the largest."""
+    import time
+
+    from scipy.special import softmax
+
+    rng = np.random.default_rng(0)
+    logits = 3.0 * rng.normal(size=(25_000, 1_000))
+    probs, labels = softmax(logits, axis=1), sample_categorical(softmax(logits / 2, axis=1), rng)
+    evaluate(probs[:100], labels[:100], EACH_METRIC_IDS)  # first calls (compiled kernels), untimed
+    cpu = {}
+    for metric_id in EACH_METRIC_IDS:
+        start = time.process_time()
+        evaluate(probs, labels, [metric_id])
+        cpu[metric_id] = round(time.process_time() - start, 3)
+    return {"seconds": max(cpu.values()), "rows": 25_000, "classes": 1_000, "cpu_seconds": cpu}

@@ -4,7 +4,13 @@ random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 clas
 config/scale.yaml, 10,000 calibration + 10,000 test rows). Each record has the CPU seconds of fit + predict
 and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed). Run with
 OMP_NUM_THREADS=1 for the one-core figures; probmetrics's torch is set to one thread. The figures are in
-docs/methods_parametric.md, "Beside probmetrics"."""
+docs/methods_parametric.md, "Beside probmetrics".
+
+The calibrators of docs/methods_newer.md ("Spline, BBQ, ENIR, CIR, quadratic scaling, one-vs-one Venn-Abers") run
+beside their reference packages on the CIFAR-100 split only (``peers.<method>.k100``): probmetrics' ``cir`` (needs
+cir-model) and its quadratic scaling per class, netcal's BBQ and ENIR (variants, not the authors' code), and
+venn-abers' one-vs-one predictor; each record adds ``peer`` (the package), ``peer_cpu``, ``peer_nll`` and
+``max_abs_diff`` (largest difference of the two outputs), or ``peer: "absent"``."""
 
 from __future__ import annotations
 
@@ -76,6 +82,64 @@ def _case(name: str, classes: int) -> dict:
             "classes": classes, "n_cal": int(y.size), "n_test": int(y_test.size),
             **_peer(name, z, y, z_test, y_test)}
 
+
+def _quadratic_peer(p_cal, y, p_test):
+    from probmetrics.calibrators.base import MulticlassOneVsRestCalibrator
+    from probmetrics.calibrators.logistic import BinaryLogisticCalibrator
+
+    return MulticlassOneVsRestCalibrator(BinaryLogisticCalibrator(type="quadratic")).fit(p_cal, y).predict_proba(p_test)
+
+
+def _cir_peer(p_cal, y, p_test):
+    from probmetrics.calibrators import get_calibrator
+
+    return get_calibrator("cir").fit(p_cal, y).predict_proba(p_test)
+
+
+def _netcal_peer(kind):
+    def run(p_cal, y, p_test):
+        from netcal import binning
+
+        return np.clip(getattr(binning, kind)().fit(p_cal, y).transform(p_test), 1e-300, 1.0)
+
+    return run
+
+
+def _venn_abers_peer(p_cal, y, p_test):
+    from venn_abers.venn_abers import predict_proba_prefitted_va
+
+    return predict_proba_prefitted_va(p_cal, y, p_test, va_tpe="one_vs_one")[0]
+
+
+#: calbench method → (package, the package's output on softmax probabilities).
+NEWER_PEERS = {"quad_scaling": ("probmetrics", _quadratic_peer), "cir": ("probmetrics+cir_model", _cir_peer),
+               "bbq_ovr": ("netcal", _netcal_peer("BBQ")), "enir_ovr": ("netcal", _netcal_peer("ENIR")),
+               "venn_abers_ovo": ("venn_abers", _venn_abers_peer)}
+
+
+def _newer_case(name: str) -> dict:
+    from calbench.methods import make
+
+    if not (LOGITS / "cifar100_resnet-20").exists():
+        return {"seconds": float("nan"), "skipped": f"{LOGITS} absent"}
+    z, y, z_test, y_test = _data(100)
+    start = time.perf_counter()
+    probs, cpu = _clock(lambda: make(name).fit(z, y).predict_proba(z_test))
+    record = {"seconds": time.perf_counter() - start, "cpu": round(cpu, 3), "nll": _nll(probs, y_test),
+              "classes": 100, "n_cal": int(y.size), "n_test": int(y_test.size)}
+    package, peer = NEWER_PEERS[name]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            theirs, peer_cpu = _clock(lambda: np.asarray(peer(softmax(z, axis=1), y, softmax(z_test, axis=1))))
+    except ImportError:
+        return {**record, "peer": "absent"}
+    return {**record, "peer": package, "peer_cpu": round(peer_cpu, 3), "peer_nll": _nll(theirs, y_test),
+            "max_abs_diff": float(np.abs(theirs - probs).max())}
+
+
+for _name in NEWER_PEERS:
+    benchmark(f"peers.{_name}.k100", repeat=1)(lambda repeat, name=_name: _newer_case(name))
 
 for _classes in (100, 1000):
     for _name in PEER_NAMES:

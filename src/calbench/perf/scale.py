@@ -91,7 +91,7 @@ def _scores(part):
     return Scores(part["logits"], part["embeddings"])
 
 
-def _fit_predict(method: str) -> dict:
+def fit_predict(method: str) -> dict:
     from calbench.methods import make
 
     parts = data()
@@ -141,7 +141,7 @@ def _bootstrap() -> dict:
 
 def _register_all() -> None:
     for method in METHODS:
-        benchmark(f"scale_method.{method}", repeat=1)(lambda repeat, m=method: measured(lambda: _fit_predict(m)))
+        benchmark(f"scale_method.{method}", repeat=1)(lambda repeat, m=method: measured(lambda: fit_predict(m)))
     for metric_id in METRICS:
         benchmark(f"scale_metric.{metric_id}", repeat=1)(lambda repeat, m=metric_id: measured(lambda: _metric(m)))
     benchmark("scale_bootstrap.default_metrics", repeat=1)(lambda repeat: measured(_bootstrap))

@@ -111,8 +111,21 @@ def _cliques(avg: np.ndarray, cd: float) -> list[tuple[int, int]]:
     return [(i, j) for i, j in runs if not any(a <= i and j <= b and (a, b) != (i, j) for a, b in runs)]
 
 
-def draw_cd(ax, result: RankTest) -> None:
-    """Demšar-style diagram: rank axis (1 on the left), names hung from their average rank, CD bar."""
+def best_group(verdicts: pd.DataFrame, metric_id: str) -> dict[str, str] | None:
+    """``{method: "k/N"}``: the sources (of N resampled) on which the paired bootstrap of the test rows
+    (:mod:`calbench.report.paired_bootstrap`, the tables' ``intervals.csv``) ties the method with the best; None
+    where ``metric_id`` was not resampled."""
+    rows = verdicts[(verdicts["metric"] == metric_id)]
+    if rows.empty or rows["p_value"].isna().all():
+        return None
+    total = rows["source"].nunique()
+    tied = rows.groupby("method")["tied_with_best"].sum()
+    return {method: f"{int(count)}/{total}" for method, count in tied.items()}
+
+
+def draw_cd(ax, result: RankTest, group: dict[str, str] | None = None) -> None:
+    """Demšar-style diagram: rank axis (1 on the left), names hung from their average rank, CD bar; with
+    ``group`` (:func:`best_group`) each name also says on how many sources it is tied with the best."""
     names, avg = list(result.average_ranks.index), result.average_ranks.to_numpy()
     k = len(names)
     left = (k + 1) // 2
@@ -128,7 +141,8 @@ def draw_cd(ax, result: RankTest) -> None:
     hangers = np.stack([np.stack([avg, avg, end], 1), np.stack([np.zeros(k), depth, depth], 1)], axis=2)
     ax.add_collection(LineCollection(hangers, colors="black", linewidths=0.8))  # one artist, not one per method
     for name, rank, y, x, is_left in zip(names, avg, depth, end, on_left):
-        ax.text(x - 0.05 if is_left else x + 0.05, y, f"{name} ({rank:.2f})", ha="right" if is_left else "left",
+        tied = f", best group {group.get(name, '0')}" if group else ""
+        ax.text(x - 0.05 if is_left else x + 0.05, y, f"{name} ({rank:.2f}{tied})", ha="right" if is_left else "left",
                 va="center", fontsize=8)
     ax.plot([1, 1 + result.cd], [1.1, 1.1], color="black", linewidth=1.5)
     ax.vlines([1, 1 + result.cd], 1.0, 1.2, color="black", linewidth=1.5)
@@ -145,8 +159,9 @@ def draw_cd(ax, result: RankTest) -> None:
         ax.text(reach + 0.05, -0.15, f"within one CD of {names[0]}", va="center", fontsize=7, color="tab:red")
 
 
-def cd_figure(result: RankTest | None, path, metric_id: str) -> None:
-    """The diagram of one metric, titled with the Friedman result (or a note when it cannot be drawn)."""
+def cd_figure(result: RankTest | None, path, metric_id: str, group: dict[str, str] | None = None) -> None:
+    """The diagram of one metric, titled with the Friedman result (or a note when it cannot be drawn); ``group``:
+    see :func:`draw_cd`."""
     if result is None:
         fig, ax = plt.subplots(figsize=(6, 1.5))
         ax.axis("off")
@@ -155,7 +170,9 @@ def cd_figure(result: RankTest | None, path, metric_id: str) -> None:
         return
     k = len(result.average_ranks)
     fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * k + 3), 1.6 + 0.35 * k))
+    note = ("\nin parentheses: average rank, sources on which a paired bootstrap of the test rows ties the method "
+            "with the best (Holm)") if group else ""
     ax.set_title(f"{metric_id}: N = {result.n} sources, k = {k} methods, Friedman χ²_F = {result.statistic:.2f}\n"
-                 f"{result.verdict()}", fontsize=9)
-    draw_cd(ax, result)
+                 f"{result.verdict()}{note}", fontsize=9)
+    draw_cd(ax, result, group)
     save_figure(fig, path)

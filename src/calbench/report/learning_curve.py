@@ -67,7 +67,7 @@ def markdown(summary: pd.DataFrame, metrics, methods) -> str:
             std = sub.pivot(index="size", columns="method", values="std") * family.scale
             cols = [m for m in methods if m in mean.columns]
             scale = f", ×{family.scale:g}" if family.scale != 1 else ""
-            lines += [f"## {source}: {metric_id}{scale} ({'higher' if family.higher_is_better else 'lower'} is better)",
+            lines += [f"## {source}: {metric_id}{scale} ({family.direction})",
                       "", "| n_cal | " + " | ".join(cols) + " |", "|---|" + "---|" * len(cols)]
             lines += [f"| {size} | " + " | ".join(f"{mean.at[size, m]:.{family.decimals}f} ± "
                                                  f"{std.at[size, m]:.{family.decimals}f}" for m in cols) + " |"

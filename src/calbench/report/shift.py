@@ -45,7 +45,7 @@ def ranks(means: pd.DataFrame, metric_id: str, column) -> pd.DataFrame:
     """Rank of each method within each source (rows sources, columns methods) on ``means[column]``."""
     family, _ = lookup(metric_id)
     shown = (means[column].unstack("method") * family.scale).round(family.decimals)
-    return shown.rank(axis=1, method="min", ascending=not family.higher_is_better)
+    return family.badness(shown).rank(axis=1, method="min")
 
 
 def severity_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
@@ -53,7 +53,7 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> 
     family, _ = lookup(metric_id)
     means = severity_means(long, metric_id)
     scale, dec = family.scale, family.decimals
-    direction = "higher is better" if family.higher_is_better else "lower is better"
+    direction = family.direction
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({direction}; mean over "
              "corruption families and seeds per severity, 0 = clean test split)", ""]
     sources = [s for s in shifted_sources(long) if s in means.index.get_level_values("source")]

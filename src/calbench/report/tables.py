@@ -1,9 +1,10 @@
-"""Aggregate per-job metrics into the long CSV and ranked per-metric tables.
+"""Aggregate per-job metrics into the long CSV and the per-metric tables.
 
-Ranking follows the LECE paper's tables (docs/figures_and_studies.md): within each row (source),
-methods are ranked on the *displayed* mean (scaled and rounded as the metric's table shows it),
-ties get the minimum rank, lower is better except for higher-is-better metrics such as accuracy.
-The last row is each method's average rank over sources.
+Each table shows the mean ± std over seeds of every source × method and marks in bold, per source, the best
+method and those a paired bootstrap of the test rows cannot tell from it (:mod:`calbench.report.paired_bootstrap`),
+instead of ranks that differ by noise. Average ranks over sources (the LECE paper's tables, docs/figures_and_studies.md:
+methods ranked on the *displayed* mean, ties get the minimum rank) remain in ``average_ranks.md``, as the input of
+the Friedman test.
 """
 
 from __future__ import annotations
@@ -58,37 +59,98 @@ def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.D
     mean = grouped.mean().unstack("method")
     std = grouped.std(ddof=0).where(grouped.count() > 1).unstack("method")
     shown = (mean * family.scale).round(family.decimals)
-    ranks = shown.rank(axis=1, method=ties, ascending=not family.higher_is_better)
+    ranks = family.badness(shown).rank(axis=1, method=ties)
     return mean, std, ranks
 
 
-def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
-    """One metric as a Markdown table: ``mean ± std (rank)`` cells and an average-rank row.
+#: Significance level of the tables' marks (paired bootstrap, Holm against the best; report.paired_bootstrap).
+ALPHA = 0.05
 
-    A cell from one value (one seed) shows ``mean (rank)``: no "±", since it measures no spread.
+
+def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdicts: pd.DataFrame | None = None,
+                   floors: dict | None = None) -> str:
+    """One metric as a Markdown table of ``mean ± std`` cells (no "±" where one seed: it measures no spread).
+
+    ``verdicts`` (:func:`calbench.report.paired_bootstrap.frame` of every source) marks in bold the best method of
+    each source and those tied with it; a last row (or column) counts each method's sources in that group.
+    Methods are the rows when there are more methods than sources, so that the table fits a page. ``floors``
+    (``{source: (mean, std, test rows)}``, :mod:`calbench.report.noise_floor`) adds each source's noise floor and
+    a note where the estimator's bias is as large as the values.
     """
     family, _ = lookup(metric_id)
-    mean, std, ranks = summary(long, metric_id)
+    mean, std, _ = summary(long, metric_id)
     methods = [m for m in (method_order or mean.columns) if m in mean.columns]
+    sources = list(mean.index)
     scale, dec = family.scale, family.decimals
-    direction = "higher is better" if family.higher_is_better else "lower is better"
+    tied = _tied(verdicts, metric_id)
+    direction = family.direction
     scale_note = f", ×{scale:g}" if scale != 1 else ""
-    title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; rank in parentheses)"
-    lines = [f"### {title}", "",
-             "| source | " + " | ".join(methods) + " |", "|---|" + "---|" * len(methods)]
-    for source in mean.index:
-        cells = []
-        for m in methods:
-            if np.isnan(mean.at[source, m]):
-                cells.append("–")
-                continue
-            spread = "" if np.isnan(std.at[source, m]) else f" ± {std.at[source, m] * scale:.{dec}f}"
-            cells.append(f"{mean.at[source, m] * scale:.{dec}f}{spread} ({int(ranks.at[source, m])})")
-        lines.append(f"| {source} | " + " | ".join(cells) + " |")
-    avg = ranks[methods].mean(axis=0)
-    lines.append("| **average rank** | " + " | ".join(f"**{avg[m]:.1f}**" for m in methods) + " |")
+    marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
+             f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
+             "no marks: not tested here, as a signed metric, an estimator without a row-weighted form (`calbench "
+             f"recommend --metric {metric_id} --recompute` tests it by recomputing) or one that needs the true "
+             "calibration map" if verdicts is not None else "no marks")
+    title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
+
+    def cell(source, method):
+        if np.isnan(mean.at[source, method]):
+            return "–"
+        spread = "" if np.isnan(std.at[source, method]) else f" ± {std.at[source, method] * scale:.{dec}f}"
+        text = f"{mean.at[source, method] * scale:.{dec}f}{spread}"
+        return f"**{text}**" if tied is not None and (source, method) in tied else text
+
+    def count(method):
+        return str(sum((s, method) in tied for s in sources))
+
+    floor_cells = {s: f"{floors[s][0] * scale:.{dec}f} ± {floors[s][1] * scale:.{dec}f}" for s in sources
+                   if floors and s in floors}
+    group = "in best group" if tied is not None else None
+    if len(methods) > len(sources):
+        header = ["method", *sources] + ([group] if group else [])
+        body = [[m, *(cell(s, m) for s in sources)] + ([count(m)] if group else []) for m in methods]
+        if floor_cells:
+            body.append(["*noise floor*", *(floor_cells.get(s, "–") for s in sources)] + ([""] if group else []))
+    else:
+        header = ["source", *methods] + (["noise floor"] if floor_cells else [])
+        body = [[s, *(cell(s, m) for m in methods)] + ([floor_cells.get(s, "–")] if floor_cells else [])
+                for s in sources]
+        if group:
+            body.append([f"**{group}**", *(count(m) for m in methods)] + ([""] if floor_cells else []))
+    lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    lines += _floor_notes(metric_id, floors, mean, family) if floor_cells else []
     lines += floor_notes(methods)
     return "\n".join(lines) + "\n"
+
+
+def _tied(verdicts: pd.DataFrame | None, metric_id: str) -> set | None:
+    """``{(source, method)}`` in the best group of ``metric_id``, or None where it has no resampled verdicts."""
+    if verdicts is None:
+        return None
+    rows = verdicts[(verdicts["metric"] == metric_id)]
+    if rows.empty or rows["p_value"].isna().all():
+        return None
+    rows = rows[rows["tied_with_best"].eq(True)]
+    return set(zip(rows["source"], rows["method"]))
+
+
+def _floor_notes(metric_id: str, floors: dict, mean: pd.DataFrame, family) -> list[str]:
+    """The noise floor's definition and, where the estimator is bias-dominated, its debiased variant."""
+    from calbench.report.noise_floor import bias_dominated, debiased_id
+
+    lines = ["", "Noise floor: the estimator's mean (± std) on a perfectly calibrated model with the same outputs "
+             "and test rows (labels drawn from the probabilities of ts, else uncal; report/noise_floor.py)."]
+    better = debiased_id(metric_id)
+    for source, (floor, _, rows) in floors.items():
+        if source not in mean.index:
+            continue
+        best = mean.loc[source].max() if family.higher_is_better else mean.loc[source].min()
+        if bias_dominated(floor, best):
+            offer = f"; `{better}` removes most of that bias" if better else ""
+            lines.append(f"- {source}: a calibrated model reads {floor * family.scale:.{family.decimals}f} at "
+                         f"{rows} test rows, at least half the best value: differences here are mostly "
+                         f"estimator bias and noise{offer}")
+    return lines
 
 
 def floor_notes(methods) -> list[str]:
@@ -114,9 +176,69 @@ def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
     return pd.DataFrame({m: summary(long, m)[2].mean(axis=0) for m in metric_ids})
 
 
-def write_tables(metric_files, out_dir, metric_ids, method_order=None) -> list[Path]:
+def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None = None):
+    """The paired bootstrap's verdicts (:func:`calbench.report.paired_bootstrap.frame`) of every source ×
+    metric × method, from the test predictions ``loader((source, method, seed))`` (None where absent), and the
+    noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed
+    metrics are not tested (0 is best: a one-directional test does not apply); metrics
+    without a row-weighted form are not resampled (they would cost R recomputations each); the estimates are the
+    long table's (not computed again). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
+    by default."""
+    from calbench.report.noise_floor import REFERENCE, is_calibration_error, noise_floor
+    from calbench.report.paired_bootstrap import TABLE_RESAMPLES, compare, frame, source_draws
+
+    verdicts, floors = [], {}
+    for source, rows in long.groupby("source", sort=True):
+        seeds = sorted(int(s) for s in rows["seed"].unique())
+        methods = list(dict.fromkeys(rows["method"]))
+        load = lambda method, seed, source=source: loader((source, method, seed))  # noqa: E731
+        values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
+        draws = source_draws(source, seeds, methods, metrics, load, resamples or TABLE_RESAMPLES, recompute=False,
+                             known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
+        verdicts += [v for m in metrics if not lookup(m)[0].signed for v in compare(draws, m, alpha=ALPHA)]
+        reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
+        probs = [out["probs"] for out in map(lambda seed: load(reference, seed), seeds) if out is not None]
+        for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
+            floors.setdefault(metric_id, {})[source] = (*noise_floor(metric_id, probs), int(np.mean(draws.rows)))
+    return frame(verdicts), floors
+
+
+#: Characters a table line may take (a terminal or a page); wider tables are split into blocks of columns.
+WIDTH = 120
+
+
+def fitted_tables(rows, columns, cell, width: int = WIDTH) -> list[str]:
+    """Markdown lines of a ``method`` × ``columns`` table of ``cell(row, column)`` strings, split into consecutive
+    tables of columns (each repeating the method column) so that no line is longer than ``width``."""
+    first = max(len("method"), *(len(r) for r in rows))
+    blocks, block, used = [], [], first + 4
+    for column in columns:
+        size = max(len(column), *(len(cell(r, column)) for r in rows)) + 3
+        if block and used + size > width:
+            blocks.append(block)
+            block, used = [], first + 4
+        block.append(column)
+        used += size
+    blocks += [block] if block else []
+    lines = []
+    for block in blocks:
+        lines += ["" if lines else None, "| method | " + " | ".join(block) + " |", "|---" * (len(block) + 1) + "|"]
+        lines += [f"| {r} | " + " | ".join(cell(r, c) for c in block) + " |" for r in rows]
+    return [line for line in lines if line is not None]
+
+
+def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
+    """Per method (rows) and metric (columns): the sources on which it is the best or tied with it."""
+    tied = verdicts[verdicts["tied_with_best"].eq(True) & verdicts["metric"].isin(metric_ids)]
+    return tied.groupby(["method", "metric"]).size().unstack("metric").reindex(columns=list(metric_ids))
+
+
+def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts: pd.DataFrame | None = None,
+                 floors: dict | None = None) -> list[Path]:
     """Write ``metrics_long.csv`` (every test set), and from the clean test set ``{metric}.md`` per metric,
-    ``average_ranks.md`` and ``summary.md``."""
+    ``average_ranks.md`` and ``summary.md``; with ``verdicts`` (the paired bootstrap's, see
+    :func:`markdown_table`) also ``intervals.csv`` and the best-group counts; ``floors``: ``{metric: {source:
+    (mean, std, rows)}}``."""
     out_dir = Path(out_dir)
     everything = long_table(metric_files)
     written = [out_dir / "metrics_long.csv"]
@@ -125,15 +247,24 @@ def write_tables(metric_files, out_dir, metric_ids, method_order=None) -> list[P
     present = [m for m in metric_ids if m in set(long["metric"])]
     sections = []
     for metric_id in present:
-        text = markdown_table(long, metric_id, method_order)
+        text = markdown_table(long, metric_id, method_order, verdicts, (floors or {}).get(metric_id))
         sections.append(text)
         written.append(out_dir / f"{metric_id}.md")
         write_text_atomic(written[-1], text)
     ranks = average_ranks(long, present)
     order = [m for m in (method_order or ranks.index) if m in ranks.index]
-    rank_md = ["### Average rank over sources (lower is better)", "",
-               "| method | " + " | ".join(present) + " |", "|---|" + "---|" * len(present)]
-    rank_md += [f"| {m} | " + " | ".join(f"{ranks.at[m, c]:.2f}" for c in present) + " |" for m in order]
+    rank_md = ["### Average rank over sources (lower is better; ranks on the displayed means, ties share the "
+               "best rank: the Friedman test's input, critical_difference figures)", ""]
+    rank_md += fitted_tables(order, present, lambda m, c: f"{ranks.at[m, c]:.2f}")
+    if verdicts is not None:
+        counts = best_group_counts(verdicts, present).reindex(order)
+        marked = [c for c in present if verdicts.loc[verdicts["metric"] == c, "p_value"].notna().any()]
+        write_text_atomic(out_dir / "intervals.csv", verdicts.to_csv(index=False, float_format="%.10g"))
+        written.append(out_dir / "intervals.csv")
+        rank_md += ["", f"### Sources on which each method is the best or tied with it (of {long['source'].nunique()}"
+                    f"; paired bootstrap, Holm α = {ALPHA:g})", ""]
+        rank_md += fitted_tables(order, marked, lambda m, c: str(0 if np.isnan(counts.at[m, c]) else
+                                                                 int(counts.at[m, c])))
     written.append(out_dir / "average_ranks.md")
     write_text_atomic(written[-1], "\n".join(rank_md) + "\n")
     written.append(out_dir / "summary.md")

@@ -1,0 +1,265 @@
+"""The statistics behind ``calbench recommend``, the tables' marks and the critical-difference figures: a paired
+bootstrap of the test rows of every seed, seeds pooled.
+
+For one source, seeds s = 1..S each hold n_s test rows. Resample r draws every seed's rows with replacement, as
+row counts W_s[r] (one draw of n_s rows), the same counts for every method and metric, so that differences
+between methods are paired (Efron & Tibshirani 1993, "An Introduction to the Bootstrap", §16.4). The metric of
+method m on seed s under resample r, θ*_{m,s,r}, comes from the metric's row-weighted form
+(:func:`calbench.metrics.bootstrap.values_from_counts`: a matrix product for means of per-row terms, weighted
+bin sums for binned ECE), vectorised over resamples. The tables show the mean over seeds θ̄_m of the seeds'
+estimates θ̂_{m,s}; its resamples pool the seeds as a two-stage bootstrap does (Davison & Hinkley 1997,
+"Bootstrap Methods and their Application", §3.8: resample the seeds, then the rows within each), with the seed
+stage shrunk so that the row noise, already in every seed's estimate, is not counted twice:
+
+    θ*_{m,r} = mean_s θ*_{m,s,r} + k_m · mean_j (θ̂_{m,J_{r,j}} − θ̄_m),   J_{r,1..S} seeds drawn with replacement,
+    k_m² = S · max(0, b_m − v_m) / ((S − 1) · b_m),
+
+b_m the variance of θ̂_{m,s} over seeds and v_m the mean over seeds of the row-resampling variance of θ*_{m,s,·}.
+The resampled variance is then v_m / S + max(0, b_m − v_m) / S: the row noise of the mean over S seeds plus the
+between-seed spread that the row noise does not explain. With one seed (or seeds that differ by row noise only)
+it is the row bootstrap of that seed.
+
+Per source and metric: the percentile interval of each method (Efron & Tibshirani §13.3) of its resamples shifted
+by the bootstrap estimate of bias, mean(θ*) − θ̂ (§10.3): binned ECE grows on resamples (a resample's duplicated
+rows make its bins look more certain), so unshifted percentiles can lie wholly above the estimate. The shifted
+resamples are clipped at 0 for a metric whose every resample is non-negative: an interval never goes below 0
+for an ECE. Against the best
+method by estimate, a two-sided paired p-value for "no difference" from the bootstrap standard error of the
+difference (2 Φ(−|d| / se): unlike a count of resamples beyond 0, it resolves the small p-values that Holm's
+procedure needs over many methods with a few hundred resamples), adjusted over the comparisons with the best by
+Holm's step-down procedure (Holm 1979). A method is *tied with the best* when its adjusted p-value is at least
+α, else *worse than the best*: the family-wise error of calling a method worse is at most α.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from calbench.metrics import lookup
+from calbench.metrics.bootstrap import counts_of, values_from_counts
+from calbench.metrics.registry import MetricContext
+
+#: Resamples of the test rows by default (``calbench recommend``).
+RESAMPLES = 1000
+#: Resamples of the tables' marks and intervals.csv: every source × method × metric of a run, within the
+#: aggregate job's budget (the p-values do not need more; the percentile intervals' ends move by about 1 %).
+TABLE_RESAMPLES = 200
+#: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
+COUNTS_BUDGET = 2**24
+#: The method whose accuracy the others' is compared with (``acc_change``).
+REFERENCE = "uncal"
+
+
+def row_counts(n: int, resamples: int, key: Sequence[int]) -> list[np.ndarray]:
+    """Row counts of ``resamples`` draws of ``n`` rows with replacement, in blocks ``[r, n]`` of at most
+    :data:`COUNTS_BUDGET` elements, drawn from a generator seeded by ``key`` (the same for every method)."""
+    rng = np.random.default_rng([7919, n, *key])
+    block = max(1, COUNTS_BUDGET // max(n, 1))
+    return [counts_of(rng.integers(n, size=(min(block, resamples - start), n)))
+            for start in range(0, resamples, block)]
+
+
+@dataclass
+class SourceDraws:
+    """Every method's per-seed estimates and resampled values of the metrics of one source."""
+
+    source: str
+    seeds: list[int]
+    methods: list[str]
+    #: metric → [methods, seeds] estimates (NaN where a method has no output for a seed)
+    estimates: dict[str, np.ndarray]
+    #: metric → [methods, seeds, R] resampled values, for the metrics that could be resampled
+    draws: dict[str, np.ndarray]
+    #: [R, seeds] the seeds drawn by the seed stage (indices into ``seeds``), shared by every method
+    seed_picks: np.ndarray
+    #: [seeds] test rows per seed
+    rows: list[int]
+
+
+def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metrics: Sequence[str],
+                 load: Callable[[str, int], dict | None], resamples: int = RESAMPLES,
+                 recompute: bool = True, known: Callable[[str, int, str], float | None] | None = None
+                 ) -> SourceDraws:
+    """Estimates and paired resamples of ``metrics`` for every method of ``source``.
+
+    ``load(method, seed)`` returns the test outputs ``{"probs", "labels", "index"}`` (optionally
+    ``"true_probs"``) or None where the method did not run. Metrics that need the uncalibrated probabilities take
+    those of :data:`REFERENCE` on the same seed. ``recompute=False`` leaves out the resamples of the metrics
+    without a row-weighted form (:func:`calbench.metrics.bootstrap.values_from_counts`) instead of recomputing
+    them R times. ``known(method, seed, metric)`` gives the estimates already computed (the metrics JSONs'
+    values; None where absent), so that costly estimators are not evaluated again. The methods of a seed are
+    resampled in threads (:func:`calbench.parallel.thread_map`).
+    """
+    from calbench.parallel import thread_map
+
+    methods, seeds = list(methods), list(seeds)
+    estimates = {m: np.full((len(methods), len(seeds)), np.nan) for m in metrics}
+    draws: dict[str, np.ndarray] = {}
+    rows = []
+    for j, seed in enumerate(seeds):
+        # the reference outputs (uncal's, else the first method's) fix the test rows; each method is loaded in turn
+        first_method, first = next(((m, out) for m in dict.fromkeys([REFERENCE, *methods]) if m in methods
+                                    for out in [load(m, seed)] if out is not None), (None, None))
+        if first is None:
+            rows.append(0)
+            continue
+        n = int(first["labels"].size)
+        rows.append(n)
+        uncal = first["probs"] if first_method == REFERENCE else None
+        blocks = row_counts(n, resamples, (seed,))
+
+        def one(i, seed=seed, uncal=uncal, blocks=blocks, first=first, first_method=first_method):
+            """Estimates and resamples of method ``i`` on this seed: ``{metric: (estimate, values or None)}``."""
+            out = first if methods[i] == first_method else load(methods[i], seed)
+            if out is None:
+                return {}
+            if not np.array_equal(out.get("index"), first.get("index")):
+                raise ValueError(f"{source}, seed {seed}: the test rows of {methods[i]} differ from those of "
+                                 f"{first_method}; rerun their calibrate jobs so that every method is tested on the "
+                                 "same rows")
+            ctx = MetricContext(np.asarray(out["probs"], dtype=np.float64), np.asarray(out["labels"]),
+                                out.get("true_probs"), seed, uncal)
+            families = [(m, *lookup(m)) for m in metrics]
+            families = [(m, f, g) for m, f, g in families
+                        if not (f.needs_true_probs and ctx.true_probs is None)
+                        and not (f.needs_uncal_probs and ctx.uncal_probs is None)]
+            values = [values_from_counts(ctx, families, counts, recompute=recompute) for counts in blocks]
+            given = {m: known(methods[i], seed, m) for m, _, _ in families} if known else {}
+            return {m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
+                        np.concatenate([v[m] for v in values]) if m in values[0] else None)
+                    for m, family, groups in families}
+
+        for i, found in enumerate(thread_map(lambda i: one(i), range(len(methods)))):
+            for metric_id, (estimate, values) in found.items():
+                estimates[metric_id][i, j] = estimate
+                if values is not None:
+                    array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
+                    array[i, j] = values
+    picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
+    return SourceDraws(source, seeds, methods, estimates, draws, picks, rows)
+
+
+def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
+    """The per-seed values of a long table's ``rows`` (``method, seed, metric, value``; e.g. means over shifted
+    test sets, whose outputs are not kept) as :class:`SourceDraws` without resamples: :func:`compare` then gives
+    estimates and the best, with no intervals or tests."""
+    seeds = sorted(int(s) for s in rows["seed"].unique())
+    methods = list(dict.fromkeys(rows["method"]))
+    estimates = {}
+    for metric_id in metrics:
+        table = rows[rows["metric"] == metric_id].pivot_table(index="method", columns="seed", values="value")
+        estimates[metric_id] = table.reindex(index=methods, columns=seeds).to_numpy(dtype=np.float64)
+    return SourceDraws(source, seeds, methods, estimates, {}, np.zeros((0, len(seeds)), dtype=int),
+                       [0] * len(seeds))
+
+
+def pooled(estimates: np.ndarray, draws: np.ndarray, picks: np.ndarray) -> np.ndarray:
+    """Resamples ``[..., R]`` of the mean over seeds from per-seed ``estimates`` ``[..., S]`` and resamples
+    ``draws`` ``[..., S, R]`` (module docstring: the row stage within every seed, then the shrunk seed stage)."""
+    within = draws.mean(axis=-2)
+    seeds = estimates.shape[-1]
+    if seeds == 1:
+        return within
+    between = estimates.var(axis=-1, ddof=1)
+    row_noise = draws.var(axis=-1).mean(axis=-1)
+    excess = np.maximum(between - row_noise, 0.0)
+    shrink = np.sqrt(np.divide(seeds * excess, (seeds - 1) * between, out=np.zeros_like(between),
+                               where=between > 0))
+    centred = estimates - estimates.mean(axis=-1, keepdims=True)
+    seed_stage = centred[..., picks].mean(axis=-1)  # [..., R]: the mean of the drawn seeds' deviations
+    return within + shrink[..., None] * seed_stage
+
+
+def percentile_interval(values: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval (Efron & Tibshirani §13.3) of resamples ``[..., R]``."""
+    low, high = np.quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=-1)
+    return low, high
+
+
+def paired_p_values(difference: np.ndarray, resampled: np.ndarray) -> np.ndarray:
+    """Two-sided p-values of "no difference" for estimated differences ``[...]`` with paired resamples
+    ``[..., R]``: 2 Φ(−|d| / se), se the resamples' standard deviation (the bootstrap standard error; Efron &
+    Tibshirani §16.4 test a difference by its bootstrap distribution). 1 where the difference and every
+    resample are 0 (identical outputs), 0 where the resamples do not vary but the difference is not 0."""
+    from scipy.special import ndtr
+
+    se = resampled.std(axis=-1)
+    z = np.divide(np.abs(difference), se, out=np.where(difference == 0, 0.0, np.inf), where=se > 0)
+    return 2 * ndtr(-z)
+
+
+def holm(p_values: np.ndarray) -> np.ndarray:
+    """Holm's (1979) step-down adjusted p-values: the i-th smallest of k is max_{j ≤ i} min(1, (k − j + 1) p_(j))."""
+    p = np.asarray(p_values, dtype=np.float64)
+    order = np.argsort(p, kind="stable")
+    k = p.size
+    adjusted = np.maximum.accumulate(np.minimum(1.0, (k - np.arange(k)) * p[order]))
+    out = np.empty(k)
+    out[order] = adjusted
+    return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One method on one source and metric, as ``recommend --json`` records it."""
+
+    source: str
+    metric: str
+    method: str
+    estimate: float
+    low: float
+    high: float
+    best: str
+    #: None where untested (no resamples)
+    tied_with_best: bool | None
+    #: Holm-adjusted paired p-value against the best (NaN for the best itself or without resamples)
+    p_value: float
+
+    def record(self) -> dict:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: float = 0.05) -> list[Verdict]:
+    """Every method with an estimate on each seed of ``draws.source``, best first: its estimate (the mean over
+    seeds), percentile interval and whether it is tied with the best (Holm-adjusted paired test at ``alpha``).
+    Without resamples of ``metric_id`` (no row-weighted form and ``recompute`` off) the intervals and p-values
+    are NaN, and ``tied_with_best`` is None but for the best itself."""
+    family, _ = lookup(metric_id)
+    if family.signed:
+        raise ValueError(f"{metric_id} is signed (0 is best): the paired tests compare methods in one direction; "
+                         "compare its unsigned parts or an ECE instead (docs/metrics.md, Signed calibration error)")
+    estimates = draws.estimates[metric_id]
+    complete = ~np.isnan(estimates).any(axis=1)
+    if not complete.any():
+        return []
+    index = np.flatnonzero(complete)
+    means = estimates[index].mean(axis=1)
+    order = index[np.argsort(-means if family.higher_is_better else means, kind="stable")]
+    best = order[0]
+    resampled = draws.draws.get(metric_id)
+    if resampled is None or np.isnan(resampled[order]).any():
+        nan = np.full(len(order), np.nan)
+        low = high = p_adj = nan
+    else:
+        values = pooled(estimates[order], resampled[order], draws.seed_picks)
+        values = values - (values.mean(axis=-1) - estimates[order].mean(axis=1))[:, None]  # less the bias
+        values = np.where((resampled[order] >= 0).all(axis=(1, 2))[:, None], np.maximum(values, 0.0), values)
+        low, high = percentile_interval(values, level)
+        gap = pooled(estimates[order[1:]] - estimates[best], resampled[order[1:]] - resampled[best],
+                     draws.seed_picks) if len(order) > 1 else np.empty((0, values.shape[-1]))
+        difference = estimates[order[1:]].mean(axis=1) - estimates[best].mean()
+        p_adj = np.concatenate([[np.nan], holm(paired_p_values(difference, gap))])
+    names = [draws.methods[i] for i in order]
+    return [Verdict(draws.source, metric_id, name, float(estimates[i].mean()), float(lo), float(hi), names[0],
+                    True if k == 0 else None if np.isnan(p) else bool(p >= alpha), float(p))
+            for k, (name, i, lo, hi, p) in enumerate(zip(names, order, low, high, p_adj))]
+
+
+def frame(verdicts) -> "pd.DataFrame":  # noqa: F821 (pandas imported lazily)
+    """The verdicts as a table ``source, metric, method, estimate, low, high, best, tied_with_best, p_value``."""
+    import pandas as pd  # lazy: recommend's JSON needs no pandas
+
+    return pd.DataFrame([v.record() for v in verdicts], columns=list(Verdict.__dataclass_fields__))

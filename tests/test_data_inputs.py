@@ -1,0 +1,71 @@
+"""Data are inputs: every file a source names is an input of the rules that read it, so that changing its content
+reruns what depends on it, and only that (docs/operations.md). One run of an import source with a shifted set,
+then each file changed in turn and the job list of ``snakemake -n`` read."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from calbench.data.inputs import shift_files, source_files
+from conftest import run_snakemake
+from workflow_helpers import planned_jobs
+
+pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("data_inputs")]
+
+
+def _arrays(folder, name, rows, seed):
+    rng = np.random.default_rng(seed)
+    np.save(folder / f"{name}_logits.npy", rng.normal(size=(rows, 3)).astype(np.float32))
+    np.save(folder / f"{name}_labels.npy", rng.integers(0, 3, rows))
+    return {"logits": f"{name}_logits.npy", "labels": f"{name}_labels.npy"}
+
+
+@pytest.fixture(scope="module")
+def done(tmp_path_factory):
+    work = tmp_path_factory.mktemp("data_inputs")
+    entry = {"type": "import", "format": "npy",
+             "files": {"cal": _arrays(work, "cal", 200, 0), "test": _arrays(work, "test", 200, 1)},
+             "shifts": {"noise": [{"severity": 1, "files": _arrays(work, "noise", 100, 2)}]}}
+    run_snakemake(work, {"seeds": [0], "sources": {"mine": entry}, "methods": ["uncal", "ts"],
+                         "metrics": ["acc", "nll"]})
+    return work
+
+
+def _planned_after_changing(work, name):
+    path = work / name
+    original = path.read_bytes()
+    labels = np.load(path)
+    np.save(path, (labels + 1) % 3)
+    try:
+        return planned_jobs(work)
+    finally:
+        path.write_bytes(original)
+
+
+def test_the_rules_inputs_are_the_files_the_entry_names():
+    entry = {"type": "import", "format": "npy", "files": {"cal": {"logits": "a.npy", "labels": "b.npy"},
+                                                          "test": {"logits": "c.npy", "labels": "d.npy"}},
+             "shifts": {"noise": [{"severity": 1, "files": {"logits": "e.npy", "labels": "f.npy"}}]}}
+    assert source_files(entry) == ["a.npy", "b.npy", "c.npy", "d.npy"]
+    assert shift_files(entry) == ["e.npy", "f.npy"]
+    download = {"type": "download", "format": "npz",
+                "files": {"archive": {"url": "https://x/y.npz", "sha256": "0" * 64}}}
+    assert source_files(download) == []  # pinned by its sha256, a param of the dump
+    assert source_files({"type": "pretrained", "weights": "w.pth"}) == ["w.pth"]
+
+
+def test_a_changed_split_file_reruns_the_dump_and_everything_after_it(done):
+    planned = _planned_after_changing(done, "cal_labels.npy")
+    assert {rule for rule, _ in planned} == {"dump_source", "dump_shifts_source", "calibrate", "evaluate",
+                                             "aggregate", "runtime_table", "shift_report"}
+
+
+def test_a_changed_shift_file_reruns_the_shift_dump_and_evaluations_only(done):
+    planned = _planned_after_changing(done, "noise_labels.npy")
+    assert {rule for rule, _ in planned} == {"dump_shifts_source", "evaluate", "aggregate", "runtime_table",
+                                             "shift_report"}
+
+
+def test_an_unchanged_run_plans_nothing(done):
+    assert planned_jobs(done) == set()
