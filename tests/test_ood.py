@@ -66,7 +66,8 @@ def test_bad_ood_sets_are_refused_naming_the_field(source, message):
 
 @pytest.mark.parametrize("logits, message", [
     (None, r"sources.my_model.ood.x.logits: .*gone.npy does not exist"),
-    (np.zeros((20, 7)), r"sources.my_model.ood.x.logits: 7 classes, but the source's other files have \[5\]"),
+    (np.random.default_rng(0).normal(size=(20, 7)),
+     r"sources.my_model.ood.x.logits: 7 classes, but the source's other files have \[5\]"),
     (np.full((20, 5), np.nan), r"sources.my_model.ood.x.logits"),
 ])
 def test_validate_checks_an_import_sources_ood_logits(logits, message, tmp_path, capsys):
