@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 import calbench
-from calbench.jobs.models import SHIFT_CHUNK_ROWS, _loaded, _outputs
+from calbench.jobs.model_dump import _loaded, _outputs
+from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS
 from calbench.jobs.ood import write_ood
 from calbench.models import datasets
 
