@@ -18,6 +18,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/sources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/shift.smk"
+include: "workflow/rules/label_shift.smk"
 include: "workflow/rules/calibrate.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/aggregate.smk"
@@ -36,3 +37,4 @@ rule all:
         study_files(),
         paper_comparison_outputs(),
         shift_outputs(),
+        label_shift_outputs(),

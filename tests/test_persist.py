@@ -1,5 +1,6 @@
 """Saved calibrators: save/load round trip of every method and chains, and damaged files."""
 
+import functools
 import json
 
 import numpy as np
@@ -40,6 +41,17 @@ def _make(name):
     return make(name, **settings)
 
 
+@functools.cache
+def fitted(name):
+    """Registered method or chain ``name`` fitted on CAL (once per test session: tests/test_calibrator_files.py
+    too)."""
+    from calbench.methods.chain import Chain
+
+    stages = [_make(stage) for stage in name.split("+")]
+    cal = stages[0] if len(stages) == 1 else Chain(stages)
+    return cal.fit(CAL[0], CAL[1], train=TRAIN if "kcal" in name else None)
+
+
 def _round_trip(cal, tmp_path, name):
     path = calbench.save(cal, tmp_path / f"{name}.safetensors")
     loaded = calbench.load(path)
@@ -49,7 +61,7 @@ def _round_trip(cal, tmp_path, name):
 
 @pytest.mark.parametrize("name", available())
 def test_every_registered_method_survives_save_and_load(name, tmp_path):
-    cal = _make(name).fit(CAL[0], CAL[1], train=TRAIN if name.startswith("kcal") else None)
+    cal = fitted(name)
     loaded, path = _round_trip(cal, tmp_path, name)
     header = read_header(path)
     assert header["method"] == name and header["num_classes"] == 4 and header["input_kind"] == "logits"
@@ -92,11 +104,7 @@ def test_a_saved_neighbour_pool_holds_its_logits_and_labels_only_and_is_rebuilt_
     for key, value in vars(cal.pool_).items():
         if isinstance(value, np.ndarray):
             np.testing.assert_array_equal(getattr(loaded.pool_, key), value, err_msg=key)
-    assert loaded.pool_.logits.dtype == np.float64
-    old_layout = calbench.methods.lece.NeighbourPool.__new__(calbench.methods.lece.NeighbourPool)
-    format_1 = {k: v for k, v in vars(cal.pool_).items() if k not in ("labels", "targets", "distance")}
-    old_layout._set_state(format_1)  # format 1 saved every attribute but these; such files still load
-    np.testing.assert_array_equal(old_layout.chunks, cal.pool_.chunks)
+    assert loaded.pool_.logits.dtype == np.float64 and loaded.pool_.targets is type(cal)._targets
 
 
 def test_arrays_are_narrowed_only_where_float32_holds_them_exactly(tmp_path):
@@ -111,7 +119,7 @@ def test_arrays_are_narrowed_only_where_float32_holds_them_exactly(tmp_path):
     (_, exact_node), (_, inexact_node), (_, again_node) = nodes
     assert exact_node == again_node == {"$array": "a0", "as": "<f8"} and inexact_node == {"$array": "a1"}
     assert encoder.arrays["a0"].dtype == np.float32 and encoder.arrays["a1"].dtype == np.float64
-    decoded = calbench.persist._decode(exact_node, encoder.arrays, "test")
+    decoded = calbench.persist._Decoder(encoder.arrays, "test").value(exact_node, "test")
     assert decoded.dtype == np.float64 and np.array_equal(decoded, exact)
 
 
@@ -154,12 +162,16 @@ def _row_arrays(path):
     return sorted((a.dtype.str, a.shape) for a in _tensors(path).values() if a.shape[0] == CAL[1].size)
 
 
-def test_default_grid_function_is_saved_by_name(tmp_path):
-    """dir_l2's default grid is a function of the number of classes: saved as its name, not its code."""
+def test_a_default_grid_function_is_saved_as_the_methods_default_grid_not_by_name(tmp_path):
+    """dir_l2's default grid is a function of the number of classes: the file says "the estimator's default grid"
+    (with the settings held fixed), names no function, and loads as the same function."""
     cal = make("dir_l2", cv={"folds": 2}).fit(CAL[0], CAL[1])
     loaded, path = _round_trip(cal, tmp_path, "dir_l2")
     assert loaded.grid is cal.grid
-    assert "l2_default_grid" in json.dumps(read_header(path)["calibrator"])
+    assert "l2_default_grid" not in path.read_bytes().decode("latin-1")
+    fixed = make("dir_l2", reg_scale="paper", cv={"folds": 2}).fit(CAL[0], CAL[1])  # a GridWithout
+    loaded, _ = _round_trip(fixed, tmp_path, "dir_l2_fixed")
+    assert loaded.grid.grid is fixed.grid.grid and loaded.grid.fixed == fixed.grid.fixed
 
 
 def test_probability_input_kind_is_recorded(tmp_path):
@@ -175,15 +187,20 @@ def test_unfitted_and_unsaveable_calibrators_are_refused(tmp_path):
         calbench.save(make("ts"), tmp_path / "x.safetensors")
     cal = make("lece", grid={"q": [0.1], "t": [0.0]}, cv={"folds": 2}).fit(CAL[0], CAL[1])
     cal.grid = lambda k: {"q": [0.1]}
-    with pytest.raises(TypeError, match="lambdas"):
+    with pytest.raises(TypeError, match="other than the method's default grid"):
         calbench.save(cal, tmp_path / "x.safetensors")
     assert not (tmp_path / "x.safetensors").exists()
 
     class MyScaling(type(make("ts"))):  # a user's class: loading could not resolve it, so saving refuses
         pass
 
-    with pytest.raises(TypeError, match="outside calbench"):
+    with pytest.raises(TypeError, match="not a registered calibrator class"):
         calbench.save(MyScaling().fit(CAL[0], CAL[1]), tmp_path / "x.safetensors")
+    nan = make("ts").fit(CAL[0], CAL[1])
+    nan.temperature_ = float("nan")  # a diverged fit: refused at saving, as at loading
+    with pytest.raises(ValueError, match="calibrator.state.temperature_: it holds NaN"):
+        calbench.save(nan, tmp_path / "x.safetensors")
+    assert not (tmp_path / "x.safetensors").exists()
 
 
 @pytest.fixture
@@ -223,22 +240,154 @@ def test_tampered_weights_fail_the_checksum(saved):
         calbench.load(saved)
 
 
-def test_unknown_method_in_header_is_a_clear_error(saved):
+def _recheck(header, arrays):
+    header["checksum"] = calbench.persist._checksum(header, arrays)
+
+
+def test_an_edited_header_field_is_refused_even_with_a_recomputed_checksum(saved):
+    """Every header field is under the checksum; the fields computed from the calibrator (method, num_classes,
+    ...) are computed again on loading, so an edit with the checksum recomputed is refused too."""
     _rewrite(saved, edit_header=lambda h: h.update(method="magic_scaling"))
-    with pytest.raises(CalibratorFileError, match="unknown method 'magic_scaling'"):
+    with pytest.raises(CalibratorFileError, match="header field 'checksum'"):
+        calbench.load(saved)
+    _rewrite(saved, edit_header=lambda h: (h.update(method="ts"), h.update(checksum=None)))
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: header field 'method': says ts"):
         calbench.load(saved)
 
 
-def test_newer_format_says_to_upgrade_and_foreign_classes_are_refused(saved, tmp_path):
+def test_older_and_newer_formats_say_what_to_do_and_classes_are_known_by_registered_name_only(saved, tmp_path):
     _rewrite(saved, edit_header=lambda h: h.update(format_version=99))
     with pytest.raises(CalibratorFileError, match="upgrade calbench"):
+        calbench.load(saved)
+    _rewrite(saved, edit_header=lambda h: h.update(format_version=2))
+    with pytest.raises(CalibratorFileError, match="earlier formats named classes"):
         calbench.load(saved)
     other = calbench.save(make("ts").fit(CAL[0], CAL[1]), tmp_path / "ts.safetensors")
 
     def foreign(h):
         h["calibrator"]["$calibrator"] = "os:system"
-        h["checksum"] = calbench.persist._checksum(h["calibrator"], {})
+        h["checksum"] = calbench.persist._checksum(h, {})
 
     _rewrite(other, edit_header=foreign)
-    with pytest.raises(CalibratorFileError, match="outside calbench"):
+    with pytest.raises(CalibratorFileError, match="calibrator: unknown method 'os:system'"):
         calbench.load(other)
+
+
+def test_non_finite_fitted_values_are_refused_at_loading(saved, tmp_path):
+    """A NaN temperature once wrote all-NaN probabilities with exit status 0: a non-finite number or array entry of
+    a fitted state is refused, naming the field, even with the checksum recomputed."""
+    ts = calbench.save(make("ts").fit(CAL[0], CAL[1]), tmp_path / "ts.safetensors")
+
+    def nan_temperature(h):
+        pairs = h["calibrator"]["state"]["$dict"]
+        pairs[[k for k, _ in pairs].index("temperature_")][1] = float("nan")
+        h["checksum"] = calbench.persist._checksum(h, {})
+
+    _rewrite(ts, edit_header=nan_temperature)
+    with pytest.raises(CalibratorFileError, match=r"ts.safetensors: calibrator.state.temperature_: non-finite"):
+        calbench.load(ts)
+
+    def inf_weight(arrays):
+        key = next(iter(arrays))
+        arrays[key] = arrays[key].copy()
+        arrays[key][0] = np.inf
+
+    _rewrite(saved, edit_arrays=inf_weight)
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: calibrator.state.\w+_: NaN or infinite"):
+        calbench.load(saved)
+
+
+def test_a_saved_state_holds_only_the_fitted_attributes_its_class_declares(saved, tmp_path):
+    """A class declares its fitted state by assigning it (``self.temperature_ = ...``, in its methods or its
+    bases'); saving refuses another attribute, and loading refuses a name the class does not declare, or one
+    that would replace a method or property, even with the checksum recomputed."""
+    from calbench.persist import fitted_names
+
+    assert fitted_names(type(make("ts"))) == {"num_classes_", "embedding_dim_", "temperature_"}
+    cal = make("ts").fit(CAL[0], CAL[1])
+    cal.note_ = "mine"
+    with pytest.raises(TypeError, match="'note_' is neither a setting"):
+        calbench.save(cal, tmp_path / "x.safetensors")
+    for name in ("extra_", "classes_", "predict_proba", "__class__"):
+        def rename(h, name=name):
+            pairs = h["calibrator"]["state"]["$dict"]
+            pairs[[k for k, _ in pairs].index("weights_")][0] = name
+            h["checksum"] = calbench.persist._checksum(h, _tensors(saved))
+
+        calbench.save(make("vs").fit(CAL[0], CAL[1]), saved)
+        _rewrite(saved, edit_header=rename)
+        with pytest.raises(CalibratorFileError, match=f"calibrator.state: '{name}' is not an attribute a "
+                                                      "VectorScaling can be given"):
+            calbench.load(saved)
+
+
+def test_counts_that_size_the_probe_are_bounded(tmp_path):
+    """The number of classes sizes the probe's input (and nothing in an uncalibrated model's file is C long), so a
+    count above MAX_CLASSES is refused before anything of that size is made."""
+    path = calbench.save(make("uncal").fit(CAL[0], CAL[1]), tmp_path / "u.safetensors")
+
+    def huge(h):
+        h["calibrator"]["state"]["$dict"] = [["num_classes_", calbench.persist.MAX_CLASSES + 1]]
+        h["num_classes"] = calbench.persist.MAX_CLASSES + 1
+        h["checksum"] = calbench.persist._checksum(h, {})
+
+    _rewrite(path, edit_header=huge)
+    with pytest.raises(CalibratorFileError, match=r"calibrator.state.num_classes_: 1048577 is not a count"):
+        calbench.load(path)
+
+
+def test_a_tensor_the_header_names_nowhere_is_refused(saved):
+    _rewrite(saved, edit_arrays=lambda arrays: arrays.update(extra=np.zeros(3)))
+    _rewrite(saved, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(saved))))
+    with pytest.raises(CalibratorFileError, match=r"vs.safetensors: tensors \['extra'\]: named nowhere"):
+        calbench.load(saved)
+
+
+def test_saved_settings_and_grid_values_are_checked_against_the_declared_constraints(tmp_path):
+    """A setting or a grid value that make() would refuse is refused at loading, naming it (LECE's q ∈ (0, 1])."""
+    path = calbench.save(fitted("lece"), tmp_path / "lece.safetensors")
+    arrays = _tensors(path)
+
+    def pairs_of(node):
+        return dict((k, i) for i, (k, _) in enumerate(node["$dict"]))
+
+    def grid_q(h):
+        params = h["calibrator"]["params"]
+        grid = params["$dict"][pairs_of(params)["grid"]][1]
+        grid["$dict"][pairs_of(grid)["q"]][1] = [0.1, 5.0]
+        h["checksum"] = calbench.persist._checksum(h, arrays)
+
+    def estimator_q(h):
+        params = h["calibrator"]["params"]
+        fold_model = h["calibrator"]["state"]["$dict"][pairs_of(h["calibrator"]["state"])["estimators_"]][1][0]
+        fold_model["params"]["$dict"][pairs_of(fold_model["params"])["q"]][1] = -1.0
+        assert params  # the search's own settings untouched
+        h["checksum"] = calbench.persist._checksum(h, arrays)
+
+    for edit, field in ((grid_q, r"calibrator.params.grid.q: 5.0 is not allowed"),
+                        (estimator_q, r"calibrator.state.estimators_\[0\].params.q: -1.0 is not allowed")):
+        calbench.save(fitted("lece"), path)
+        _rewrite(path, edit_header=edit)
+        with pytest.raises(CalibratorFileError, match=field):
+            calbench.load(path)
+
+
+@pytest.mark.parametrize("name", ["kcal", "lece"])
+def test_saved_labels_outside_the_classes_are_refused(name, tmp_path):
+    """Labels index by class (KCal's class sums and prior, LECE's targets): a saved label outside [0, C), which
+    would index outside or allocate by its value, is refused at loading."""
+    cal = fitted(name)
+    labels = cal.support_labels_ if name == "kcal" else cal.estimators_[0].pool_.labels
+    path = calbench.save(cal, tmp_path / f"{name}.safetensors")
+    key = next(k for k, a in _tensors(path).items() if a.dtype.kind == "i" and np.array_equal(a, labels))
+
+    def huge_label(arrays):
+        arrays[key] = arrays[key].copy()
+        arrays[key][0] = 10**12
+
+    _rewrite(path, edit_arrays=huge_label)
+    _rewrite(path, edit_header=lambda h: h.update(checksum=calbench.persist._checksum(h, _tensors(path))))
+    with pytest.raises(CalibratorFileError, match="labels: expected"):
+        calbench.load(path)

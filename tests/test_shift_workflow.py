@@ -8,10 +8,9 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 from conftest import run_snakemake
-from workflow_helpers import planned_jobs
+from workflow_helpers import planned_jobs, run_then_configure
 
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("shift")]
 
@@ -44,9 +43,7 @@ def _config(folder, shifts: bool) -> dict:
 def done(tmp_path_factory):
     """A complete run without shifts, then the same config with a shifted family added (not yet run)."""
     work = tmp_path_factory.mktemp("shift")
-    run_snakemake(work, _config(work, shifts=False))
-    (work / "config.yaml").write_text(yaml.safe_dump(_config(work, shifts=True), sort_keys=False))
-    return work
+    return run_then_configure(work, _config(work, shifts=False), _config(work, shifts=True))
 
 
 def test_adding_a_shift_reruns_evaluations_and_no_calibrate_job(done):

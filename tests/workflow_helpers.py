@@ -1,4 +1,5 @@
-"""Tiny configs and table readers shared by the workflow tests of tests/test_{slurm,reruns,resume,faults}.py."""
+"""Tiny configs, table readers and run set-ups shared by the workflow tests (tests/test_{slurm,reruns,resume,faults,
+shift_workflow,label_shift_workflow}.py)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,17 @@ def tiny_config(methods=("uncal", "ts"), seeds=(0,), metrics=TINY_METRICS, n_cal
     if method_settings:
         config["method_settings"] = method_settings
     return config
+
+
+def run_then_configure(work: Path, before: dict, after: dict) -> Path:
+    """A complete run of the config ``before`` in ``work``, then ``after`` written as its config (not yet run)."""
+    import yaml
+
+    from conftest import run_snakemake
+
+    run_snakemake(work, before)
+    (work / "config.yaml").write_text(yaml.safe_dump(after, sort_keys=False))
+    return work
 
 
 def table_texts(workdir: Path) -> dict[str, str]:

@@ -211,6 +211,27 @@ def _check_metrics(where: str, ids) -> None:
         raise ConfigError(f"config key {where}: {err}") from None
 
 
+def _check_label_shift_metrics(config: dict) -> None:
+    """The metrics of each source's label-shifted sets: known ids, none that needs a true calibration map or the
+    uncalibrated outputs (docs/label_shift.md)."""
+    from calbench.metrics.definitions import adapted_base
+
+    for name, entry in config["sources"].items():
+        ids = (entry.get("label_shift") or {}).get("metrics", [])
+        where = f"sources.{name}.label_shift.metrics"
+        _check_metrics(where, ids)
+        for metric_id in ids:
+            family, groups = lookup(metric_id)
+            try:
+                if "base" in groups:
+                    adapted_base(metric_id, groups["base"])
+                elif family.needs_true_probs or family.needs_uncal_probs:
+                    raise ValueError(f"metric {metric_id!r} needs a true calibration map or the uncalibrated outputs, "
+                                     "which label-shifted sets are evaluated without")
+            except ValueError as err:
+                raise ConfigError(f"config key {where}: {err}") from None
+
+
 def source_has_true_map(entry: dict) -> bool:
     """Synthetic sources know the true calibration map (``true_probs``; ``true_ce.*``, ``cmee.*``)."""
     return entry["type"] == "synthetic"
@@ -348,6 +369,16 @@ def _check_ood(config: dict) -> None:
                                   "source's own dataset; an out-of-distribution set is another one")
 
 
+def _check_label_shift_kinds(config: dict) -> None:
+    """A source's ``label_shift`` names at least one kind of prior (before the schema, whose message would name one
+    of the two only)."""
+    for name, entry in (config.get("sources") or {}).items():
+        spec = entry.get("label_shift") if isinstance(entry, dict) else None
+        if isinstance(spec, dict) and not ({"dirichlet", "tweak_one"} & set(spec)):
+            raise ConfigError(f"config key sources.{name}.label_shift: give `dirichlet` (concentrations α, e.g. "
+                              "[0.1, 1.0]) and/or `tweak_one` (one class's prior ρ, e.g. [0.9]) (docs/label_shift.md)")
+
+
 def load(config) -> dict:
     """The resolved config of ``config`` (a YAML file path, or a mapping as Snakemake holds it).
 
@@ -359,6 +390,7 @@ def load(config) -> dict:
     _drop_null_sections(config)
     _check_shifts(config)
     _check_ood(config)
+    _check_label_shift_kinds(config)
     schema = load_schema()
     _check_schema(config, schema)
     _fill_schema_defaults(config, schema)
@@ -366,6 +398,7 @@ def load(config) -> dict:
         _fill_entry_defaults(entry, config["seeds"])
     _check_methods(config)
     _check_metrics("metrics", config["metrics"])
+    _check_label_shift_metrics(config)
     _resolve_figures_and_studies(config)
     _check_combinations(config)
     return config

@@ -1,5 +1,6 @@
 # Metrics of each calibrated output (one flat JSON per source, method and seed), and of the saved calibrator's
-# predictions on each shifted test set of the source (docs/shift.md).
+# predictions on each shifted test set of the source (docs/shift.md), and of its label-shifted test sets
+# (docs/label_shift.md).
 from calbench.jobs import paths
 
 
@@ -17,6 +18,7 @@ rule evaluate:
         split=source_split,
         bootstrap=config["bootstrap"],
         test_sets=source_test_sets,
+        label_shift=source_label_shift,
     log:
         "logs/evaluate/{source}/{method}/seed{seed}.log",
     benchmark:

@@ -8,6 +8,9 @@ from calbench.methods import make
 
 SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
 OOD_SOURCES = [s for s in SOURCES if SOURCES[s].get("ood")]
+# Sources with label-shifted test sets (docs/label_shift.md): drawn inside their evaluate jobs, from the calibrated
+# test outputs, with the saved calibrator's outputs on the calibration split for the adaptation.
+LABEL_SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("label_shift")]
 
 
 def source_shift_file(wildcards):
@@ -15,8 +18,14 @@ def source_shift_file(wildcards):
 
 
 def source_shift_calibrator(wildcards):
-    """The saved calibrator, which the evaluate job applies to the shifted sets (none without shifts)."""
-    return [paths.CALIBRATOR.format(**wildcards)] if wildcards.source in SHIFT_SOURCES else []
+    """The saved calibrator, which the evaluate job applies to the shifted sets and, with a label shift, to the
+    calibration split (none without either)."""
+    shifted = wildcards.source in SHIFT_SOURCES or wildcards.source in LABEL_SHIFT_SOURCES
+    return [paths.CALIBRATOR.format(**wildcards)] if shifted else []
+
+
+def source_label_shift(wildcards):
+    return canonical(SOURCES[wildcards.source].get("label_shift"))
 
 
 def source_test_sets(wildcards):
@@ -24,11 +33,11 @@ def source_test_sets(wildcards):
 
 
 def shifted_entry(wildcards):
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "ood"})
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("ood", "label_shift")})
 
 
 def ood_entry(wildcards):
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k != "shifts"})
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "label_shift")})
 
 
 def ood_data(wildcards):

@@ -20,22 +20,25 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from calbench.persist import EXTENSION, load, read_header
+    from calbench.persist import EXTENSION, load, method_name
     from calbench.scores import input_scores
 
     if Path(args.calibrator).suffix.lower() in (".npy", ".npz", ".csv") and args.scores.endswith(EXTENSION):
         raise ValueError(f"{args.calibrator} is a score file and {args.scores} a calibrator: the calibrator comes "
                          f"first: calbench apply {args.scores} {args.calibrator} -o {args.output}")
-    header = read_header(args.calibrator)
+    cal = load(args.calibrator)  # every header field checked against the calibrator it builds
     array = read_array(args.scores)
-    if array.ndim == 2 and array.shape[1] != header["num_classes"]:
+    if array.ndim == 2 and array.shape[1] != cal.num_classes_:
         raise ValueError(f"{args.scores}: has {array.shape[1]} columns, but {args.calibrator} was fitted on "
-                         f"{header['num_classes']} classes; pass scores of the same classifier")
-    cal = load(args.calibrator)
+                         f"{cal.num_classes_} classes; pass scores of the same classifier")
     embeddings = None if args.embeddings is None else read_array(args.embeddings, ("embeddings",))
+    width = getattr(cal, "embedding_dim_", None)
+    if embeddings is not None and width is not None and embeddings.ndim == 2 and embeddings.shape[1] != width:
+        raise ValueError(f"{args.embeddings}: has {embeddings.shape[1]} columns, but {args.calibrator} was fitted on "
+                         f"embeddings of width {width}; pass the embeddings of the same classifier")
     # the same conversion as the loaded calibrator's predict_proba on a plain array (Calibrator._check_scores)
     scores = input_scores(array, cal.input_kind_, embeddings, where=str(args.scores), owner=str(args.calibrator))
     probs = cal.predict_proba(scores)
     write_array(args.output, np.log(probs) if args.log else probs)
-    print(f"{header['method']}: calibrated {scores.n} rows -> {args.output}")
+    print(f"{method_name(cal)}: calibrated {scores.n} rows -> {args.output}")
     return 0

@@ -51,9 +51,10 @@ def run(args) -> int:
             from calbench.jobs.evaluate import evaluate_job
 
             out = paths.METRICS.format(**where)
-            shifted = entry.get("shifts") and {"shifts": paths.SHIFTS.format(source=args.source),
-                                               "calibrator": paths.CALIBRATOR.format(**where)}
+            shifted = {"shifts": paths.SHIFTS.format(source=args.source)} if entry.get("shifts") else {}
+            if shifted or entry.get("label_shift"):
+                shifted |= {"calibrator": paths.CALIBRATOR.format(**where), "label_shift": entry.get("label_shift")}
             evaluate_job(paths.CALIBRATED.format(**where), dump, out, config["metrics"], args.source, args.method,
-                         args.seed, entry.get("split"), config["bootstrap"], **(shifted or {}))
+                         args.seed, entry.get("split"), config["bootstrap"], **shifted)
             print(json.dumps(json.loads(Path(out).read_text()), indent=1))
     return 0

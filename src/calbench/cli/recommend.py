@@ -9,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.cli import recommend_label_shift
+
 
 def add_parser(sub) -> None:
     rec = sub.add_parser("recommend", help="the best method per source of a finished run, with intervals and tests")
@@ -26,6 +28,7 @@ def add_parser(sub) -> None:
                           "bins) by recomputing them on every resample: --resamples times their cost")
     rec.add_argument("--under-shift", action="store_true",
                      help="rank by the mean over the shifted test sets instead of the clean test split")
+    recommend_label_shift.add_argument(rec)
     rec.add_argument("--json", action="store_true",
                      help="print a JSON list of records {source, metric, method, estimate, low, high, best, "
                           "tied_with_best, p_value, acc_change, calibrator} instead of text")
@@ -46,7 +49,10 @@ def run(args) -> int:
     if not table.is_file():
         raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
                                 "results directory of a finished run")
-    long = ranking_rows(pd.read_csv(table), args.under_shift)
+    if args.under_label_shift:
+        long = recommend_label_shift.label_shift_view(pd.read_csv(table), args)
+    else:
+        long = ranking_rows(pd.read_csv(table), args.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
     wanted = available if args.all_metrics else [args.metric]
     for metric in wanted:
@@ -86,7 +92,7 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     wanted = list(dict.fromkeys([*metrics, "acc"]))
     wanted = [m for m in wanted if m in set(rows["metric"])]
     files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
-    if args.under_shift or not all(path.is_file() for path in files.values()):
+    if args.under_shift or args.under_label_shift or not all(path.is_file() for path in files.values()):
         return estimates_only(source, rows, wanted)
     values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
     return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
@@ -152,6 +158,8 @@ def _print_text(records: list[dict], metrics, args) -> None:
     if args.under_shift:
         print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); no intervals or tests: "
               "the shifted sets' calibrated outputs are not kept")
+    if args.under_label_shift:
+        print(recommend_label_shift.NOTE)
     for metric in metrics:
         family, _ = lookup(metric)
         direction = "higher" if family.higher_is_better else "lower"

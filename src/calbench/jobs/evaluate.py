@@ -1,28 +1,35 @@
-"""The evaluate job: the metrics of one calibrate job's test predictions, and of its saved calibrator's
-predictions on each shifted test set of the source (docs/shift.md)."""
+"""The evaluate job: the metrics of one calibrate job's test predictions, of its saved calibrator's predictions on
+each shifted test set of the source (docs/shift.md), and of its test predictions resampled to new class priors,
+before and after prior adaptation (docs/label_shift.md)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 
 import numpy as np
 
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
+from calbench.data.label_shift import draw_rows, set_names
 from calbench.data.store import PEAK_KEY
 from calbench.metrics import evaluate, lookup
+from calbench.metrics.label_shift import LabelShiftInputs
 from calbench.scores import Scores
 
 
 def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,
-                 split: dict | None = None, bootstrap: dict | None = None, shifts=None, calibrator=None) -> None:
+                 split: dict | None = None, bootstrap: dict | None = None, shifts=None, calibrator=None,
+                 label_shift: dict | None = None) -> None:
     """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
 
     ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``, as :func:`calbench.config.load` fills it)
     adds confidence intervals; ``None``: none. ``shifts``
     (the source's ``results/shifts/{source}.h5``) with ``calibrator`` (the calibrate job's saved calibrator):
-    the same metrics on each shifted test set, under ``"shifts": {"family/severity": {...}}``.
+    the same metrics on each shifted test set, under ``"shifts": {"family/severity": {...}}``. ``label_shift``
+    (the source's resolved ``label_shift`` entry) with ``calibrator``: its metrics on each label-shifted set, under
+    ``"shifts": {"prior/…": {...}}`` (:func:`label_shifted_values`).
     """
     out = store.read_calibrated(calibrated, "test")
     wanted = list(metrics)
@@ -46,6 +53,9 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
         record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}")
                             for name, probs, labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
+    if label_shift is not None:
+        record.setdefault("shifts", {}).update(
+            label_shifted_values(label_shift, out, dump, seed, split, calibrator, intervals, f"{method}, {calibrated}"))
     record[PEAK_KEY] = peak_rss_mb()
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 
@@ -69,6 +79,26 @@ def shifted_predictions(shifts, calibrator, test_index):
             part = {k: v[keep] for k, v in part.items()}
         scores = Scores(part["logits"], part.get("embeddings"))
         yield group.removeprefix("shift/"), cal.predict_proba(scores), part["labels"], scores.probs
+
+
+def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrator, intervals: dict, where: str):
+    """``{prior/…: {metric: value}}``: ``spec["metrics"]`` on each label-shifted set of the seed's test predictions
+    ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the adaptation inputs from the saved calibrator's
+    outputs on the seed's calibration split (its mean and confusion matrix; the calibrate job does not keep them)."""
+    from calbench.persist import load
+
+    cal_model = load(calibrator)
+    fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal_model.needs else [])
+    cal = splits.load_split(dump, seed, split, test_index=out["index"], fields=fields)["cal"]
+    cal_probs = cal_model.predict_proba(Scores(cal["logits"], cal.get("embeddings")))
+    probs, labels = out["probs"], out["labels"]
+    base = LabelShiftInputs.from_calibration(cal_probs, cal["labels"], None)
+    values = {}
+    for name in set_names(spec):
+        rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
+        values[name] = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals,
+                                label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")
+    return values
 
 
 def peak_rss_mb() -> float:

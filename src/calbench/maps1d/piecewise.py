@@ -263,7 +263,7 @@ class PiecewiseLinearCV:
         p, y = check_binary(p, y)
         template = self._map(1)
         if min(self.n_folds, p.size) < 2:  # nothing to cross-validate: one piece fitted on all data
-            self.cv_scores_, self.n_pieces_ = np.array([np.nan]), 1
+            self.cv_scores_, self.n_pieces_ = np.empty(0), 1  # no CV ran: no scores
             self.models_ = [self._map(1, template.fit_folds(template.sorted_folds([p], [y]))[0])]
             return self
         folds = list(kfold_splits(p.size, min(self.n_folds, p.size), self.seed))

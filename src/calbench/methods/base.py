@@ -202,6 +202,7 @@ class Calibrator:
         check_not_empty(scores, method_label(self))
         check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
         self.num_classes_ = scores.num_classes
+        self._record_embedding_width(scores)
         if "train" in self.needs:
             if train is None:
                 raise ValueError(f"{type(self).__name__} learns from the training split: pass train=(scores, labels) "
@@ -212,6 +213,12 @@ class Calibrator:
         else:
             self._fit(scores, y)
         return self
+
+    def _record_embedding_width(self, scores: Scores) -> None:
+        """``embedding_dim_``: the width of the embeddings a calibrator that reads them was fitted on (what a loaded
+        calibrator is checked against, :mod:`calbench.persist`)."""
+        if "embeddings" in self.needs and scores.embeddings is not None:
+            self.embedding_dim_ = int(scores.embeddings.shape[1])
 
     def predict_proba(self, scores) -> np.ndarray:
         """Calibrated probabilities ``[N, C]`` (float64, rows sum to 1)."""

@@ -31,6 +31,7 @@ class Chain(Calibrator):
         """Fit every stage in order; ``train`` is passed on (transformed) to stages that use it."""
         scores = self._check_scores(scores)
         self.num_classes_ = scores.num_classes
+        self._record_embedding_width(scores)
         self._fit(scores, y, train=train)
         return self
 

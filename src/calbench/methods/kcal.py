@@ -43,9 +43,18 @@ from calbench.scores import Scores
 GOLDEN = (np.sqrt(5.0) - 1.0) / 2.0
 
 
+#: The arrays of :func:`calbench.models.projection.export` for each projection: ``linear`` (BatchNorm, then the
+#: first layer without bias) and ``skip_elu`` (with the first layer's bias and the second layer).
+PROJECTION_PARAMS = {"linear": frozenset({"bn_mean", "bn_var", "bn_weight", "bn_bias", "bn_eps", "first_weight"})}
+PROJECTION_PARAMS["skip_elu"] = PROJECTION_PARAMS["linear"] | {"first_bias", "second_weight"}
+
+
 def project(params: dict, x: np.ndarray) -> np.ndarray:
     """Π(x) in numpy from :func:`calbench.models.projection.export` parameters (BatchNorm in eval mode, folded
     into the first layer: W·BN(x) + c = W·diag(γ/√(v + ε))·x + W·(β − γ·μ/√(v + ε)) + c, one matrix product)."""
+    if set(params) not in PROJECTION_PARAMS.values():
+        raise ValueError(f"projection parameters {sorted(params)}: expected those of a projection "
+                         f"({', '.join(f'{k}: {sorted(v)}' for k, v in PROJECTION_PARAMS.items())})")
     scale = params["bn_weight"] / np.sqrt(params["bn_var"] + params["bn_eps"])
     weight = params["first_weight"]
     u = np.asarray(x, dtype=np.float64) @ (weight * scale).T + weight @ (params["bn_bias"] - params["bn_mean"] * scale)
@@ -70,6 +79,9 @@ class _Support:
     query's own group."""
 
     def __init__(self, support, labels, num_classes, groups=None):
+        if labels.size and (labels.min() < 0 or labels.max() >= num_classes):  # a damaged saved state
+            raise ValueError(f"support labels: expected classes in [0, {num_classes}), got {labels.min()} to "
+                             f"{labels.max()}")
         order = np.argsort(labels, kind="stable")
         self.points = np.asarray(support, dtype=np.float32)[order]
         self.sq = np.einsum("ij,ij->i", self.points.astype(np.float64), self.points.astype(np.float64))

@@ -110,29 +110,33 @@ class NeighbourPool:
         if kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
             self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
-    def _get_state(self) -> dict:
+    def defining_rows(self) -> dict:
+        """What defines this pool besides its owner's settings, for :mod:`calbench.persist`: its labels, and its
+        logits or, fitted inside a chain, the chain's input logits and earlier steps where replaying them gives
+        the logits bit for bit. :meth:`LECE._set_state` builds the pool again from them."""
         if self.members is not None:
             raise TypeError("a CV fold's restricted pool is not saved; save the calibrator that owns the whole pool")
-        if not hasattr(self, "labels"):  # loaded from a format-1 file: saved again as it came
-            return dict(vars(self))
-        state = {key: getattr(self, key) for key in ("labels", "targets", "distance", "eps")}
         derivation = self.derived_from
         if derivation is not None and np.array_equal(derivation.replay(), self.logits):
-            state["derived_from"] = {"steps": list(derivation.steps), "logits": derivation.logits}
-        else:
-            state["logits"] = self.logits
-        return state
+            return {"labels": self.labels,
+                    "derived_from": {"steps": list(derivation.steps), "logits": derivation.logits}}
+        return {"labels": self.labels, "logits": self.logits}
 
-    def _set_state(self, state: dict) -> None:
-        if "labels" not in state:  # a format-1 file: every attribute was saved as it was
-            self.__dict__.update(state)
-            return
-        if "derived_from" in state:
-            derivation = Derivation(tuple(state["derived_from"]["steps"]), state["derived_from"]["logits"])
+    @staticmethod
+    def scores_of(rows: dict) -> Scores:
+        """The scores of saved :meth:`defining_rows` (the derivation replayed), checked against the labels."""
+        if "derived_from" in rows:
+            derived = rows["derived_from"]
+            derivation = Derivation(tuple(derived["steps"]), np.asarray(derived["logits"], dtype=np.float64))
             scores = Scores(derivation.replay()).with_derivation(derivation)
         else:
-            scores = Scores(state["logits"])
-        self.__init__(scores, state["labels"], state["targets"], state["distance"], state["eps"])
+            scores = Scores(rows["logits"])
+        labels = rows["labels"]
+        valid = labels.dtype.kind in "iu" and labels.shape == (scores.n,)
+        if not (valid and np.all((labels >= 0) & (labels < scores.num_classes))):
+            raise ValueError(f"pool labels: expected {scores.n} integer labels in [0, {scores.num_classes}), got "
+                             f"{labels.dtype} {labels.shape}")
+        return scores
 
     def restricted(self, rows: np.ndarray) -> "NeighbourPool":
         """This pool limited to its rows ``rows``, in that order (a CV fold's training part), sharing the targets,
@@ -380,6 +384,24 @@ class LECE(Calibrator):
 
     def fitted_summary(self) -> dict:
         return {"k": self.k_, "q": self.q, "t": self.t, "distance": self.distance}
+
+    def _get_state(self) -> dict:
+        """For :mod:`calbench.persist`: the fitted attributes, the pool as the rows that define it (a file of 1/5
+        the size; :meth:`NeighbourPool.defining_rows`)."""
+        state = dict(vars(self))
+        if getattr(self, "pool_", None) is not None:
+            state["pool_"] = self.pool_.defining_rows()
+        return state
+
+    def _set_state(self, state: dict) -> None:
+        """The pool built again from its saved rows, with this class's targets and this calibrator's settings."""
+        state = dict(state)
+        rows = state.pop("pool_", None)
+        self.__dict__.update(state)
+        if rows is not None:
+            self.pool_ = self._pool(NeighbourPool.scores_of(rows), np.asarray(rows["labels"], dtype=np.int64))
+        elif "k_" in state:
+            self.pool_ = None
 
 
 @register("lecd")

@@ -142,14 +142,17 @@ class AffineSoftmax(Calibrator):
         of ln q̂, 47 iterations and 32 CPU-s, where L-BFGS alone had not finished in 1,000, 255 CPU-s)."""
         return fit_affine_softmax(x, y, self.penalty(x.shape[1]), True, max_iter=self.max_iter, tol=self.tol)[:2]
 
+    #: The likely cause and fix in :meth:`_not_converged_message`: a weak penalty leaves the log-loss without a finite
+    #: minimiser on separable data, so the fit runs to ``max_iter`` and the weights grow without bound.
+    not_converged_advice = ("Where the penalty is weak the weights keep growing and the map overfits: use a stronger "
+                            "penalty (larger reg_lambda) or the default grid; otherwise raise max_iter.")
+
     def _not_converged_message(self, info: dict) -> str:
-        """Names the method, its settings and the fix: a weak penalty leaves the log-loss without a finite
-        minimiser on separable data, so the fit runs to ``max_iter`` and the weights grow without bound."""
+        """Names the method, its settings and :attr:`not_converged_advice`."""
         method, settings = self._described()
         return (f"{method}: the fit did not converge in max_iter={self.max_iter} iterations{settings} (training "
-                f"loss {info['loss']:.4g}); the result is the last iterate, not the optimum. Where the penalty is "
-                f"weak the weights keep growing and the map overfits: use a stronger penalty (larger reg_lambda) "
-                f"or the default grid; otherwise raise max_iter.")
+                f"loss {info['loss']:.4g}); the result is the last iterate, not the optimum. "
+                f"{self.not_converged_advice}")
 
     def _described(self) -> tuple[str, str]:
         """The method's name and " at reg_…=…" (its penalty settings), for the warnings."""

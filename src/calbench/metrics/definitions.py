@@ -1,5 +1,7 @@
 """Registration of every metric id; the formulas live in the topical modules (docs/metrics.md lists them)."""
 
+from dataclasses import replace
+
 import numpy as np
 
 from calbench.maps1d import FAMILIES
@@ -12,6 +14,7 @@ from calbench.metrics import (
     kcal,
     kde_ece,
     kernel_ce,
+    label_shift,
     mmce,
     proper,
     selective,
@@ -27,7 +30,7 @@ from calbench.metrics.binned import (
     equal_mass_stats_resampled,
     equal_width_stats_resampled,
 )
-from calbench.metrics.registry import metric
+from calbench.metrics.registry import lookup, metric
 from calbench.metrics.top_label import top_label_binned_ece
 
 metric("acc", higher_is_better=True, description="accuracy of the argmax",
@@ -331,3 +334,36 @@ def _refinement(ctx, loss, folds):
                     "error, the part TS recalibration removes (probmetrics calib-err_*_ts-mix_*)")
 def _calibration_part(ctx, loss, folds):
     return _PROPER_LOSSES[loss](ctx.probs, ctx.labels) - _recalibrated_loss(ctx, loss, folds)
+
+
+# ---- label-shift adaptation (docs/label_shift.md): on a source's label-shifted test sets only ----
+def _adaptation(ctx, estimator):
+    """(π_t, adapted probabilities) of ``estimator`` on this context, computed once for all its metrics."""
+    return ctx.shared(("label_shift", estimator), lambda: label_shift.estimate(ctx.probs, ctx.label_shift, estimator))
+
+
+metric(r"prior_mse\.(?P<estimator>em|bbse)", needs_label_shift=True, scale=1000.0, decimals=3,
+       usage="prior_mse.{em|bbse}",
+       description="mean over classes of (π̂_t − π_t)², the estimated target priors (EM: Saerens et al. 2002; BBSE: "
+                   "Lipton et al. 2018) against the label-shifted set's true ones")(
+    lambda ctx, estimator: float(np.mean((_adaptation(ctx, estimator)[0] - ctx.label_shift.true_priors) ** 2)))
+
+
+def adapted_base(metric_id: str, base: str):
+    """The family and groups of the metric ``base`` that ``<base>.<estimator>`` computes after adaptation; refuses a
+    base that itself needs more than probabilities and labels."""
+    family, groups = lookup(base)
+    if family.needs_true_probs or family.needs_uncal_probs or family.needs_label_shift:
+        raise ValueError(f"metric {metric_id!r}: {base!r} cannot be computed after label-shift adaptation (it needs a "
+                         "true calibration map, the uncalibrated outputs or is an adaptation metric itself)")
+    return family, groups
+
+
+@metric(r"(?P<base>.+)\.(?P<estimator>em|bbse|oracle)", needs_label_shift=True,
+        display_of=lambda groups: adapted_base(f"{groups['base']}.{groups['estimator']}", groups["base"])[0],
+        usage="<metric>.{em|bbse|oracle}   e.g. nll.em, acc.bbse, ece.conf.em15.l1.oracle",
+        description="a metric of the probabilities re-weighted by the target priors of EM (Saerens et al. 2002), "
+                    "BBSE (Lipton et al. 2018) or the true ones (oracle), on a label-shifted test set")
+def _after_adaptation(ctx, base, estimator):
+    family, groups = adapted_base(f"{base}.{estimator}", base)
+    return family.function(replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None), **groups)

@@ -49,7 +49,8 @@ def check_probs(probs, method: str | None = None) -> np.ndarray:
 
 
 def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=None, bootstrap: int = 0,
-             level: float = 0.95, interval: str = "basic", method: str | None = None) -> dict[str, float]:
+             level: float = 0.95, interval: str = "basic", method: str | None = None,
+             label_shift=None) -> dict[str, float]:
     """Compute the metrics ``ids`` of probabilities ``[N, C]`` against integer ``labels``.
 
     ``true_probs`` (the true calibration map at each instance) is needed by ``true_ce.*``/``cmee.*``;
@@ -59,21 +60,22 @@ def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=Non
     ``level`` for every metric as ``<id>.ci_low`` / ``<id>.ci_high`` (instances resampled with
     replacement, the same resamples for all metrics; see :mod:`calbench.metrics.bootstrap`).
     Rows of ``probs`` must be non-negative and sum to 1 (:func:`check_probs`; ``method`` names
-    the calibrator in its error).
+    the calibrator in its error). ``label_shift`` (:class:`calbench.metrics.label_shift.LabelShiftInputs`) is
+    needed by the adaptation metrics of a label-shifted set (``nll.em``, ``prior_mse.bbse``, ...).
     """
-    ctx, families = _context(probs, labels, ids, true_probs, seed, uncal_probs, method)
+    ctx, families = _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift)
     out = {metric_id: float(family.function(ctx, **groups)) for metric_id, family, groups in families}
     if bootstrap:
         out.update(bootstrap_intervals(ctx, families, dict(out), bootstrap, level, interval))
     return out
 
 
-def _context(probs, labels, ids, true_probs, seed, uncal_probs, method):
+def _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift):
     """The checked :class:`MetricContext` and ``(id, family, groups)`` of every id."""
     probs = check_probs(probs, method)
     labels = check_labels(labels, probs.shape[1], probs.shape[0])
     ctx = MetricContext(probs, labels, _optional(true_probs, probs.shape, "true_probs"), seed,
-                        _optional(uncal_probs, probs.shape, "uncal_probs"))
+                        _optional(uncal_probs, probs.shape, "uncal_probs"), label_shift)
     families = []
     for metric_id in ids:
         family, groups = lookup(metric_id)
@@ -81,6 +83,9 @@ def _context(probs, labels, ids, true_probs, seed, uncal_probs, method):
             raise ValueError(f"metric {metric_id!r} needs the true calibration map (a synthetic source's true_probs)")
         if family.needs_uncal_probs and ctx.uncal_probs is None:
             raise ValueError(f"metric {metric_id!r} needs the uncalibrated probabilities (pass uncal_probs=...)")
+        if family.needs_label_shift and ctx.label_shift is None:
+            raise ValueError(f"metric {metric_id!r} adapts to label shift: it is computed on a source's label-shifted "
+                             "test sets (`label_shift`, docs/label_shift.md), with their adaptation inputs")
         families.append((metric_id, family, groups))
     return ctx, families
 

@@ -8,7 +8,7 @@ expression whose named groups become keyword arguments of the function, so ``ece
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Callable
 
@@ -25,6 +25,9 @@ class MetricContext:
     seed: int = 0
     #: Probabilities of the uncalibrated classifier on the same instances (``ece_gain.*``).
     uncal_probs: np.ndarray | None = None
+    #: A label-shifted set's adaptation inputs (:class:`calbench.metrics.label_shift.LabelShiftInputs`): ``*.em``,
+    #: ``*.bbse``, ``*.oracle``, ``prior_mse.*``.
+    label_shift: object | None = None
 
     @cached_property
     def confidence(self) -> tuple[np.ndarray, np.ndarray]:
@@ -56,6 +59,8 @@ class MetricFamily:
     signed: bool = False
     needs_true_probs: bool = False
     needs_uncal_probs: bool = False
+    #: Reads a label-shifted set's adaptation inputs (docs/label_shift.md).
+    needs_label_shift: bool = False
     #: Tables show ``value × scale`` rounded to ``decimals`` (e.g. ECE ×10², LECE paper Tables 3–4).
     scale: float = 1.0
     decimals: int = 3
@@ -67,6 +72,9 @@ class MetricFamily:
     #: Optional ``resampled(ctx, counts, **groups) -> [R]``: the metric on R bootstrap resamples given as row
     #: counts ``[R, N]``, exactly, without re-evaluating; returns None for the ids it has no such form for.
     resampled: Callable[..., np.ndarray | None] | None = None
+    #: Optional ``display_of(groups) -> MetricFamily``: the family whose direction, scale and decimals an id of this
+    #: family takes (``nll.em`` is shown and ranked as ``nll``).
+    display_of: Callable[[dict], "MetricFamily"] | None = None
 
     @property
     def direction(self) -> str:
@@ -100,7 +108,12 @@ def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
-            return family, match.groupdict()
+            groups = match.groupdict()
+            if family.display_of is not None:
+                shown = family.display_of(groups)
+                family = replace(family, higher_is_better=shown.higher_is_better, scale=shown.scale,
+                                 decimals=shown.decimals)
+            return family, groups
     raise ValueError(
         f"unknown metric id {metric_id!r}; known patterns: "
         + ", ".join(f.pattern.pattern[1:-1] for f in _FAMILIES)

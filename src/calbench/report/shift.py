@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from calbench.metrics import lookup
+from calbench.report.label_shift import without_label_shift
 from calbench.report.plotting import plt, save_figure
 from calbench.report.tables import CLEAN, clean
 
@@ -22,7 +23,9 @@ UNDER_SHIFT = "under shift"
 
 
 def with_severity(long: pd.DataFrame) -> pd.DataFrame:
-    """``long`` with ``family`` and ``severity`` columns (``clean``: family ``clean``, severity 0)."""
+    """``long`` (but its label-shifted sets, docs/label_shift.md) with ``family`` and ``severity`` columns
+    (``clean``: family ``clean``, severity 0)."""
+    long = without_label_shift(long)
     parts = long["test_set"].str.split("/", n=1, expand=True).reindex(columns=[0, 1])
     out = long.assign(family=parts[0], severity=pd.to_numeric(parts[1]).fillna(0).astype(int))
     return out
@@ -38,6 +41,7 @@ def severity_means(long: pd.DataFrame, metric_id: str) -> pd.DataFrame:
 
 
 def shifted_sources(long: pd.DataFrame) -> list[str]:
+    long = without_label_shift(long)
     return sorted(long.loc[long["test_set"] != CLEAN, "source"].unique())
 
 
@@ -99,6 +103,7 @@ def ranking_rows(long: pd.DataFrame, under_shift: bool = False) -> pd.DataFrame:
     shifted test sets, in the long table's columns but ``test_set``."""
     if not under_shift:
         return clean(long).drop(columns="test_set", errors="ignore")
+    long = without_label_shift(long)
     shifted = long[long["test_set"] != CLEAN] if "test_set" in long else long.iloc[:0]
     if shifted.empty:
         raise ValueError("the results hold no shifted test sets: give a source `shifts` (docs/shift.md) and rerun")

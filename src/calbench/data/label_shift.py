@@ -1,0 +1,76 @@
+"""Label-shifted test sets (docs/label_shift.md): rows of a seed's test split resampled to new class priors.
+
+A source's ``label_shift`` (config/README.md) names the priors: ``dirichlet: [α, ...]`` draws π ~ Dirichlet(α·1)
+(Lipton, Wang & Smola 2018; Alexandari, Kundaje & Shrikumar 2020), ``tweak_one: [ρ, ...]`` gives one class,
+drawn uniformly, prior ρ and the others (1 − ρ)/(k − 1) each (Lipton et al. 2018); ``draws`` sets of each.
+A set is named ``prior/dirichlet{α}/{i}`` or ``prior/tweak_one{ρ}/{i}`` in the ``test_set`` column. Its rows:
+n·π rounded to integers by largest remainder (so its label frequencies are π to within 1/n), each class's rows
+drawn with replacement from the test rows of that class; classes absent from the test rows get prior 0 (the
+others' renormalised). Everything is drawn from ``numpy.random.default_rng([seed, crc32(name)])``: a set depends
+on the seed and its name only, not on the other sets configured nor on the method evaluated.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+
+PREFIX = "prior/"
+KINDS = ("dirichlet", "tweak_one")
+
+
+def set_names(spec: dict | None) -> list[str]:
+    """The names of the label-shifted sets of a source's ``label_shift`` entry, in config order."""
+    if not spec:
+        return []
+    return [f"{PREFIX}{kind}{strength:g}/{i}" for kind in KINDS for strength in spec.get(kind, [])
+            for i in range(spec["draws"])]
+
+
+def parse_name(name: str) -> tuple[str, float, int]:
+    """``prior/dirichlet0.1/3`` → ("dirichlet", 0.1, 3)."""
+    head, _, draw = name.removeprefix(PREFIX).partition("/")
+    kind = next(k for k in KINDS if head.startswith(k))
+    return kind, float(head[len(kind):]), int(draw)
+
+
+def _rng(seed: int, name: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(name.encode())])
+
+
+def target_priors(name: str, num_classes: int, rng: np.random.Generator) -> np.ndarray:
+    """The class priors of set ``name``: Dirichlet(α·1), or tweak-one (a uniformly drawn class at ρ)."""
+    kind, strength, _ = parse_name(name)
+    if kind == "dirichlet":
+        return rng.dirichlet(np.full(num_classes, strength))
+    priors = np.full(num_classes, (1.0 - strength) / (num_classes - 1))
+    priors[rng.integers(num_classes)] = strength
+    return priors
+
+
+def class_counts(priors: np.ndarray, size: int) -> np.ndarray:
+    """n·π rounded to integers summing to n by the largest remainders."""
+    exact = priors * size
+    counts = np.floor(exact).astype(np.int64)
+    short = size - counts.sum()
+    counts[np.argsort(counts - exact, kind="stable")[:short]] += 1
+    return counts
+
+
+def draw_rows(name: str, labels: np.ndarray, num_classes: int, seed: int, size: int | None = None
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """(row indices into ``labels``, the set's true priors) of label-shifted set ``name`` for ``seed``; ``size``
+    rows (default: as many as ``labels``). The true priors are the drawn set's label frequencies."""
+    rng = _rng(seed, name)
+    size = labels.size if size is None else size
+    priors = target_priors(name, num_classes, rng)
+    available = np.bincount(labels, minlength=num_classes)
+    priors = np.where(available > 0, priors, 0.0)
+    priors /= priors.sum()
+    counts = class_counts(priors, size)
+    order = np.argsort(labels, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(available)[:-1]])
+    classes = np.repeat(np.arange(num_classes), counts)
+    picks = np.floor(rng.random(size) * available[classes]).astype(np.int64)
+    return order[starts[classes] + picks], counts / size

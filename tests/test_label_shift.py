@@ -1,0 +1,189 @@
+"""Label-shift adaptation (docs/label_shift.md): EM (Saerens et al. 2002), BBSE (Lipton et al. 2018), the shifted
+draws, the adaptation metrics, and the BCTS/NBVS calibrators of Alexandari et al. (2020 §3) against a reference fit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import log_softmax, softmax
+
+from calbench.config import ConfigError, load
+from calbench.data.label_shift import class_counts, draw_rows, parse_name, set_names
+from calbench.methods import make
+from calbench.metrics import evaluate
+from calbench.metrics.label_shift import LabelShiftInputs, bbse_priors, em_priors, estimate
+
+MEANS = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
+
+
+def _gaussian_task(priors, n, seed):
+    """Rows of three unit-variance Gaussian classes drawn with ``priors``; the exact posteriors under uniform
+    source priors (a perfectly calibrated classifier for the balanced source)."""
+    rng = np.random.default_rng(seed)
+    labels = rng.choice(3, size=n, p=priors)
+    x = MEANS[labels] + rng.normal(size=(n, 2))
+    log_lik = -0.5 * ((x[:, None, :] - MEANS[None]) ** 2).sum(-1)
+    return softmax(log_lik, axis=1), labels
+
+
+def test_em_recovers_known_priors_from_calibrated_posteriors():
+    # Saerens et al. (2002) Eqs. 2.9-2.10: with calibrated source posteriors, EM's fixed point is the maximum-
+    # likelihood target prior; 40,000 rows put it within 0.01 of the true one
+    true = np.array([0.7, 0.2, 0.1])
+    probs, labels = _gaussian_task(true, 40_000, 0)
+    priors, iterations = em_priors(probs, np.full(3, 1 / 3))
+    assert np.abs(priors - true).max() < 0.01
+    assert priors.sum() == pytest.approx(1.0)
+    assert 1 < iterations < 1000
+    # no shift: EM stays at the source priors (their mean posterior)
+    balanced, _ = _gaussian_task(np.full(3, 1 / 3), 40_000, 1)
+    assert np.abs(em_priors(balanced, balanced.mean(0))[0] - balanced.mean(0)).max() < 1e-6
+
+
+def test_em_warns_at_its_iteration_cap():
+    probs, _ = _gaussian_task(np.array([0.7, 0.2, 0.1]), 2000, 2)
+    with pytest.warns(RuntimeWarning, match="after 3 iterations"):
+        em_priors(probs, np.full(3, 1 / 3), max_iter=3)
+
+
+def test_bbse_inverts_a_known_confusion_matrix():
+    # Lipton et al. (2018), BBSE: μ̂ = C w, so w = C⁻¹ μ̂ exactly when the test predictions follow C w
+    confusion = np.array([[0.30, 0.05, 0.02], [0.03, 0.25, 0.03], [0.02, 0.05, 0.25]])  # [pred, label]
+    source = confusion.sum(axis=0)
+    target = np.array([0.6, 0.3, 0.1])
+    predicted = confusion @ (target / source)  # the target's distribution of hard predictions
+    counts = class_counts(predicted, 10_000)
+    assert counts.sum() == 10_000
+    probs = np.repeat(np.eye(3) * 0.8 + 0.2 / 3, counts, axis=0)  # rows predicting each class, as counted
+    assert np.abs(bbse_priors(probs, confusion) - target).max() < 1e-4
+
+
+def test_oracle_adaptation_is_bayes_rule_and_helps_accuracy():
+    # the re-weighted posterior p ⊙ π_t/π_s renormalised is the target Bayes posterior: accuracy and NLL improve
+    true = np.array([0.8, 0.15, 0.05])
+    probs, labels = _gaussian_task(true, 20_000, 3)
+    cal_probs, cal_labels = _gaussian_task(np.full(3, 1 / 3), 20_000, 4)
+    inputs = LabelShiftInputs.from_calibration(cal_probs, cal_labels, np.bincount(labels, minlength=3) / labels.size)
+    values = evaluate(probs, labels, ["acc", "nll", "acc.oracle", "nll.oracle", "nll.em", "acc.bbse",
+                                      "prior_mse.em", "prior_mse.bbse"], label_shift=inputs)
+    assert values["acc.oracle"] > values["acc"] + 0.05
+    assert values["nll.oracle"] < values["nll"] - 0.1
+    assert values["nll.em"] == pytest.approx(values["nll.oracle"], abs=0.01)
+    assert values["prior_mse.em"] < 1e-4 and values["prior_mse.bbse"] < 1e-3
+    priors, adapted = estimate(probs, inputs, "oracle")
+    expected = probs * (priors / inputs.source_priors)
+    np.testing.assert_allclose(adapted, expected / expected.sum(1, keepdims=True))
+
+
+def test_adaptation_metrics_need_a_label_shifted_set():
+    probs, labels = _gaussian_task(np.full(3, 1 / 3), 100, 5)
+    with pytest.raises(ValueError, match="label-shifted test sets"):
+        evaluate(probs, labels, ["nll.em"])
+
+
+def test_draws_are_deterministic_per_seed_and_follow_the_priors():
+    spec = {"dirichlet": [0.1, 1.0], "tweak_one": [0.9], "draws": 2}
+    names = set_names(spec)
+    assert names == ["prior/dirichlet0.1/0", "prior/dirichlet0.1/1", "prior/dirichlet1/0", "prior/dirichlet1/1",
+                     "prior/tweak_one0.9/0", "prior/tweak_one0.9/1"]
+    assert parse_name("prior/tweak_one0.9/1") == ("tweak_one", 0.9, 1)
+    labels = np.random.default_rng(0).integers(10, size=3000)
+    first, priors = draw_rows("prior/dirichlet0.1/0", labels, 10, seed=0)
+    again, _ = draw_rows("prior/dirichlet0.1/0", labels, 10, seed=0)
+    other_seed, _ = draw_rows("prior/dirichlet0.1/0", labels, 10, seed=1)
+    np.testing.assert_array_equal(first, again)
+    assert not np.array_equal(first, other_seed)
+    np.testing.assert_allclose(np.bincount(labels[first], minlength=10) / first.size, priors)
+    rows, tweaked = draw_rows("prior/tweak_one0.9/0", labels, 10, seed=0, size=1000)
+    assert rows.size == 1000 and tweaked.max() == pytest.approx(0.9)
+    assert np.allclose(np.sort(tweaked)[:-1], 0.1 / 9, atol=1e-3)
+
+
+def _reference_fit(name, z, y):
+    """scipy L-BFGS on the same mean log-loss: BCTS σ(β z + b), NBVS σ(w ⊙ z)."""
+    k = z.shape[1]
+
+    def loss(phi):
+        logits = phi[0] * z + phi[1:] if name == "bcts" else phi * z
+        return -log_softmax(logits, axis=1)[np.arange(y.size), y].mean()
+
+    start = np.concatenate([[1.0], np.zeros(k)]) if name == "bcts" else np.ones(k)
+    return minimize(loss, start, method="L-BFGS-B", options={"maxiter": 5000, "ftol": 1e-14, "gtol": 1e-9})
+
+
+@pytest.mark.parametrize("name", ["bcts", "nbvs"])
+def test_bcts_and_nbvs_agree_with_a_reference_fit(name):
+    # Alexandari et al. (2020) §3: BCTS = TS with a bias per class, NBVS = VS without biases, fitted by NLL
+    rng = np.random.default_rng(7)
+    z = rng.normal(size=(3000, 5)) * 3.0 + np.array([0.5, 0.0, -0.5, 1.0, 0.0])
+    y = (rng.random(3000)[:, None] > softmax(0.4 * z + np.array([0.3, 0.0, 0.0, -0.8, 0.2]), 1).cumsum(1)).sum(1)
+    model = make(name).fit(z, y)
+    reference = _reference_fit(name, z, y)
+    assert model.fit_info_["converged"]
+    assert model.fit_info_["loss"] <= reference.fun + 1e-10
+    scales = np.diagonal(model.weights_)
+    if name == "bcts":
+        assert np.ptp(scales) == 0
+        assert scales[0] == pytest.approx(reference.x[0], abs=1e-4)
+        centred = model.intercept_ - model.intercept_.mean()
+        np.testing.assert_allclose(centred, reference.x[1:] - reference.x[1:].mean(), atol=1e-4)
+        assert model.fitted_summary()["temperature"] == pytest.approx(1 / scales[0])
+    else:
+        assert not model.intercept_.any()
+        np.testing.assert_allclose(scales, reference.x, atol=1e-4)
+
+
+def _config(label_shift):
+    return {"sources": {"s": {"type": "synthetic", "task": "lece3", "n_cal": 10, "n_test": 10,
+                              "label_shift": label_shift}}, "methods": ["ts"], "metrics": ["acc"]}
+
+
+def test_a_label_shift_entry_gets_its_defaults():
+    entry = load(_config({"tweak_one": [0.9]}))["sources"]["s"]["label_shift"]
+    assert entry["draws"] == 5 and "nll.em" in entry["metrics"] and "prior_mse.bbse" in entry["metrics"]
+
+
+@pytest.mark.parametrize("label_shift, message", [
+    ({"draws": 2}, r"sources.s.label_shift: give `dirichlet` .* and/or `tweak_one`"),
+    ({"tweak_one": [1.0]}, r"sources.s.label_shift.tweak_one.0: 1.0 is greater than or equal to the maximum of 1"),
+    ({"dirichlet": [0.1], "metrics": ["nll.foo"]}, r"sources.s.label_shift.metrics: unknown metric id 'nll.foo'"),
+    ({"dirichlet": [0.1], "metrics": ["true_ce.conf.l1.em"]},
+     r"sources.s.label_shift.metrics: metric 'true_ce.conf.l1.em': 'true_ce.conf.l1' cannot be computed after"),
+    ({"dirichlet": [0.1], "metrics": ["true_ce.conf.l1"]}, r"sources.s.label_shift.metrics: .* needs a true calib"),
+])
+def test_bad_label_shift_entries_are_refused_naming_the_key(label_shift, message):
+    with pytest.raises(ConfigError, match=message):
+        load(_config(label_shift))
+
+
+def _long_table():
+    """Two methods, three seeds, a clean row and two label-shifted sets per seed: `good` has the lower nll.em."""
+    rows = []
+    for seed in range(3):
+        for method, offset in (("good", 0.0), ("bad", 0.2)):
+            rows.append(("src", method, seed, "clean", "nll", 0.5))
+            for test_set in ("prior/dirichlet0.1/0", "prior/tweak_one0.9/0"):
+                rows.append(("src", method, seed, test_set, "nll.em", 0.3 + offset + 0.01 * seed))
+                rows.append(("src", method, seed, test_set, "acc", 0.9))
+    import pandas as pd
+
+    return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
+
+
+def test_label_shift_tables_and_recommend_rank_by_the_metric_after_em(tmp_path, capsys):
+    from calbench.__main__ import main
+    from calbench.report.label_shift import strength_markdown
+    from calbench.report.shift import ranking_rows
+
+    long = _long_table()
+    table = strength_markdown(long, "nll.em", ["good", "bad"])
+    assert "| method | Dirichlet α=0.1 | tweak-one ρ=0.9 |" in table
+    assert "| good | 0.310 ± 0.025 | 0.310 ± 0.025 |" in table  # mean 0.31 over seeds, t(2) × 0.01 / √3
+    with pytest.raises(ValueError, match="no shifted test sets"):  # the corruption tables leave prior/ sets out
+        ranking_rows(long, under_shift=True)
+    (tmp_path / "tables").mkdir()
+    long.to_csv(tmp_path / "tables" / "metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--under-label-shift"]) == 0
+    out = capsys.readouterr().out
+    assert "nll.em, lower is better" in out and "src: good 0.310" in out
