@@ -12,22 +12,40 @@ import yaml
 
 from calbench.config import ConfigError, load
 from calbench.corruptions import gaussian_perturbation
+from calbench.data import store
 from calbench.data.store import read_calibrated
+from calbench.methods import make
 from conftest import run_snakemake
 from workflow_helpers import planned_jobs
 
 jobs = pytest.importorskip("calbench.jobs.perturbed_cal", exc_type=ImportError)
 
 
-def test_gaussian_perturbation_is_deterministic_keeps_range_and_grows_with_epsilon():
+def test_gaussian_perturbation_is_deterministic_and_grows_with_epsilon():
     images = np.random.default_rng(0).integers(0, 256, size=(6, 1, 8, 8), dtype=np.uint8)
-    np.testing.assert_array_equal(gaussian_perturbation(images, 0.0, seed=[1, 2]), images)
+    np.testing.assert_array_equal(gaussian_perturbation(images, 0.0, seed=[1, 2]), images.astype(np.float32))
     np.testing.assert_array_equal(gaussian_perturbation(images, 0.2, seed=[1, 2]),
                                   gaussian_perturbation(images, 0.2, seed=[1, 2]))
-    change = [np.abs(gaussian_perturbation(images, e, seed=3).astype(int) - images).mean() for e in (0.05, 0.2, 0.8)]
+    change = [np.abs(gaussian_perturbation(images, e, seed=3) - images).mean() for e in (0.05, 0.2, 0.8)]
     assert change[0] < change[1] < change[2]
     with pytest.raises(ValueError, match="standard deviation"):
         gaussian_perturbation(images, -0.1)
+
+
+def test_perturbation_is_unclipped_float_as_the_authors_cifar_branch():
+    """Tomani et al.'s code (perturbation_generator.py, ``general_gaussian_noise``): x/255 + N(0, ε²), clipped to
+    [0, 1] only in the ImageNet branch, never rounded; the draws are the same at every ε."""
+    x = np.full((4, 1, 8, 8), 250, dtype=np.uint8)
+    out = gaussian_perturbation(x, 0.5, seed=1)
+    assert out.dtype == np.float32 and out.max() > 255 and out.min() < 0
+    np.testing.assert_allclose(gaussian_perturbation(x, 0.5, seed=1, clip=True), np.clip(out, 0, 255))
+    np.testing.assert_allclose((gaussian_perturbation(x, 1.0, seed=1) - 250) / 2, out - 250, rtol=1e-5, atol=1e-3)
+
+
+def test_the_perturb_stage_defaults_are_the_authors():
+    """run_experiments.py: ``perturb_levels`` defaults to 6 (ε₀ = 0 included); CIFAR/MNIST branch unclipped."""
+    stage = make("perturb")
+    assert (stage.levels, stage.clip) == (6, False)
 
 
 def test_level_targets_fall_in_equal_steps_from_the_clean_accuracy_to_chance():
@@ -48,6 +66,7 @@ LOGITS = {"type": "synthetic", "task": "planted_temperature", "n_cal": 50, "n_te
     (["perturb"], None, {"d": IMAGES}, "config key methods: 'perturb'"),
     (["perturb+ts"], {"perturb": {"levels": 1}}, {"d": IMAGES}, "config key method_settings.perturb.levels"),
     (["perturb+ts"], {"perturb": {"levls": 4}}, {"d": IMAGES}, "config key method_settings.perturb"),
+    (["perturb+ts"], {"perturb": {"clip": "yes"}}, {"d": IMAGES}, "config key method_settings.perturb.clip"),
     (["perturb+ts"], None, {"s": LOGITS}, "needs the images of a train or pretrained source"),
 ])
 def test_perturb_stage_is_refused_with_the_field_named(methods, settings, sources, field):
@@ -89,7 +108,7 @@ def planned_then_run(tmp_path_factory):
 @pytest.mark.xdist_group("perturb_cal")
 def test_perturb_schedules_one_perturbed_dump_per_model_source_and_its_calibrations(planned_then_run):
     _, planned = planned_then_run
-    assert {w for rule, w in planned if rule == "dump_perturbed_cal"} == {"digits_tiny"}
+    assert {w for rule, w in planned if rule == "dump_perturbed_cal"} == {"digits_tiny/0", "digits_tiny/1"}
     assert {w for rule, w in planned if rule == "calibrate"} == {
         *(f"digits_tiny/{m}/{s}" for m in ("ts", "perturb+ts") for s in (0, 1)), "synthetic/ts/0", "synthetic/ts/1"}
 
@@ -98,13 +117,19 @@ def test_perturb_schedules_one_perturbed_dump_per_model_source_and_its_calibrati
 @pytest.mark.xdist_group("perturb_cal")
 def test_perturbed_ts_fits_on_every_level_and_is_evaluated_under_shift(planned_then_run):
     work, _ = planned_then_run
-    perturbed = work / "results/perturbed_cal/digits_tiny.h5"
-    with h5py.File(perturbed) as f:
-        assert sorted(f["level"]) == ["0", "1", "2", "3"]
-        epsilons = json.loads(f.attrs["epsilons"])
-        accuracies = json.loads(f.attrs["accuracies"])
-    assert epsilons[0] == 0 and np.all(np.diff(epsilons) > 0)
-    assert accuracies[0] > accuracies[-1]
+    pool = store.read_group(work / "results/dumps/digits_tiny.h5", "all", ["labels"])["labels"]
+    for seed in (0, 1):
+        perturbed = work / f"results/perturbed_cal/digits_tiny/seed{seed}.h5"
+        with h5py.File(perturbed) as f:
+            assert sorted(f["level"]) == ["0", "1", "2", "3"]
+            epsilons = json.loads(f.attrs["epsilons"])
+            accuracies = json.loads(f.attrs["accuracies"])
+        assert epsilons[0] == 0 and np.all(np.diff(epsilons) > 0)
+        assert accuracies[0] > accuracies[-1]
+        # ε is tuned on the seed's 100 calibration rows alone: no test row of the pool takes part
+        test_rows = np.load(work / f"results/splits/digits_tiny/seed{seed}.test_rows.npy")
+        cal_rows = np.setdiff1d(np.arange(pool.size), test_rows)
+        np.testing.assert_array_equal(store.read_group(perturbed, "level/3", ["labels"])["labels"], pool[cal_rows])
     # each seed fits on its own 100 calibration rows of the pool at each of the 4 levels
     assert "fitting perturb+ts on 400 x 10" in (work / "logs/calibrate/digits_tiny/perturb+ts/seed0.log").read_text()
     confidence = {}

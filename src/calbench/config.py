@@ -21,6 +21,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from calbench import corruptions
 from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, method_class, split_chain
 from calbench.methods.constraints import InvalidSetting
@@ -348,6 +349,32 @@ def _check_shifts(config: dict) -> None:
             severities = [i.get("severity") if isinstance(i, dict) else i for i in items or []]
             if len(set(map(str, severities))) < len(severities):
                 raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {severities} repeat one")
+            for k, item in enumerate(items or []):
+                if isinstance(item, dict) and "rows" in item and "aligned" in item:
+                    raise ConfigError(f"config key sources.{name}.shifts.{family}.{k}: give `rows` (the pool row of "
+                                      "each row) or `aligned: true` (row i copies pool row i), not both")
+            if entry.get("type") in ("train", "pretrained") and family in corruptions.FAMILIES:
+                wrong = [s for s in severities if s not in corruptions.levels(family)]
+                if wrong:
+                    raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
+                                      f"{family}'s 1-{len(corruptions.levels(family))}"
+                                      + ("" if family.endswith("_full") else
+                                         " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
+
+
+def _check_ood(config: dict) -> None:
+    """An out-of-distribution set of a model source is another dataset's images (or noise); a download source
+    takes none (its files come by URL)."""
+    for name, entry in (config.get("sources") or {}).items():
+        if not isinstance(entry, dict) or not entry.get("ood"):
+            continue
+        if entry.get("type") not in ("train", "pretrained", "import"):
+            raise ConfigError(f"config key sources.{name}.ood: out-of-distribution sets belong to train/pretrained "
+                              "sources ({dataset: D} or {noise: uniform}) and import sources ({logits: FILE.npy})")
+        for set_name, spec in entry["ood"].items():
+            if isinstance(spec, dict) and "dataset" in spec and spec["dataset"] == entry.get("dataset"):
+                raise ConfigError(f"config key sources.{name}.ood.{set_name}.dataset: {spec['dataset']} is the "
+                                  "source's own dataset; an out-of-distribution set is another one")
 
 
 def _check_label_shift_kinds(config: dict) -> None:
@@ -370,6 +397,7 @@ def load(config) -> dict:
     config = copy.deepcopy(dict(config)) if isinstance(config, Mapping) else read_config_file(config)
     _drop_null_sections(config)
     _check_shifts(config)
+    _check_ood(config)
     _check_label_shift_kinds(config)
     schema = load_schema()
     _check_schema(config, schema)

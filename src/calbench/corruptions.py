@@ -1,26 +1,20 @@
-"""Image corruptions at five severities, for evaluating calibration under dataset shift (docs/shift.md).
+"""Image corruptions at graded severities, for evaluating calibration under dataset shift (docs/shift.md).
 
-``corrupt(images, family, severity, seed)`` maps uint8 images ``[N, C, H, W]`` to corrupted uint8 images of
-the same shape, vectorised over the images (numpy/scipy only) and deterministic given ``seed``. The families
-and their severity constants:
+``corrupt(images, family, severity, seed)`` maps uint8 images ``[N, C, H, W]`` to corrupted images of the same
+shape, vectorised over the images (numpy/scipy only) and deterministic given ``seed``.
 
-* ``rotate``, ``translate`` — Ovadia et al. (NeurIPS 2019, "Can you trust your model's uncertainty?", Fig. 1):
-  MNIST rotated by 0–180° in 15° steps and translated by 0–14 of its 28 pixels in 2-pixel steps.
-  The five severities are the first five non-zero steps of their grids: rotation by 15°, 30°, 45°, 60°, 75°;
-  horizontal translation by 2, 4, 6, 8, 10 of 28 pixels, as a fraction of the width; zero (black) fill,
-  bilinear interpolation.
-* ``gaussian_noise``, ``shot_noise``, ``impulse_noise``, ``gaussian_blur``, ``contrast``, ``brightness``,
-  ``pixelate`` — Hendrycks & Dietterich (ICLR 2019, "Benchmarking neural network robustness to common
-  corruptions and perturbations") with the severity constants of their CIFAR-10-C release
-  (:data:`CIFAR10C`), applied to the images as stored (the blur width is in their pixels).
-* ``elastic_transform`` — the elastic deformation of Simard et al. (2003) that ImageNet-C and MNIST-C
-  (Mu & Gilmer 2019) apply: a uniform random displacement field smoothed by a Gaussian of width
-  ``4/28`` of the side (Simard's MNIST smoothing) and scaled to a root-mean-square displacement of 2, 3.5,
-  5, 6.5, 8 % of the side (calbench's constants: the published ones add a random affine warp and are not
-  monotone in severity).
+* The image-corruption families (``gaussian_noise`` … ``elastic_transform``) follow the published generation
+  code of Hendrycks & Dietterich (ICLR 2019; ``make_cifar_c.py``, ``make_imagenet_c.py``) and of MNIST-C
+  (Mu & Gilmer 2019, ``corruptions.py``), with the severity constants of the image kind (:data:`CONSTANTS`):
+  MNIST-C's for grey images, CIFAR-10-C's for colour images under 224 px, ImageNet-C's from 224 px. Constants
+  in pixels are defined at the kind's side (28, 32, 224 px) and scale with the side (:func:`severity_constant`).
+  As the published files store ``np.uint8`` of the [0, 255] result, the intensities are truncated.
+* ``rotate``, ``translate`` and their full grids ``rotate_full``, ``translate_full`` are Ovadia et al.'s
+  rotated and translated MNIST (NeurIPS 2019, ``uq_benchmark_2019/mnist/data_lib.py``): rotation with
+  ``scipy.ndimage.rotate`` (cubic spline, the canvas enlarged, then the centre cropped) by 15° steps, and a
+  cyclic roll along the width by 2-pixel steps of 28.
 
-Intensities live in [0, 1] during a corruption and are rounded back to uint8, as the benchmark files store
-them.
+Intensities live in [0, 1] during a corruption and return to uint8 as clipped values.
 """
 
 from __future__ import annotations
@@ -30,128 +24,251 @@ from scipy import ndimage
 
 SEVERITIES = (1, 2, 3, 4, 5)
 
-#: Hendrycks & Dietterich's CIFAR-10-C severity constants (severity 1 … 5).
-CIFAR10C = {
-    "gaussian_noise": (0.04, 0.06, 0.08, 0.09, 0.10),  # noise std on [0, 1] intensities
-    "shot_noise": (500, 250, 100, 75, 50),  # Poisson photon count per unit intensity
-    "impulse_noise": (0.01, 0.02, 0.03, 0.05, 0.07),  # fraction of salt-and-pepper values
-    "gaussian_blur": (0.4, 0.6, 0.7, 0.8, 1.0),  # blur std in pixels
-    "contrast": (0.75, 0.5, 0.4, 0.3, 0.15),  # factor on the deviation from the image's channel means
-    "brightness": (0.05, 0.1, 0.15, 0.2, 0.3),  # added to the HSV value channel
-    "pixelate": (0.95, 0.9, 0.85, 0.75, 0.65),  # side of the box-downsampled image, as a fraction
+#: Severity constants (severity 1 … 5) of each image kind, from the published generation code.
+#: ``gaussian_blur``: std in pixels; ``pixelate``: side of the box-downsampled image as a fraction;
+#: ``elastic_transform``: (alpha, sigma, affine) as multiples of the side (ImageNet-C's 244 = its code's).
+CONSTANTS = {
+    "mnist_c": {
+        "gaussian_noise": (0.08, 0.12, 0.18, 0.26, 0.38),
+        "shot_noise": (60, 25, 12, 5, 3),
+        "impulse_noise": (0.03, 0.06, 0.09, 0.17, 0.27),
+        "gaussian_blur": (1, 2, 3, 4, 6),
+        "contrast": (0.4, 0.3, 0.2, 0.1, 0.05),
+        "brightness": (0.1, 0.2, 0.3, 0.4, 0.5),
+        "pixelate": (0.6, 0.5, 0.4, 0.3, 0.25),
+        "elastic_transform": ((2, 0.7, 0.1), (2, 0.08, 0.2), (0.05, 0.01, 0.02), (0.07, 0.01, 0.02),
+                              (0.12, 0.01, 0.02)),
+    },
+    "cifar10_c": {
+        "gaussian_noise": (0.04, 0.06, 0.08, 0.09, 0.10),
+        "shot_noise": (500, 250, 100, 75, 50),
+        "impulse_noise": (0.01, 0.02, 0.03, 0.05, 0.07),
+        "gaussian_blur": (0.4, 0.6, 0.7, 0.8, 1.0),
+        "contrast": (0.75, 0.5, 0.4, 0.3, 0.15),
+        "brightness": (0.05, 0.1, 0.15, 0.2, 0.3),
+        "pixelate": (0.95, 0.9, 0.85, 0.75, 0.65),
+        "elastic_transform": ((0, 0, 0.08), (0.05, 0.2, 0.07), (0.08, 0.06, 0.06), (0.1, 0.04, 0.05),
+                              (0.1, 0.03, 0.03)),
+    },
 }
-#: Ovadia et al.'s rotated / translated MNIST on five severities.
-ROTATE_DEGREES = (15.0, 30.0, 45.0, 60.0, 75.0)
-TRANSLATE_FRACTION = (2 / 28, 4 / 28, 6 / 28, 8 / 28, 10 / 28)
-#: Elastic deformation: root-mean-square displacement as a fraction of the side; smoothing width / side.
-ELASTIC_RMS = (0.02, 0.035, 0.05, 0.065, 0.08)
-ELASTIC_SIGMA = 4.0 / 28.0
+CONSTANTS["imagenet_c"] = {**CONSTANTS["mnist_c"], "elastic_transform": tuple(
+    tuple(v * 244 / 224 for v in c) for c in CONSTANTS["mnist_c"]["elastic_transform"])}
+#: The side (pixels) at which each kind's constants are defined.
+REFERENCE_SIDE = {"mnist_c": 28, "cifar10_c": 32, "imagenet_c": 224}
+KINDS = ("auto", *REFERENCE_SIDE)
+
+#: Ovadia et al.'s grids: rotation by 15° … 180°, roll by 2 … 26 of 28 pixels; the five-severity families take
+#: their first five steps.
+ROTATE_GRID = tuple(range(15, 181, 15))
+TRANSLATE_GRID = tuple(k / 28 for k in range(2, 28, 2))
 
 
-def _rotate(x, c, rng):
-    return ndimage.rotate(x, c, axes=(3, 2), reshape=False, order=1, mode="constant", cval=0.0)
+def image_kind(images: np.ndarray) -> str:
+    """The constants of ``images`` [N, C, H, W]: MNIST-C's (grey), CIFAR-10-C's (colour, side < 224) or
+    ImageNet-C's (colour, from 224 px)."""
+    if images.shape[1] == 1:
+        return "mnist_c"
+    return "imagenet_c" if max(images.shape[2:]) >= 224 else "cifar10_c"
 
 
-def _translate(x, c, rng):
-    return ndimage.shift(x, (0, 0, 0, c * x.shape[3]), order=1, mode="constant", cval=0.0)
+def downsampled_sides(side: int, fractions) -> list[int]:
+    """``pixelate``'s downsampled sides ``int(side · c)``, made distinct and below ``side``: where two severities
+    truncate to the same side (8 px: ``int(8c)`` = 7, 7, 6, 6, 5), the weaker one is raised by a pixel, and
+    where that reaches ``side``, the stronger ones are lowered instead."""
+    n = [int(side * c) for c in fractions]
+    for i in range(len(n) - 2, -1, -1):
+        n[i] = max(n[i], n[i + 1] + 1)
+    n[0] = min(n[0], side - 1)
+    for i in range(1, len(n)):
+        n[i] = min(n[i], n[i - 1] - 1)
+    if n[-1] < 1:
+        raise ValueError(f"pixelate needs images of at least {len(n) + 1} pixels a side, got {side}")
+    return n
 
 
-def _gaussian_noise(x, c, rng):
+def roll_pixels(side: int, fractions) -> np.ndarray:
+    """Ovadia et al.'s roll by whole pixels, ``round(f · side)``; at a side where two of ``fractions`` would
+    round to the same roll (8 px), the exact fractional shift ``f · side`` instead (a cyclic linear
+    interpolation between the two neighbouring rolls)."""
+    exact = np.asarray(fractions) * side
+    whole = np.rint(exact)
+    return whole if len(np.unique(whole)) == len(whole) and whole.min() > 0 else exact
+
+
+def _gaussian_noise(x, c, rng, kind):
     return x + rng.normal(scale=c, size=x.shape)
 
 
-def _shot_noise(x, c, rng):
+def _shot_noise(x, c, rng, kind):
     return rng.poisson(x * c) / c
 
 
-def _impulse_noise(x, c, rng):
-    u = rng.random(x.shape)
-    return np.where(u < c / 2, 0.0, np.where(u < c, 1.0, x))
+def _impulse_noise(x, c, rng, kind):
+    """scikit-image's ``random_noise(mode='s&p', amount=c)``: a fraction c of the values flipped, half to 0."""
+    flipped, salted = rng.random(x.shape) < c, rng.random(x.shape) < 0.5
+    return np.where(flipped, salted.astype(float), x)
 
 
-def _gaussian_blur(x, c, rng):
-    return ndimage.gaussian_filter(x, sigma=(0, 0, c, c), mode="nearest")
+def _gaussian_blur(x, c, rng, kind):
+    sigma = c * x.shape[3] / REFERENCE_SIDE[kind]
+    return ndimage.gaussian_filter(x, sigma=(0, 0, sigma, sigma), mode="nearest", truncate=4.0)
 
 
-def _contrast(x, c, rng):
+def _contrast(x, c, rng, kind):
     means = x.mean(axis=(2, 3), keepdims=True)
     return (x - means) * c + means
 
 
-def _brightness(x, c, rng):
-    """HSV value + c with hue and saturation kept: each channel scales by V'/V (a black pixel turns grey)."""
+def _brightness(x, c, rng, kind):
+    """HSV value + c with hue and saturation kept: each channel scales by V'/V (a black pixel turns grey); on a
+    grey image (MNIST-C's grey → RGB → HSV → grey) it is x + c."""
     value = x.max(axis=1, keepdims=True)
     raised = np.clip(value + c, 0.0, 1.0)
     return np.where(value > 0, x * raised / np.where(value > 0, value, 1.0), raised)
 
 
-def _box_matrix(n_out: int, n_in: int) -> np.ndarray:
-    """[n_out, n_in] box (area-average) resampling weights: each output cell averages the input it covers."""
-    edges_out = np.arange(n_out + 1) * (n_in / n_out)
-    lo = np.maximum(edges_out[:-1, None], np.arange(n_in)[None, :])
-    hi = np.minimum(edges_out[1:, None], np.arange(1, n_in + 1)[None, :])
-    weights = np.clip(hi - lo, 0.0, None)
+def box_weights(n_in: int, n_out: int) -> np.ndarray:
+    """[n_out, n_in] weights of PIL's ``Image.resize(..., BOX)`` along one axis (Pillow's ``precompute_coeffs``
+    with the box filter of support 1/2): area averaging when shrinking, nearest neighbour when enlarging."""
+    scale = n_in / n_out
+    filterscale = max(scale, 1.0)
+    centre = (np.arange(n_out) + 0.5) * scale
+    lo = np.maximum((centre - 0.5 * filterscale + 0.5).astype(int), 0)
+    hi = np.minimum((centre + 0.5 * filterscale + 0.5).astype(int), n_in)
+    x = np.arange(n_in)[None, :]
+    arg = (x - centre[:, None] + 0.5) / filterscale
+    weights = ((arg > -0.5) & (arg <= 0.5) & (x >= lo[:, None]) & (x < hi[:, None])).astype(float)
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-def _pixelate(x, c, rng):
+def _resize_box(x: np.ndarray, height: int, width: int) -> np.ndarray:
+    """PIL's BOX resize of [0, 255] values: the width, then the height, each pass rounded to uint8 as PIL's."""
     h, w = x.shape[2:]
-    small_h, small_w = max(1, int(h * c)), max(1, int(w * c))
-    down_h, down_w = _box_matrix(small_h, h), _box_matrix(small_w, w)
-    up_h, up_w = _box_matrix(h, small_h), _box_matrix(w, small_w)
-    return np.einsum("ij,jk,nckl,ml,om->ncio", up_h, down_h, x, down_w, up_w, optimize=True)
+    x = np.floor(np.einsum("nchw,vw->nchv", x, box_weights(w, width)) + 0.5)
+    return np.floor(np.einsum("nchw,uh->ncuw", x, box_weights(h, height)) + 0.5)
 
 
-def _elastic_transform(x, c, rng):
+def _pixelate(x, n, rng, kind):
+    h, w = x.shape[2:]
+    return _resize_box(_resize_box(np.floor(x * 255 + 0.5), n, n), h, w) / 255
+
+
+def _affine_from_points(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """[N, 2, 3] affine maps taking the three (x, y) points ``src`` [3, 2] to ``dst`` [N, 3, 2] (OpenCV's
+    ``getAffineTransform``)."""
+    design = np.hstack([src, np.ones((3, 1))])
+    return np.linalg.solve(design, dst).transpose(0, 2, 1)
+
+
+def _elastic_transform(x, c, rng, kind):
+    """The published elastic transform: a random affine warp of the three points at ±side/3 about the centre
+    by up to ``affine`` pixels, then a displacement field of uniform noise smoothed by a Gaussian of std
+    ``sigma`` (truncated at 3) times ``alpha``; bilinear, the border reflected (colour) or black (grey)."""
     n, channels, h, w = x.shape
-    side = max(h, w)
-    field = ndimage.gaussian_filter(rng.uniform(-1.0, 1.0, size=(2, n, h, w)), sigma=(0, 0, ELASTIC_SIGMA * side,
-                                                                                        ELASTIC_SIGMA * side))
-    rms = np.sqrt(np.mean(field**2, axis=(0, 2, 3), keepdims=True))
-    field *= c * side / np.maximum(rms, 1e-12)
-    grid = np.meshgrid(np.arange(n), np.arange(channels), np.arange(h), np.arange(w), indexing="ij")
-    coords = [grid[0], grid[1], grid[2] + field[0][:, None], grid[3] + field[1][:, None]]
-    return ndimage.map_coordinates(x, coords, order=1, mode="reflect")
+    alpha, sigma, affine = (v * w for v in c)
+    centre, half = np.float32([h, w]) // 2, min(h, w) // 3
+    src = np.array([centre + half, [centre[0] + half, centre[1] - half], centre - half], dtype=float)
+    maps = _affine_from_points(src, src + rng.uniform(-affine, affine, size=(n, 3, 2)))
+    inverse = np.linalg.inv(np.concatenate([maps, np.broadcast_to([[[0.0, 0.0, 1.0]]], (n, 1, 3))], axis=1))
+    rows, cols = np.mgrid[:h, :w].astype(float)
+    src_x = inverse[:, 0, 0, None, None] * cols + inverse[:, 0, 1, None, None] * rows + inverse[:, 0, 2, None, None]
+    src_y = inverse[:, 1, 0, None, None] * cols + inverse[:, 1, 1, None, None] * rows + inverse[:, 1, 2, None, None]
+    grey = kind == "mnist_c"
+    index = np.broadcast_to(np.arange(n)[:, None, None, None], (n, channels, h, w))
+    chan = np.broadcast_to(np.arange(channels)[None, :, None, None], (n, channels, h, w))
+
+    def sample(image, y, x_, mode):
+        y, x_ = np.broadcast_to(y[:, None], image.shape), np.broadcast_to(x_[:, None], image.shape)
+        return ndimage.map_coordinates(image, [index, chan, y, x_], order=1, mode=mode)
+
+    warped = sample(x, src_y, src_x, "grid-constant" if grey else "mirror")
+    fields = alpha * ndimage.gaussian_filter(rng.uniform(-1.0, 1.0, size=(2, n, h, w)), sigma=(0, 0, sigma, sigma),
+                                             mode="reflect", truncate=3.0)
+    return sample(warped, rows + fields[1], cols + fields[0], "constant" if grey else "reflect")
 
 
-#: family → (corruption of float [0, 1] images ``f(x, constant, rng)``, its five severity constants)
+def _rotate(x, degrees, rng, kind):
+    """Ovadia et al.: ``scipy.ndimage.rotate`` (cubic spline, black fill, the canvas enlarged), centre crop."""
+    h, w = x.shape[2:]
+    out = ndimage.rotate(x, degrees, axes=(3, 2), reshape=True, order=3, mode="constant", cval=0.0)
+    top, left = out.shape[2] // 2 - h // 2, out.shape[3] // 2 - w // 2
+    return out[:, :, top:top + h, left:left + w]
+
+
+def _translate(x, shift, rng, kind):
+    """Ovadia et al.: a cyclic roll along the width (sub-pixel shifts interpolate linearly, cyclically)."""
+    if float(shift).is_integer():
+        return np.roll(x, int(shift), axis=3)
+    return ndimage.shift(x, (0, 0, 0, shift), order=1, mode="grid-wrap")
+
+
+#: family → (corruption ``f(x in [0, 1], constant, rng, kind)``, its levels, Ovadia et al.'s geometric family?)
 FAMILIES = {
-    "rotate": (_rotate, ROTATE_DEGREES),
-    "translate": (_translate, TRANSLATE_FRACTION),
-    **{name: (globals()[f"_{name}"], constants) for name, constants in CIFAR10C.items()},
-    "elastic_transform": (_elastic_transform, ELASTIC_RMS),
+    "rotate": (_rotate, ROTATE_GRID[:5]),
+    "translate": (_translate, TRANSLATE_GRID[:5]),
+    "rotate_full": (_rotate, ROTATE_GRID),
+    "translate_full": (_translate, TRANSLATE_GRID),
+    **{name: (globals()[f"_{name}"], SEVERITIES) for name in CONSTANTS["mnist_c"]},
 }
+GEOMETRIC = ("rotate", "translate", "rotate_full", "translate_full")
 
 
-def corrupt(images: np.ndarray, family: str, severity: int, seed=0) -> np.ndarray:
-    """``images`` (uint8 ``[N, C, H, W]``) corrupted by ``family`` at ``severity`` (1–5), as uint8.
-
-    The random draws depend on ``seed`` (an int or a sequence of ints, e.g. ``[seed, chunk]``), ``family``
-    and ``severity`` only, so a shifted test set is the same whoever makes it and whichever other sets are
-    made beside it.
-    """
+def levels(family: str) -> tuple[int, ...]:
+    """The severities a family takes: 1-5, or 1-12 (``rotate_full``) and 1-13 (``translate_full``)."""
     if family not in FAMILIES:
         raise ValueError(f"corruption family {family!r} is unknown; known: {', '.join(FAMILIES)}")
-    if severity not in SEVERITIES:
-        raise ValueError(f"corruption severity must be one of {list(SEVERITIES)}, got {severity!r}")
+    return tuple(range(1, len(FAMILIES[family][1]) + 1))
+
+
+def severity_constant(family: str, severity: int, kind: str, side: int):
+    """The constant ``family`` applies at ``severity`` to images of ``kind`` and ``side`` pixels: the published
+    one, pixel sizes scaled to the side (``pixelate``: :func:`downsampled_sides`; ``translate``:
+    :func:`roll_pixels`; ``gaussian_blur``'s std and ``elastic_transform``'s in the corruption itself)."""
+    grid = FAMILIES[family][1]
+    if family.startswith("rotate"):
+        return float(grid[severity - 1])
+    if family.startswith("translate"):
+        return float(roll_pixels(side, grid)[severity - 1])
+    constants = CONSTANTS[kind][family]
+    if family == "pixelate":
+        return downsampled_sides(side, constants)[severity - 1]
+    return constants[severity - 1]
+
+
+def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = "auto") -> np.ndarray:
+    """``images`` (uint8 ``[N, C, H, W]``) corrupted by ``family`` at ``severity``, as uint8.
+
+    ``kind``: whose severity constants (``auto``: :func:`image_kind`; or ``mnist_c``, ``cifar10_c``,
+    ``imagenet_c``). The random draws depend on ``seed`` (an int or a sequence of ints, e.g. ``[seed, chunk]``),
+    ``family`` and ``severity`` only, so a shifted test set is the same whoever makes it and whichever other
+    sets are made beside it.
+    """
+    if severity not in levels(family):
+        raise ValueError(f"corruption {family} takes severities {list(levels(family))}, got {severity!r}")
+    if kind not in KINDS:
+        raise ValueError(f"corruption constants {kind!r} are unknown; known: {', '.join(KINDS)}")
     images = np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")
-    function, constants = FAMILIES[family]
+    kind = image_kind(images) if kind == "auto" else kind
+    function = FAMILIES[family][0]
     rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), severity])
-    out = function(images.astype(np.float64) / 255.0, constants[severity - 1], rng)
-    return np.rint(np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)
+    constant = severity_constant(family, severity, kind, images.shape[3])
+    out = np.clip(function(images.astype(np.float64) / 255.0, constant, rng, kind), 0.0, 1.0) * 255.0
+    # the published files store np.uint8 of the result (truncation); Ovadia et al. keep floats: the nearest
+    return (np.rint(out) if family in GEOMETRIC or family == "pixelate" else out).astype(np.uint8)
 
 
-def gaussian_perturbation(images: np.ndarray, epsilon: float, seed=0) -> np.ndarray:
-    """``images`` (uint8 ``[N, C, H, W]``) plus Gaussian noise N(0, ε²) on the [0, 1] intensity scale, clipped
-    and rounded to uint8: the perturbation of the calibration images of Tomani et al. (CVPR 2021; as in the
-    authors' code). The standard-normal draws depend on ``seed`` only, so the images perturbed at two strengths
-    differ by the noise's scale alone and the accuracy falls smoothly with ``epsilon``."""
+def gaussian_perturbation(images: np.ndarray, epsilon: float, seed=0, clip: bool = False) -> np.ndarray:
+    """``images`` (uint8 ``[N, C, H, W]``) plus Gaussian noise N(0, ε²) on the [0, 1] intensity scale, as float32
+    on the [0, 255] scale: the perturbation of the calibration images of Tomani et al. (CVPR 2021), neither
+    clipped nor rounded as in the authors' CIFAR branch; ``clip``: clipped to [0, 255] as their ImageNet
+    branch. The standard-normal draws depend on ``seed`` only, so the images perturbed at two strengths differ
+    by the noise's scale alone and the accuracy falls smoothly with ``epsilon``."""
     images = np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")
     if not np.isfinite(epsilon) or epsilon < 0:
         raise ValueError(f"the noise's standard deviation must be finite and >= 0, got {epsilon!r}")
-    out = _gaussian_noise(images.astype(np.float64) / 255.0, epsilon, np.random.default_rng(seed))
-    return np.rint(np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)
+    out = images.astype(np.float64) / 255.0 + epsilon * np.random.default_rng(seed).standard_normal(images.shape)
+    return ((np.clip(out, 0.0, 1.0) if clip else out) * 255.0).astype(np.float32)

@@ -102,11 +102,12 @@ def canonical(value):
 
 
 def source_entry(wildcards):
-    """The source's entry but its ``shifts``, ``label_shift`` and ``seeds``: adding a shifted test set, a label shift
-    or a seed reruns no training, dump or calibration (docs/shift.md, docs/label_shift.md; the dump rule of a data
-    source takes its seeds as a param of their own); the shift dump (rules/shift.smk) reads the entry but its
-    ``label_shift``."""
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "label_shift", "seeds")})
+    """The source's entry but its ``shifts``, ``ood``, ``label_shift`` and ``seeds``: adding a shifted or
+    out-of-distribution test set, a label shift or a seed reruns no training, dump or calibration (docs/shift.md,
+    docs/label_shift.md; the dump rule of a data source takes its seeds as a param of their own); the shift and OOD
+    dumps (rules/shift.smk) read the entry but the keys of the others."""
+    return canonical({k: v for k, v in SOURCES[wildcards.source].items()
+                      if k not in ("shifts", "ood", "label_shift", "seeds")})
 
 
 def source_data(wildcards):

@@ -7,5 +7,7 @@ from calbench.jobs.perturbed_cal import dump_perturbed_cal_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    dump_perturbed_cal_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0], int(smk.params.levels),
-                           smk.input.weights or None, cache_dir=smk.params.cache_dir, threads=smk.threads)
+    dump_perturbed_cal_job(smk.wildcards.source, json.loads(smk.params.entry), smk.output[0],
+                           int(smk.params.perturb["levels"]), smk.input.weights or None, seed=int(smk.wildcards.seed),
+                           test_rows=smk.input.split[0] if smk.input.split else None,
+                           clip=bool(smk.params.perturb["clip"]), cache_dir=smk.params.cache_dir, threads=smk.threads)

@@ -12,10 +12,15 @@ sources are checked by checksum when fetched, synthetic and model sources need n
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
+
 from calbench.data import importers
-from calbench.data.sources import shift_part
+from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
-from calbench.scores import labels_shape_problem
+from calbench.data.where import shown
+from calbench.scores import convert_scores, labels_shape_problem
 
 
 def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -> list[str]:
@@ -52,9 +57,10 @@ def _layout_problems(origin: str, shapes: dict[str, dict], split: dict | None) -
     return problems
 
 
-def _shift_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[str]:
+def _shift_problems(origin: str, entry: dict, deep: bool, classes: set, pool_labels=None) -> list[str]:
     """Problems of the files of an ``import`` source's shifted test sets (docs/shift.md), read as its others;
-    ``classes``: the class counts of its other files."""
+    ``classes``: the class counts of its other files; ``pool_labels``: a pooled source's pool labels, against
+    which each set's row alignment is checked (:func:`calbench.data.sources.shift_pool_rows`)."""
     problems = []
     for family, items in entry.get("shifts", {}).items():
         for k, item in enumerate(items):
@@ -66,10 +72,12 @@ def _shift_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[
             problems += [str(err) for err in errors]
             if not errors:
                 try:
-                    found = shift_part(groups, where)["logits"].shape[1]
+                    part = shift_part(groups, where)
+                    shift_pool_rows(item, part["labels"], pool_labels if entry.get("split") else None, where)
                 except ValueError as err:
                     problems.append(str(err))
                     continue
+                found = part["logits"].shape[1]
                 if classes and found not in classes:
                     problems.append(f"{where}.files: {found} classes, but the source's other files have "
                                     f"{sorted(classes)}")
@@ -77,36 +85,61 @@ def _shift_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[
 
 
 def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
-    """Problems of the files of one ``import`` source and of its shifted test sets (empty for other types)."""
+    """Problems of the files of one ``import`` source, of its shifted test sets and of its out-of-distribution sets
+    (empty for other types)."""
     if entry["type"] != "import":
         return []
     origin = f"sources.{name}"
-    problems, classes = _file_problems(origin, entry, deep)
-    return problems + _shift_problems(origin, entry, deep, classes)
+    problems, classes, pool_labels = _file_problems(origin, entry, deep)
+    return (problems + _shift_problems(origin, entry, deep, classes, pool_labels)
+            + _ood_problems(origin, entry, deep, classes))
 
 
-def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set]:
-    """Problems of the source's own files, and their class counts (deep check only)."""
+def _ood_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[str]:
+    """Problems of an ``import`` source's out-of-distribution logits (docs/shift.md): missing; deep: not finite
+    2-D scores of the source's kind, or another number of classes."""
+    problems = []
+    for name, spec in (entry.get("ood") or {}).items():
+        where = f"{origin}.ood.{name}.logits"
+        path = Path(spec["logits"])
+        if not path.exists():
+            problems.append(f"{where}: {shown(path)} does not exist")
+            continue
+        if not deep:
+            continue
+        try:
+            found = convert_scores(np.load(path, allow_pickle=False), entry["scores"], where).shape[1]
+        except (OSError, ValueError) as err:
+            problems.append(str(err) if str(err).startswith(where) else f"{where}: {err}")
+            continue
+        if classes and found not in classes:
+            problems.append(f"{where}: {found} classes, but the source's other files have {sorted(classes)}")
+    return problems
+
+
+def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set, object]:
+    """Problems of the source's own files, their class counts and a pool's labels (deep check only)."""
     files = entry["files"]
     if deep:
         groups, errors = importers.inspect_files(entry["format"], files, entry["scores"], origin)
         shapes = {split: {f: a.shape for f, a in arrays.items()} for split, arrays in groups.items()}
         classes = {fields["logits"][1] for fields in shapes.values()}
+        pool_labels = groups.get("all", {}).get("labels")
         if errors:  # a split with a problem is left out of the groups: no layout check on the rest
-            return [str(err) for err in errors], classes
-        return _layout_problems(origin, shapes, entry.get("split")), classes
+            return [str(err) for err in errors], classes, pool_labels
+        return _layout_problems(origin, shapes, entry.get("split")), classes, pool_labels
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing] or [f"{origin}: {err}" for err in importers.archive_problems(
-            entry["format"], files)], set()
+            entry["format"], files)], set(), None
     try:
         files = importers.npy_fields(files, entry["scores"], origin)
     except ValueError as err:  # names the key itself
-        return [str(err)], set()
+        return [str(err)], set(), None
     try:
-        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split")), set()
+        return _layout_problems(origin, importers.npy_shapes(files), entry.get("split")), set(), None
     except ValueError as err:
-        return [f"{origin}: {err}"], set()
+        return [f"{origin}: {err}"], set(), None
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:

@@ -24,4 +24,10 @@ def shift_files(entry: dict) -> list[str]:
     """The local files of an import source's shifted test sets (docs/shift.md)."""
     if entry["type"] != "import":
         return []
-    return [path for items in entry.get("shifts", {}).values() for item in items for path in file_paths(item["files"])]
+    return [path for items in entry.get("shifts", {}).values() for item in items
+            for path in [*file_paths(item["files"]), *([item["rows"]] if "rows" in item else [])]]
+
+
+def ood_files(entry: dict) -> list[str]:
+    """The local files of an import source's out-of-distribution sets (docs/shift.md)."""
+    return [spec["logits"] for spec in (entry.get("ood") or {}).values()] if entry["type"] == "import" else []

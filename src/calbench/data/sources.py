@@ -5,8 +5,11 @@ Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jo
 
 from __future__ import annotations
 
+import numpy as np
+
 from calbench import __version__
 from calbench.data import download, importers, store, synthetic
+from calbench.data.where import shown
 
 
 def _resolve_downloads(files: dict, cache_dir: str, origin: str) -> dict:
@@ -47,17 +50,19 @@ def build_groups(name: str, entry: dict, seeds, cache_dir) -> dict[str, dict]:
                      "sources are dumped by calbench.jobs.model_dump)")
 
 
-def shift_groups(name: str, entry: dict, cache_dir) -> dict[str, dict]:
+def shift_groups(name: str, entry: dict, cache_dir, pool_labels: np.ndarray | None = None) -> dict[str, dict]:
     """The shifted test sets of an import/download source, ``shift/{family}/{severity}`` → arrays (docs/shift.md):
-    each item's files hold one pool (logits, labels) or a test part (an npz's ``test_*``, a pickle's test pair)."""
+    each item's files hold one pool (logits, labels) or a test part (an npz's ``test_*``, a pickle's test pair);
+    ``pool_rows`` where the item aligns its rows with the pool (``pool_labels``, :func:`shift_pool_rows`)."""
     groups = {}
     for family, items in entry.get("shifts", {}).items():
         for k, item in enumerate(items):
             where = f"sources.{name}.shifts.{family}.{k}"
             files = (_resolve_downloads(item["files"], cache_dir, where) if entry["type"] == "download"
                      else item["files"])
-            groups[f"shift/{family}/{item['severity']}"] = shift_part(
-                importers.read_files(entry["format"], files, entry["scores"], where), where)
+            part = shift_part(importers.read_files(entry["format"], files, entry["scores"], where), where)
+            rows = shift_pool_rows(item, part["labels"], pool_labels, where)
+            groups[f"shift/{family}/{item['severity']}"] = part if rows is None else {**part, "pool_rows": rows}
     return groups
 
 
@@ -68,6 +73,49 @@ def shift_part(groups: dict[str, dict], where: str) -> dict:
             return groups[part]
     raise ValueError(f"{where}.files: a shifted test set is one pool (logits, labels) or a test part, found "
                      f"{sorted(groups)}")
+
+
+def shift_pool_rows(item: dict, labels: np.ndarray, pool_labels: np.ndarray | None, where: str) -> np.ndarray | None:
+    """The pool row each row of a shifted set copies (docs/shift.md), from the item's ``aligned`` or ``rows``;
+    ``None`` where the set is evaluated in full. ``pool_labels``: the labels of a pooled source's pool (``None``
+    for a source with fixed parts). The declared rows must carry the pool rows' labels; a set of the pool's size
+    that declares nothing is refused, since its rows may copy each seed's calibration rows."""
+    declared = "aligned" if item.get("aligned") else "rows" if "rows" in item else None
+    if pool_labels is None:
+        if declared:
+            raise ValueError(f"{where}.{declared}: aligns rows with a pool, but the source has fixed cal and test "
+                             "parts (no `split`): its shifted sets are evaluated in full; remove it")
+        return None
+    if declared is None:
+        if labels.size == pool_labels.size:
+            raise ValueError(f"{where}: has the pool's {labels.size} rows, so it may hold shifted copies of every "
+                             "seed's calibration rows among its test rows; say how its rows align with the pool: "
+                             "`aligned: true` (row i copies pool row i) or `rows: FILE.npy` (the pool row of each "
+                             "row), and each seed evaluates only its own test rows")
+        return None
+    if declared == "aligned":
+        if labels.size != pool_labels.size:
+            raise ValueError(f"{where}.aligned: the set has {labels.size} rows and the pool {pool_labels.size}; "
+                             "`aligned: true` means row i copies pool row i (else give `rows`)")
+        rows = np.arange(labels.size)
+    else:
+        try:
+            rows = np.load(item["rows"], allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise ValueError(f"{where}.rows: cannot read {shown(item['rows'])} as an .npy array ({err})") from None
+        if rows.shape != labels.shape or rows.dtype.kind not in "iu":
+            raise ValueError(f"{where}.rows: expected {labels.size} integers (the pool row of each row), got "
+                             f"{rows.dtype} of shape {rows.shape}")
+        if rows.size and (rows.min() < 0 or rows.max() >= pool_labels.size):
+            raise ValueError(f"{where}.rows: pool rows must lie in [0, {pool_labels.size}), found "
+                             f"{rows.min()}..{rows.max()}")
+    wrong = np.flatnonzero(labels != pool_labels[rows])
+    if wrong.size:
+        i = wrong[0]
+        raise ValueError(f"{where}.{declared}: {wrong.size} of {labels.size} rows carry other labels than the pool "
+                         f"rows they copy (row {i}: label {labels[i]}, pool row {rows[i]}: {pool_labels[rows[i]]}); "
+                         "the rows do not align")
+    return rows.astype(np.int64)
 
 
 def make_dump(name: str, entry: dict, seeds, path, cache_dir) -> None:

@@ -62,6 +62,12 @@ def validate_split(arrays: dict, where: str) -> dict:
             if not np.isfinite(arr).all():
                 raise ValueError(f"{where}/{field}: contains NaN or infinite values")
             out[field] = arr
+    if arrays.get("pool_rows") is not None:  # a shifted set's pool row of each row (docs/shift.md)
+        rows = np.asarray(arrays["pool_rows"])
+        if rows.shape != (logits.shape[0],) or rows.dtype.kind not in "iu" or (rows.size and rows.min() < 0):
+            raise ValueError(f"{where}/pool_rows: expected {logits.shape[0]} non-negative integers, got {rows.dtype} "
+                             f"of shape {rows.shape}")
+        out["pool_rows"] = rows.astype(np.int64)
     return out
 
 

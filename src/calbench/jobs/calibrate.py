@@ -37,7 +37,7 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
     data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
     if "perturbed_cal" in estimator.needs:
-        data["cal"] = _perturbed_cal(perturbed_cal, data["cal_index"], fields, method)
+        data["cal"] = _perturbed_cal(perturbed_cal, data["cal"]["labels"], fields, method)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
@@ -64,13 +64,15 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
                             "calbench_version": calbench.__version__})
 
 
-def _perturbed_cal(path, cal_index, fields, method: str) -> dict:
-    """The seed's calibration rows at every perturbation level of ``path``, stacked level after level."""
+def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:
+    """The seed's calibration rows at every perturbation level of ``path`` (written for the seed's calibration
+    rows, in their order), stacked level after level."""
     if path is None:
         raise ValueError(f"{method} fits on perturbed calibration data, which only model sources have "
                          "(rule dump_perturbed_cal)")
-    rows_of = store.read_attrs(path)["rows_of"]
     levels = sorted((g for g in store.list_groups(path) if g.startswith("level/")), key=lambda g: int(g[6:]))
     parts = [store.read_group(path, g, fields=fields) for g in levels]
-    take = cal_index if rows_of == "all" else slice(None)
-    return {k: np.concatenate([part[k][take] for part in parts]) for k in parts[0]}
+    if not np.array_equal(parts[0]["labels"], cal_labels):
+        raise ValueError(f"{path}: its rows are not this seed's calibration rows (labels differ); delete it and "
+                         "rerun the rule dump_perturbed_cal")
+    return {k: np.concatenate([part[k] for part in parts]) for k in parts[0]}

@@ -8,6 +8,8 @@ import json
 import sys
 from dataclasses import replace
 
+import numpy as np
+
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
 from calbench.data.label_shift import draw_rows, set_names
@@ -61,16 +63,20 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
 def shifted_predictions(shifts, calibrator, test_index):
     """``(family/severity, calibrated probs, labels, uncalibrated probs)`` of each shifted test set: the saved
     calibrator applied to the set's logits (and embeddings), on the seed's test rows where the set copies the
-    held-out rows (``rows_of``: ``all`` or ``test``), else on all its rows."""
+    held-out rows (``rows_of``: ``all`` or ``test``) or declares the pool row of each row (``pool_rows``), else
+    on all its rows."""
     from calbench.persist import load
 
     cal = load(calibrator)
-    fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal.needs else [])
+    fields = ["logits", "labels", "pool_rows"] + (["embeddings"] if "embeddings" in cal.needs else [])
     own = store.read_attrs(shifts)["rows_of"] == "own"
     for group in store.list_groups(shifts):
         part = store.read_group(shifts, group, fields)
         if not own:
             part = {k: v[test_index] for k, v in part.items()}
+        elif "pool_rows" in part:
+            keep = np.isin(part.pop("pool_rows"), test_index)
+            part = {k: v[keep] for k, v in part.items()}
         scores = Scores(part["logits"], part.get("embeddings"))
         yield group.removeprefix("shift/"), cal.predict_proba(scores), part["labels"], scores.probs
 

@@ -11,7 +11,7 @@ import logging
 
 import numpy as np
 import torch
-from torch.utils.data import ConcatDataset, DataLoader
+from torch.utils.data import ConcatDataset, DataLoader, Subset
 
 import calbench
 from calbench.corruptions import gaussian_perturbation
@@ -68,26 +68,31 @@ def tune_epsilons(run, targets: np.ndarray, tolerance: np.ndarray, start: float 
     return epsilons, outputs
 
 
-def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None, *, cache_dir,
-                           threads: int, progress: bool = False) -> None:
-    """Dump the model's outputs on the calibration images of ``source`` perturbed at ``levels`` strengths
-    (Tomani et al., CVPR 2021; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
+def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None, *, seed: int, test_rows=None,
+                           clip: bool = False, cache_dir, threads: int, progress: bool = False) -> None:
+    """Dump the model's outputs on seed ``seed``'s calibration images of ``source`` perturbed at ``levels``
+    strengths (Tomani et al., CVPR 2021; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
 
-    Level i adds Gaussian noise whose ε is tuned so that the model's accuracy on the perturbed set is the
-    clean accuracy minus i/(levels-1) of the way down to chance (1/K), within 3 % of the clean accuracy
-    (5 % for the last level), the authors' tolerances; ε_0 = 0 is the clean set. A pooled source perturbs its
-    whole held-out pool (cal then test, as the dump's ``all``), each seed's calibrate job taking its own cal
-    rows (root attribute ``rows_of``: ``all`` or ``cal``); the ε are tuned on those rows.
+    Level i adds Gaussian noise (unclipped as the authors' CIFAR branch; ``clip``: clipped to [0, 1] as their
+    ImageNet branch) whose ε is tuned so that the model's accuracy on the perturbed rows is the clean accuracy
+    minus i/(levels-1) of the way down to chance (1/K), within 3 % of the clean accuracy (5 % for the last
+    level), the authors' tolerances; ε_0 = 0 is the clean set. The rows are the seed's calibration rows only, so
+    no test row takes part in tuning ε: a pooled source's pool less ``test_rows`` (the seed's drawn test rows,
+    rule draw_split), else the calibration split.
     """
     data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
-    rows_of = "all" if entry.get("split") else "cal"
-    rows = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("cal",))])
-    seed = int(entry["split_seed"])
+    if entry.get("split"):
+        pool = ConcatDataset([data.splits["cal"], data.splits["test"]])
+        rows = Subset(pool, np.setdiff1d(np.arange(len(pool)), np.load(test_rows)).tolist())
+    else:
+        rows = data.splits["cal"]
+    split_seed = int(entry["split_seed"])
     chunk = max(1, min(SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES // int(np.prod(rows[0][0].shape))))
 
     def run(epsilon: float) -> dict:
-        chunks = ((torch.from_numpy(gaussian_perturbation(images.numpy(), epsilon, seed=[seed, k, PERTURB_STREAM])),
-                   labels) for k, (images, labels) in enumerate(DataLoader(rows, batch_size=chunk)))
+        chunks = ((torch.from_numpy(gaussian_perturbation(images.numpy(), epsilon, clip=clip,
+                                                          seed=[split_seed, seed, k, PERTURB_STREAM])), labels)
+                  for k, (images, labels) in enumerate(DataLoader(rows, batch_size=chunk)))
         return _outputs(model, prepare, chunks, batch_size, f"perturbed cal, epsilon {epsilon:.4g}", progress)
 
     clean = run(0.0)
@@ -100,6 +105,6 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
     log.info("perturbation epsilons %s, accuracies %s (targets %s)", np.round(epsilons, 4).tolist(),
              np.round(accuracies, 4).tolist(), np.round(targets, 4).tolist())
     store.write_dump(output, {f"level/{i}": out for i, out in enumerate(outputs)},
-                     {"source": entry, "source_name": source, "rows_of": rows_of, "epsilons": epsilons,
+                     {"source": entry, "source_name": source, "seed": seed, "clip": clip, "epsilons": epsilons,
                       "target_accuracies": targets.tolist(), "accuracies": accuracies,
                       "calbench_version": calbench.__version__})

@@ -18,11 +18,13 @@ def dump_source_job(source: str, entry: dict, seeds, output, cache_dir) -> None:
 
 
 def dump_source_shifts_job(source: str, entry: dict, dump, output, cache_dir) -> None:
-    """Write the shifted test sets of an import/download source (its ``shifts`` files, docs/shift.md) to ``output``;
-    each is evaluated in full (root attribute ``rows_of: own``). Their class count must be the dump's."""
+    """Write the shifted test sets of an import/download source (its ``shifts`` files, docs/shift.md) to ``output``
+    (root attribute ``rows_of: own``): each is evaluated in full, or, where it aligns its rows with a pooled
+    source's pool (field ``pool_rows``), on each seed's test rows. Their class count must be the dump's."""
     from calbench.data import sources, store
 
-    groups = sources.shift_groups(source, entry, cache_dir)
+    pool = store.read_group(dump, "all", ["labels"])["labels"] if entry.get("split") else None
+    groups = sources.shift_groups(source, entry, cache_dir, pool)
     classes = int(store.read_attrs(dump)["num_classes"])
     for name, arrays in groups.items():
         if arrays["logits"].shape[1] != classes:

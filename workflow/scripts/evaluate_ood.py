@@ -1,0 +1,7 @@
+"""Snakemake adapter of calbench.jobs.ood.evaluate_ood_job (docs/shift.md)."""
+from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.ood import evaluate_ood_job
+
+smk = snakemake  # noqa: F821 (injected by Snakemake)
+with job_logging(snakemake_log(smk)):
+    evaluate_ood_job(smk.input.ood, smk.input.calibrated, smk.input.calibrator, smk.output[0])
