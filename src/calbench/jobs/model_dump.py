@@ -44,7 +44,7 @@ def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
 def _outputs(model, prepare, chunks, batch_size: int, desc: str, progress: bool) -> dict[str, np.ndarray]:
     """Embeddings, logits and labels of ``chunks`` of ``(uint8 images, labels)``, run ``batch_size`` at a time."""
     parts = {"embeddings": [], "logits": [], "labels": []}
-    for images, labels in tqdm(chunks, desc=desc, disable=not progress):
+    for images, labels in tqdm(chunks, desc=desc, disable=None if progress else True):
         for batch in images.split(batch_size):
             emb, logits = architectures.embed(model, prepare(batch))
             parts["embeddings"].append(emb.float().cpu().numpy())

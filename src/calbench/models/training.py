@@ -105,7 +105,8 @@ def train(model: nn.Module, dataset, prepare, recipe: Recipe, device: torch.devi
           identity: dict, progress: bool = True) -> nn.Module:
     """Train ``model`` on ``dataset`` of ``(uint8 images, labels)``; resume from ``checkpoint`` if it matches.
 
-    ``prepare(images, augment, generator)`` turns a uint8 batch into model input on ``device``.
+    ``prepare(images, augment, generator)`` turns a uint8 batch into model input on ``device``. With ``progress``,
+    progress bars go to stderr when it is a terminal (tqdm's ``disable=None``), never into a log or a pipe.
     """
     checkpoint = Path(checkpoint)
     model.to(device)
@@ -121,7 +122,7 @@ def train(model: nn.Module, dataset, prepare, recipe: Recipe, device: torch.devi
         schedule.load_state_dict(state["schedule"])
         start = state["epoch"]
         log.info("resuming from %s after epoch %d of %d", checkpoint, start, recipe.epochs)
-    epochs = tqdm(range(start, recipe.epochs), desc="epochs", disable=not progress, initial=start,
+    epochs = tqdm(range(start, recipe.epochs), desc="epochs", disable=None if progress else True, initial=start,
                   total=recipe.epochs)
     for epoch in epochs:
         torch.manual_seed(recipe.seed + epoch)  # dropout and augmentation of this epoch
@@ -129,7 +130,7 @@ def train(model: nn.Module, dataset, prepare, recipe: Recipe, device: torch.devi
         loader = DataLoader(dataset, batch_size=recipe.batch_size, shuffle=True, generator=generator)
         model.train()
         total, count = 0.0, 0
-        for images, labels in tqdm(loader, desc=f"epoch {epoch + 1}", leave=False, disable=not progress):
+        for images, labels in tqdm(loader, desc=f"epoch {epoch + 1}", leave=False, disable=None if progress else True):
             x = prepare(images.to(device), recipe.augment, generator)
             labels = labels.to(device)
             loss = F.cross_entropy(model(x), labels, label_smoothing=recipe.label_smoothing)
