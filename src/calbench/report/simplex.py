@@ -81,8 +81,14 @@ def simplex_figure(p_hat: np.ndarray, maps: dict[str, np.ndarray], path, source:
     shifts = np.concatenate([np.abs(c - p_hat).max(axis=1) for c in maps.values()])
     scale = max(float(np.quantile(shifts, 0.99)), 1e-12)
     arrows = lattice_points(to_plane(p_hat), divisions)
-    fig, axes = plt.subplots(1, len(maps), figsize=(3.6 * len(maps), 3.7), squeeze=False, layout="constrained")
-    for ax, (name, c_hat) in zip(axes[0], maps.items()):
+    # a grid of about as many rows as columns, so that the figure stays near square however many maps it has
+    n_cols = int(np.ceil(np.sqrt(len(maps))))
+    n_rows = int(np.ceil(len(maps) / n_cols))
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.6 * n_cols, 3.7 * n_rows), squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[len(maps):]:
+        ax.axis("off")
+    for ax, (name, c_hat) in zip(axes.flat, maps.items()):
         draw_simplex(ax, p_hat, c_hat, arrows, scale, name)
     fig.suptitle(f"{source}: calibration maps p̂ → ĉ(p̂); colour = 0.5 + (ĉ − p̂)/(2·{scale:.3f})")
     save_figure(fig, path)
