@@ -58,7 +58,7 @@ def test_the_rules_inputs_are_the_files_the_entry_names():
 def test_a_changed_split_file_reruns_the_dump_and_everything_after_it(done):
     planned = _planned_after_changing(done, "cal_labels.npy")
     assert {rule for rule, _ in planned} == {"dump_source", "dump_shifts_source", "calibrate", "evaluate",
-                                             "aggregate", "runtime_table", "shift_report"}
+                                             "aggregate", "runtime_table", "shift_report", "reliability_diagram"}
 
 
 def test_a_changed_shift_file_reruns_the_shift_dump_and_evaluations_only(done):

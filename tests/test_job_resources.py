@@ -13,7 +13,8 @@ def _planned(workdir, config) -> dict[tuple[str, str], dict[str, str]]:
     """``(rule, source)`` → ``{"threads": ..., "gpu": ...}`` of every job ``snakemake -n`` plans."""
     out = run_snakemake(workdir, config, "-n").stdout
     jobs = {}
-    for block in re.split(r"\n\s*\n", out):
+    # one block per job, from its "rule NAME:" line to the next (Snakemake puts no blank line between job blocks)
+    for block in re.split(r"\n(?=\s*(?:local)?rule \w+:)", out):
         rule = re.search(r"^\s*(?:local)?rule (\w+):", block, flags=re.M)
         source = re.search(r"wildcards: source=([\w.-]+)", block)
         if rule and source:

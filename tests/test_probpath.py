@@ -279,13 +279,14 @@ def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(on
 
     results, outputs, y = one_seed_run
     titles = []
-    monkeypatch.setattr(reliability, "save_figure", lambda fig, path, crop: titles.append(fig._suptitle.get_text()))
-    calibrated = {m: results / "calibrated" / "src" / m / "seed0.h5" for m in outputs}
-    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", 15, "em", 10)
-    assert titles == ["src: confidence reliability diagrams, 15 equal-mass bins, as the tables' ece.conf.em15.l1"]
+    monkeypatch.setattr(reliability, "save_figure", lambda fig, path: titles.append(fig._suptitle.get_text()))
+    calibrated = {m: [results / "calibrated" / "src" / m / "seed0.h5"] for m in outputs}
+    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", [0], 15, "em",
+                            max_classes=10)
+    assert len(titles) == 1 and "15 equal-mass bins, as the tables' ece.conf.em15.l1" in " ".join(titles[0].split())
     table = pd.read_csv(tmp_path / "f.csv")
     for method, probs in outputs.items():
-        gaps = table[table["method"] == method]
+        gaps = table[(table["method"] == method) & (table["kind"] == "bin")]
         ece = float(np.nansum(gaps["weight"] * gaps["gap"].abs()))
         assert ece == pytest.approx(evaluate(probs, y, ["ece.conf.em15.l1"])["ece.conf.em15.l1"], abs=1e-9)
 
