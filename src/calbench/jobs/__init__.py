@@ -3,6 +3,7 @@
 its output atomically; :mod:`~calbench.jobs.paths` holds the output path templates.
 
 * :mod:`~calbench.jobs.sources`: ``dump_source_job`` (synthetic, imported and downloaded sources);
+* :mod:`~calbench.jobs.image_manifest`: ``image_manifest_job`` (the images of an ``imagefolder`` source);
 * :mod:`~calbench.jobs.models`: ``train_job``; :mod:`~calbench.jobs.model_dump`: ``dump_model_job``;
   :mod:`~calbench.jobs.model_shifts`: ``dump_model_shifts_job`` (train/pretrained sources, torch);
 * :mod:`~calbench.jobs.calibrate`: ``calibrate_job``; :mod:`~calbench.jobs.evaluate`: ``evaluate_job``;
