@@ -21,7 +21,7 @@ from calbench.maps1d.maps import CenteredIsotonic, cir_knots, quadratic_logit
 from calbench.maps1d.spline import RUNOUTS, Spline, basis, second_derivatives
 from calbench.methods import make
 from calbench.metrics.proper import log_loss
-from conftest import shared_data
+from conftest import reference, shared_data
 
 
 def _binary(n, seed, ties=False):
@@ -243,20 +243,20 @@ def test_cir_is_strictly_increasing_off_zero_and_one():
 
 
 def test_cir_equals_cir_model():
-    cir_model = pytest.importorskip("cir_model", reason="cir-model (probmetrics' CIR backend) not installed")
+    cir_model = reference("cir_model", "cir-model")
     for seed, ties in [(9, False), (10, True)]:
         p, y = _binary(500, seed, ties)
         test = np.random.default_rng(seed).random(300)
-        reference = cir_model.CenteredIsotonicRegression().fit(p, y)
-        expected = np.clip(reference.transform(np.clip(test, p.min(), p.max())), 0, 1)
+        peer = cir_model.CenteredIsotonicRegression().fit(p, y)
+        expected = np.clip(peer.transform(np.clip(test, p.min(), p.max())), 0, 1)
         np.testing.assert_allclose(CenteredIsotonic().fit(p, y).predict(test), expected, atol=1e-12)
 
 
 def test_cir_equals_probmetrics_cir_on_cifar100():
     """probmetrics' ``cir`` (one-vs-rest cir-model, floored at 1e-30): equal within 1e-6 (measured 8.8e-8; ours adds
     1e-9·p̂ by default)."""
-    pytest.importorskip("cir_model", reason="cir-model (probmetrics' CIR backend) not installed")
-    calibrators = pytest.importorskip("probmetrics.calibrators", reason="probmetrics not installed")
+    reference("cir_model", "cir-model")
+    calibrators = reference("probmetrics.calibrators", "probmetrics")
     z, y, z_test, _ = _cifar()
     expected = calibrators.get_calibrator("cir").fit(softmax(z, 1), y).predict_proba(softmax(z_test, 1))
     np.testing.assert_allclose(make("cir").fit(z, y).predict_proba(z_test), np.asarray(expected), atol=1e-6)
@@ -289,7 +289,7 @@ def test_quadratic_scaling_ridge_shrinks_the_quadratic_term():
 def test_quadratic_scaling_within_1e3_nll_of_probmetrics_on_cifar100():
     """probmetrics' ``quadratic-scaling`` per class (its one-vs-rest wrapper): scikit-learn's L-BFGS there stops at
     tol 1e-4 short of the optimum; test NLL 1.16930 (ours, converged) vs 1.16927."""
-    calibrators = pytest.importorskip("probmetrics.calibrators", reason="probmetrics not installed")
+    calibrators = reference("probmetrics.calibrators", "probmetrics")
     from probmetrics.calibrators.base import MulticlassOneVsRestCalibrator
     from probmetrics.calibrators.logistic import BinaryLogisticCalibrator
 
@@ -304,7 +304,7 @@ def test_quadratic_scaling_within_1e3_nll_of_probmetrics_on_cifar100():
 def test_venn_abers_ovo_equals_the_venn_abers_package_on_cifar10():
     """venn-abers' ``predict_proba_prefitted_va(..., va_tpe="one_vs_one")``: equal within 1e-4 on CIFAR-10 (measured
     2.6e-5; 3.6e-4 on CIFAR-100: it scores pairs by p̂_j/(p̂_i + p̂_j) in floating point, we by z_j − z_i)."""
-    package = pytest.importorskip("venn_abers.venn_abers", reason="venn-abers not installed")
+    package = reference("venn_abers.venn_abers", "venn-abers")
     z, y, z_test, _ = _cifar("cifar10_resnet-20")
     expected, _ = package.predict_proba_prefitted_va(softmax(z, 1), y, softmax(z_test, 1), va_tpe="one_vs_one")
     np.testing.assert_allclose(make("venn_abers_ovo").fit(z, y).predict_proba(z_test), expected, atol=1e-4)

@@ -11,8 +11,8 @@ Each network's 10,000 test rows are split as ``make bench ONLY=defaults`` splits
 temperature scaling fitted on the 5,000 calibration rows (whose p-values are not all 0). netcal's MMCE forms
 the n × n kernel, so it gets the first 3,000 rows. A record holds every pair of values, the largest absolute
 difference per peer, and the tolerance it is checked against (``tests/test_metrics_peers.py``); a peer that is
-not installed is "absent". netcal and MAPIE are not calbench dependencies: install them outside the
-project (docs/metrics.md, "Beside other libraries").
+not installed is "absent" (the peers are pyproject's ``reference`` extra; docs/metrics.md, "Beside other
+libraries").
 """
 
 from __future__ import annotations
