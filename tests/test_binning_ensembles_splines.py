@@ -332,6 +332,22 @@ def test_venn_abers_ovo_is_pairwise_ivap_coupled():
     np.testing.assert_allclose(out, expected / expected.sum(1, keepdims=True), atol=1e-12)
 
 
+def test_venn_abers_ovo_refuses_more_classes_than_max_classes_and_predicts_in_chunks(monkeypatch):
+    """k(k − 1)/2 pairwise predictors: over ``max_classes`` the fit refuses before any work, naming the way out; the
+    chunked prediction equals the one-chunk prediction."""
+    from calbench.methods.venn_abers import VennAbersOneVsOne
+
+    rng = np.random.default_rng(14)
+    z, y = rng.normal(size=(80, 4)) * 2, np.concatenate([np.arange(4), rng.integers(0, 4, 76)])
+    with pytest.raises(ValueError, match=r"4 classes make 6 pairwise predictors, over max_classes = 3 .* use "
+                                         r"venn_abers \(one-vs-rest, 4 predictors\) or set max_classes: 4"):
+        make("venn_abers_ovo", max_classes=3).fit(z, y)
+    fitted = make("venn_abers_ovo", max_classes=4).fit(z, y)
+    whole = fitted.predict_proba(z)
+    monkeypatch.setattr(VennAbersOneVsOne, "CHUNK_ENTRIES", 13)  # 2 rows × 6 pairs a chunk
+    np.testing.assert_array_equal(fitted.predict_proba(z), whole)
+
+
 # -- the top-label and one-vs-rest forms ---------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["spline_conf", "bbq_conf", "enir_conf"])
 def test_confidence_forms_keep_the_prediction_and_calibrate_the_top_probability(name):
