@@ -198,7 +198,7 @@ class AffineSoftmax(Calibrator):
         work on ``train`` (a :class:`~calbench.solvers.affine_path_state.PathState`); yield
         (point index, probabilities on ``val``, the fitted model) in that order. ``start``: models fitted on
         the same rows, in path order, that the path continues from (a grid's extension past its end)."""
-        path, shared = PathPredictor(), PathState()
+        path, state = PathPredictor(), PathState()
         for model in start:
             path.add(model.reg_lambda, getattr(model, "reg_mu", 0.0), (model.weights_, model.intercept_))
         centre = self._penalty_centre(train, y_train)
@@ -210,7 +210,7 @@ class AffineSoftmax(Calibrator):
             init = path.predict(lam, mu)
             if init is None and not self.diagonal and 2 * features.shape[1] <= NEWTON_MAX_PARAMS:
                 init = est._diagonal_start(features, y_train)  # the path's first, strongest point
-            weights, intercept, info = est._solve(features, y_train, init=init, path=shared)
+            weights, intercept, info = est._solve(features, y_train, init=init, path=state)
             path.add(lam, mu, (weights, intercept))
             est._set_fitted(weights, intercept, info, train.num_classes)
             yield i, est.predict_proba(val), est
