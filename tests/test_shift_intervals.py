@@ -10,7 +10,7 @@ from calbench.metrics import evaluate
 from calbench.report.paired_bootstrap import against_reference, mean_over_sets, source_draws
 from calbench.report.shift import UNDER_SHIFT, severity_markdown, shift_cells
 
-METRICS = ["nll", "sce.conf", "ece.conf.em15.l1"]
+METRICS = ["nll", "sce.conf", "ece.conf.em15.l1", "ks.conf"]
 SETS = ("clean", "rotate/1", "gaussian_noise/1", "rotate/2")
 
 
@@ -53,6 +53,11 @@ def test_each_cell_is_the_tables_mean_with_an_interval_around_it(cells):
     assert nll.at[("ts", 2), "estimate"] == pytest.approx(severity2["value"].mean())
     assert (nll["low"] < nll["estimate"]).all() and (nll["estimate"] < nll["high"]).all()
     assert set(nll.index.get_level_values("column")) == {0, 1, 2, UNDER_SHIFT}
+    assert cells.loc[cells["metric"] == "ece.conf.em15.l1", "low"].notna().all()  # bins' row-weighted form
+    # KS has no row-weighted form: no interval, and the title says why
+    assert cells.loc[cells["metric"] == "ks.conf", "low"].isna().all()
+    table = severity_markdown(long, "ks.conf", cells)
+    assert "no intervals or marks" in table and " [" not in table.split("| uncal |")[1].splitlines()[0]
 
 
 def test_differences_from_uncal_are_paired_and_marked(cells):

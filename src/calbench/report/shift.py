@@ -110,13 +110,17 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
     under-confidence that the intervals support."""
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
+    sub = cells[cells["metric"] == metric_id] if len(cells) else cells
     marks = ("over / under: over- / under-confident, the interval above / below 0" if family.signed else
              f"+ / −: better / worse than {REFERENCE} (paired bootstrap, Holm over the column's methods, "
              f"α = {ALPHA:g})")
+    intervals = (f"[95 % interval]: paired bootstrap of the test rows, seeds pooled; {marks}"
+                 if len(sub) and sub["low"].notna().any() else
+                 "no intervals or marks: as in the main tables, an estimator without a row-weighted form on these "
+                 "outputs is not resampled (e.g. KS, or equal-mass bins whose edges fall on tied scores; the "
+                 "equal-width ECEs always have one)")
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({family.direction}; mean over "
-             "corruption families and seeds per severity, 0 = clean test split; [95 % interval]: paired bootstrap "
-             f"of the test rows, seeds pooled; {marks})", ""]
-    sub = cells[cells["metric"] == metric_id] if len(cells) else cells
+             f"corruption families and seeds per severity, 0 = clean test split; {intervals})", ""]
     sources = [s for s in shifted_sources(long) if len(sub) and s in set(sub["source"])]
     if not sources:
         lines.append("No source with shifted test sets has this metric (`true_ce.*` needs a true calibration map, "
