@@ -89,6 +89,8 @@ def test_over_and_under_confidence_come_from_the_signed_error_where_its_interval
     statement = table.split("- ts: ")[1].splitlines()[0]  # calibrated: a statement only where the interval says so
     assert ("over-confident" in statement) == (ts["low"] > 0).any()
     assert ("under-confident" in statement) == (ts["high"] < 0).any()
+    unresampled = cells.assign(low=np.nan, high=np.nan)  # no interval: no claim either way
+    assert "- uncal: no interval, so neither" in severity_markdown(long, "sce.conf", unresampled, ["uncal"])
 
 
 def test_the_mean_over_sets_averages_estimates_and_resamples():

@@ -140,26 +140,30 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
             interval = "" if np.isnan(row.low) else f" [{row.low * scale:.{dec}f}, {row.high * scale:.{dec}f}]"
             return f"{row.estimate * scale:.{dec}f}{interval}{cell_mark(row, family)}"
 
-        lines += [f"**{source}**", "", "| method | " + " | ".join(
-            "clean" if c == 0 else (c if c == UNDER_SHIFT else f"severity {c}") for c in columns) + " |",
-            "|---|" + "---|" * len(columns)]
+        lines += [f"**{source}**", "", "| method | " + " | ".join(map(column_name, columns)) + " |",
+                  "|---|" + "---|" * len(columns)]
         lines += [f"| {m} | " + " | ".join(cell(m, c) for c in columns) + " |" for m in methods]
         lines += ["", *confidence_statements(table, methods, columns)] if family.signed else []
         lines.append("")
     return "\n".join(lines)
 
 
+def column_name(column) -> str:
+    """A severity table's column heading: ``clean``, ``severity k`` or :data:`UNDER_SHIFT`."""
+    return "clean" if column == 0 else column if column == UNDER_SHIFT else f"severity {column}"
+
+
 def confidence_statements(table: pd.DataFrame, methods, columns) -> list[str]:
     """Sentences naming, per method, the columns where a signed calibration error's interval excludes 0."""
-    def named(column):
-        return "clean" if column == 0 else column if column == UNDER_SHIFT else f"severity {column}"
-
     lines = []
     for method in methods:
-        over = [named(c) for c in columns if (method, c) in table.index and table.loc[(method, c)].low > 0]
-        under = [named(c) for c in columns if (method, c) in table.index and table.loc[(method, c)].high < 0]
-        parts = ([f"over-confident at {', '.join(map(str, over))}"] if over else []) + (
-            [f"under-confident at {', '.join(map(str, under))}"] if under else [])
+        rows = table.loc[method].reindex(columns)
+        if rows["low"].isna().all():
+            lines.append(f"- {method}: no interval, so neither over- nor under-confidence is claimed")
+            continue
+        over, under = rows.index[rows["low"] > 0], rows.index[rows["high"] < 0]
+        parts = ([f"over-confident at {', '.join(map(column_name, over))}"] if len(over) else []) + (
+            [f"under-confident at {', '.join(map(column_name, under))}"] if len(under) else [])
         lines.append(f"- {method}: {'; '.join(parts) if parts else 'neither: every interval contains 0'}")
     return lines
 
