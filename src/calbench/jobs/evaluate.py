@@ -61,24 +61,30 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
 
 
 def shifted_predictions(shifts, calibrator, test_index):
-    """``(family/severity, calibrated probs, labels, uncalibrated probs)`` of each shifted test set: the saved
-    calibrator applied to the set's logits (and embeddings), on the seed's test rows where the set copies the
-    held-out rows (``rows_of``: ``all`` or ``test``) or declares the pool row of each row (``pool_rows``), else
-    on all its rows."""
+    """``(family/severity, calibrated probs, labels, uncalibrated probs)`` of each shifted test set
+    (:func:`shifted_set`)."""
     from calbench.persist import load
 
     cal = load(calibrator)
+    for group in store.list_groups(shifts):
+        yield group.removeprefix("shift/"), *shifted_set(shifts, group, cal, test_index)
+
+
+def shifted_set(shifts, group: str, cal, test_index) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(calibrated probs, labels, uncalibrated probs)`` of the shifted test set ``group`` (``shift/family/
+    severity``): the loaded calibrator ``cal`` applied to the set's logits (and embeddings), on the seed's test
+    rows where the set copies the held-out rows (``rows_of``: ``all`` or ``test``) or declares the pool row of
+    each row (``pool_rows``), else on all its rows."""
     fields = ["logits", "labels", "pool_rows"] + (["embeddings"] if "embeddings" in cal.needs else [])
     own = store.read_attrs(shifts)["rows_of"] == "own"
-    for group in store.list_groups(shifts):
-        part = store.read_group(shifts, group, fields)
-        if not own:
-            part = {k: v[test_index] for k, v in part.items()}
-        elif "pool_rows" in part:
-            keep = np.isin(part.pop("pool_rows"), test_index)
-            part = {k: v[keep] for k, v in part.items()}
-        scores = Scores(part["logits"], part.get("embeddings"))
-        yield group.removeprefix("shift/"), cal.predict_proba(scores), part["labels"], scores.probs
+    part = store.read_group(shifts, group, fields)
+    if not own:
+        part = {k: v[test_index] for k, v in part.items()}
+    elif "pool_rows" in part:
+        keep = np.isin(part.pop("pool_rows"), test_index)
+        part = {k: v[keep] for k, v in part.items()}
+    scores = Scores(part["logits"], part.get("embeddings"))
+    return cal.predict_proba(scores), part["labels"], scores.probs
 
 
 def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrator, intervals: dict, where: str):
