@@ -41,6 +41,8 @@ HELD_OUT = ("cifar10_vgg19_bn", "cifar100_resnet-20", "breast_cancer_nb")
 PRIMARY = "nll"
 SHOWN = ("nll", "ece.conf.em15.l1", "acc")
 RESAMPLES = 1000
+#: The summary's fields that describe the workflow run (kept by ``summarise``).
+HEAD = ("command", "commit", "machine", "date", "workflow_wall_s", "workflow_cpu_s")
 #: Each tabular source: the scikit-learn model and how its out-of-fold scores become logits.
 #: What each source is (the page's first table).
 DESCRIBED = {
@@ -124,10 +126,7 @@ def machine() -> str:
 
 
 def measure(work: Path, cores: str) -> dict:
-    """Run the workflow of ``config/choosing.yaml`` in ``work`` and return the summary: the recommend records
-    (less the calibrators' paths) and how, where and how long they were measured."""
-    import yaml
-
+    """Run the workflow of ``config/choosing.yaml`` in ``work``: how, where and how long (the summary's head)."""
     prepare(work)
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     workflow = [snakemake, "-s", str(REPO / "Snakefile"), "--directory", str(work), "--configfile", str(CONFIG),
@@ -136,17 +135,29 @@ def measure(work: Path, cores: str) -> dict:
     subprocess.run(workflow, cwd=work, check=True)
     wall, cpu = time.time() - start, os.times()
     cpu_s = (cpu.children_user - cpu_start.children_user) + (cpu.children_system - cpu_start.children_system)
-    recommend = [sys.executable, "-m", "calbench", "recommend", str(work / "results"), "--all-metrics", "--json",
-                 "--resamples", str(RESAMPLES)]
-    records = json.loads(subprocess.run(recommend, check=True, capture_output=True, text=True).stdout)
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
-    config = yaml.safe_load(CONFIG.read_text())
-    return {"seeds": config["seeds"], "methods": config["methods"], "sources": sources(work),
-            "command": f"python scripts/choosing.py run --work {shlex.quote(str(work))} --cores {cores}",
+    return {"command": f"python scripts/choosing.py run --work {shlex.quote(str(work))} --cores {cores}",
             "commit": commit, "machine": machine(), "date": time.strftime("%Y-%m-%d", time.gmtime()),
-            "workflow_wall_s": round(wall), "workflow_cpu_s": round(cpu_s), "resamples": RESAMPLES,
-            "records": [{k: v for k, v in r.items() if k != "calibrator"} for r in records]}
+            "workflow_wall_s": round(wall), "workflow_cpu_s": round(cpu_s)}
+
+
+def summarise(work: Path, head: dict) -> dict:
+    """The summary of the finished run in ``work`` measured as ``head`` says: ``calbench recommend --json`` of
+    every metric the page shows (less the calibrators' paths; ``--recompute``: binned ECE on scores with ties
+    of different outcomes has no row-weighted form and is recomputed on each resample), and the sources."""
+    import yaml
+
+    config = yaml.safe_load(CONFIG.read_text())
+    records, start = [], time.time()
+    for metric in SHOWN:
+        command = [sys.executable, "-m", "calbench", "recommend", str(work / "results"), "--metric", metric,
+                   "--json", "--recompute", "--resamples", str(RESAMPLES)]
+        out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+        records += [{k: v for k, v in r.items() if k != "calibrator"} for r in json.loads(out)]
+    return {**head, "recommend": f"calbench recommend --metric M --json --recompute --resamples {RESAMPLES}",
+            "recommend_wall_s": round(time.time() - start), "resamples": RESAMPLES, "seeds": config["seeds"],
+            "methods": config["methods"], "sources": sources(work), "records": records}
 
 
 def by_source(records: list[dict], metric: str, sources) -> dict[str, list[dict]]:
@@ -161,7 +172,7 @@ def choose(records: list[dict]) -> dict:
     methods = list(dict.fromkeys(r["method"] for rows in ranked.values() for r in rows))
     ties = {m: sum(any(r["method"] == m and r["tied_with_best"] for r in rows) for rows in ranked.values())
             for m in methods}
-    rank = {m: sum(next(i for i, r in enumerate(rows) if r["method"] == m) for rows in ranked.values()) / len(CHOOSE)
+    rank = {m: sum(next(i for i, r in enumerate(rows, 1) if r["method"] == m) for rows in ranked.values()) / len(CHOOSE)
             for m in methods}
     pick = min(methods, key=lambda m: (-ties[m], rank[m]))
     return {"pick": pick, "ties": ties[pick], "mean_rank": rank[pick]}
@@ -260,8 +271,9 @@ def page(summary: dict) -> str:
         "",
         f"Generated from measured runs: `{summary['command']}` at commit {summary['commit']} on {summary['date']}, "
         f"on {summary['machine']}; the workflow took {summary['workflow_wall_s'] / 60:.0f} min wall "
-        f"({summary['workflow_cpu_s'] / 60:.0f} CPU-min). Every number is the mean over seeds "
-        f"{', '.join(map(str, summary['seeds']))} with its 95 % interval from `calbench recommend --json` "
+        f"({summary['workflow_cpu_s'] / 60:.0f} CPU-min), and `{summary['recommend']}` (once per metric shown) "
+        f"{summary['recommend_wall_s'] / 60:.0f} min more. Every number is the mean over seeds "
+        f"{', '.join(map(str, summary['seeds']))} with its 95 % interval from `calbench recommend` "
         f"({summary['resamples']} paired bootstrap resamples of the test rows, seeds pooled); **bold**: the best "
         "and the methods a Holm-adjusted paired test cannot tell from it (α = 0.05).",
         "",
@@ -322,7 +334,7 @@ def page(summary: dict) -> str:
         "## Caveats",
         "",
         f"- {len(every)} classifiers, {len(TABULAR)} of them tabular on one small table "
-        f"({', '.join(str(rows[s]['rows'] - rows[s]['cal_rows']) for s in TABULAR)} test rows per seed: wide "
+        f"({', '.join(sorted({str(rows[s]['rows'] - rows[s]['cal_rows']) for s in TABULAR}))} test rows per seed: wide "
         "intervals). The tabular scores are out-of-fold (5-fold), so their rows come from five models.",
         "- Test rows come from the distribution of the calibration rows; under dataset shift the ranking can change "
         "(docs/shift.md).",
@@ -347,12 +359,17 @@ def main() -> int:
     run = sub.add_parser("run", help="measure (the workflow of config/choosing.yaml), record the summary, render")
     run.add_argument("--work", type=Path, required=True, help="folder for the run's inputs and results")
     run.add_argument("--cores", default="all", help="Snakemake's --cores (default: all)")
+    again = sub.add_parser("summarise", help="the summary of the recorded run again (its outputs in --work), "
+                                             "e.g. after recommend changed; then render")
+    again.add_argument("--work", type=Path, required=True, help="the recorded run's folder")
     render = sub.add_parser("render", help="write docs/choosing.md from scripts/choosing_summary.json")
     render.add_argument("--check", action="store_true", help="exit 1 when docs/choosing.md is out of date")
     args = parser.parse_args()
-    if args.action == "run":
-        summary = measure(args.work.resolve(), args.cores)
-        SUMMARY.write_text(json.dumps(summary, indent=1) + "\n")
+    if args.action in ("run", "summarise"):
+        work = args.work.resolve()
+        head = measure(work, args.cores) if args.action == "run" else \
+            {k: v for k, v in json.loads(SUMMARY.read_text()).items() if k in HEAD}
+        SUMMARY.write_text(json.dumps(summarise(work, head), indent=1) + "\n")
     text = page(json.loads(SUMMARY.read_text()))
     if getattr(args, "check", False):
         if PAGE.read_text() != text:
