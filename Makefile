@@ -31,7 +31,7 @@ bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json 
 report: $(STAMP)  ## HTML report of the last run
 	$(PY) -m calbench report config/config.yaml -o results/report.html
 
-choosing: $(STAMP)  ## the runs behind docs/choosing.md (config/choosing.yaml, ../shared/data), then the page
+choosing: $(STAMP)  ## the runs behind docs/choosing.md (scripts/choosing.yaml, ../shared/data), then the page
 	$(PY) scripts/choosing.py run --work results/choosing --cores $(CORES)
 
 clean:

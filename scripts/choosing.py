@@ -1,6 +1,6 @@
 """docs/choosing.md ("Which method should I use?"), generated from measured runs.
 
-``run`` measures: it puts the inputs of ``config/choosing.yaml`` in a work folder (the real CIFAR logits of
+``run`` measures: it puts the inputs of ``scripts/choosing.yaml`` in a work folder (the real CIFAR logits of
 ../shared/data, linked; a scikit-learn classifier's out-of-fold logits on the breast-cancer table that ships with
 scikit-learn, written), runs the workflow there and records ``calbench recommend --all-metrics --json`` of the
 result (the paired bootstrap of :mod:`calbench.report.paired_bootstrap`), with the command, machine and time, in
@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = REPO / "config" / "choosing.yaml"
+CONFIG = REPO / "scripts" / "choosing.yaml"
 SUMMARY = REPO / "scripts" / "choosing_summary.json"
 PAGE = REPO / "docs" / "choosing.md"
 SHARED = REPO.parent / "shared" / "data"
@@ -83,7 +83,7 @@ def tabular_logits(name: str):
 
 
 def prepare(work: Path) -> None:
-    """The inputs ``config/choosing.yaml`` names, relative to ``work``."""
+    """The inputs ``scripts/choosing.yaml`` names, relative to ``work``."""
     import numpy as np
 
     if not (SHARED / "logits").is_dir():
@@ -102,7 +102,7 @@ def prepare(work: Path) -> None:
 
 
 def sources(work: Path) -> dict:
-    """Classes, rows and calibration rows per seed of every source of ``config/choosing.yaml`` (inputs in
+    """Classes, rows and calibration rows per seed of every source of ``scripts/choosing.yaml`` (inputs in
     ``work``)."""
     import numpy as np
     import yaml
@@ -126,7 +126,7 @@ def machine() -> str:
 
 
 def measure(work: Path, cores: str) -> dict:
-    """Run the workflow of ``config/choosing.yaml`` in ``work``: how, where and how long (the summary's head)."""
+    """Run the workflow of ``scripts/choosing.yaml`` in ``work``: how, where and how long (the summary's head)."""
     prepare(work)
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     workflow = [snakemake, "-s", str(REPO / "Snakefile"), "--directory", str(work), "--configfile", str(CONFIG),
@@ -338,7 +338,7 @@ def page(summary: dict) -> str:
         "intervals). The tabular scores are out-of-fold (5-fold), so their rows come from five models.",
         "- Test rows come from the distribution of the calibration rows; under dataset shift the ranking can change "
         "(docs/shift.md).",
-        "- `dir_odir` runs the default run's reduced grid (config/choosing.yaml).",
+        "- `dir_odir` runs the default run's reduced grid (scripts/choosing.yaml).",
         "",
         "## Measure it yourself",
         "",
@@ -356,7 +356,7 @@ def page(summary: dict) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="action", required=True)
-    run = sub.add_parser("run", help="measure (the workflow of config/choosing.yaml), record the summary, render")
+    run = sub.add_parser("run", help="measure (the workflow of scripts/choosing.yaml), record the summary, render")
     run.add_argument("--work", type=Path, required=True, help="folder for the run's inputs and results")
     run.add_argument("--cores", default="all", help="Snakemake's --cores (default: all)")
     again = sub.add_parser("summarise", help="the summary of the recorded run again (its outputs in --work), "

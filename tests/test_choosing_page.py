@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, SNAKEMAKE, shared_data
 
 spec = importlib.util.spec_from_file_location("choosing", REPO / "scripts" / "choosing.py")
 choosing = importlib.util.module_from_spec(spec)
@@ -29,7 +29,7 @@ def test_committed_page_is_the_generated_one(summary):
 
 
 def test_summary_covers_the_config(summary):
-    """Every source × method × shown metric of config/choosing.yaml has a record with an interval, and the two
+    """Every source × method × shown metric of scripts/choosing.yaml has a record with an interval, and the two
     parts split the sources."""
     config = yaml.safe_load(choosing.CONFIG.read_text())
     assert set(choosing.CHOOSE) | set(choosing.HELD_OUT) == set(config["sources"]) == set(summary["sources"])
@@ -82,3 +82,18 @@ def test_tabular_logits_are_out_of_fold_and_deterministic():
         assert logits.shape == (569, 2) and labels.shape == (569,) and np.isfinite(logits).all()
         assert 0.9 < (logits.argmax(1) == labels).mean() < 0.99  # out-of-fold: not the training fit's ~1.0
         np.testing.assert_array_equal(logits, choosing.tabular_logits(name)[0])
+
+
+@pytest.mark.workflow
+def test_config_passes_a_dry_run_with_its_inputs(tmp_path):
+    """scripts/choosing.yaml names the inputs ``prepare`` puts in place (the configs of config/ are checked alike
+    by test_config_combinations; this one reads files that only ``prepare`` makes)."""
+    import subprocess
+
+    shared_data("logits")
+    choosing.prepare(tmp_path)
+    result = subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--directory", str(tmp_path), "--configfile",
+                             str(choosing.CONFIG), "--cores", "1", "-n"], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "calibrate" in result.stdout
