@@ -256,8 +256,16 @@ def source_has_train(entry: dict) -> bool:
 
 
 def method_needs(method: str) -> set[str]:
-    """What the stages of ``method`` read beyond the logits: ``embeddings`` and/or ``train``."""
+    """What the stages of ``method`` read beyond the logits (the values of ``needs``,
+    :data:`calbench.methods.base.NEEDS`)."""
     return set().union(*(method_class(p).needs for p in split_chain(method))) - {"logits"}
+
+
+def perturbation_settings(config: dict) -> dict:
+    """The perturbed calibration set's ``levels`` and ``clip`` (the ``perturb`` stage's settings, defaults filled;
+    Tomani et al. 2021, docs/shift.md): what rule dump_perturbed_cal perturbs the calibration images with."""
+    stage = make("perturb", **chain_settings(config, "perturb")["perturb"])
+    return {"levels": stage.levels, "clip": stage.clip}
 
 
 def method_runs_on(method: str, entry: dict) -> bool:

@@ -1,6 +1,15 @@
 # Fit each method on the calibration split of each source and seed; predict cal and test; save the fitted
 # calibrator (docs/saved_calibrators.md) for `calbench apply` / `calbench recommend`.
+# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
+# (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
+from calbench.jobs.arguments import calibrate_arguments
+
+
+def method_perturbed_cal(wildcards):
+    """The perturbed calibration set of the source and seed, for a method that needs it (rule dump_perturbed_cal)."""
+    perturbed = calibrate_arguments(config, wildcards.source, wildcards.method, int(wildcards.seed))["perturbed_cal"]
+    return [perturbed] if perturbed else []
 
 
 rule calibrate:

@@ -53,6 +53,13 @@ wildcard_constraints:
     seed=r"\d+",
 
 
+def section_value(section, key):
+    """A setting of an optional config section (``figures.*``, ``studies.*``, ``paper_comparison``): ``None`` where
+    the section is absent. Every rule is defined whatever the config; rule all asks only for the present sections'
+    outputs, so the rules of an absent one run no job."""
+    return None if section is None else section[key]
+
+
 def source_seeds(source):
     """A source's own ``seeds``, else the config's (calbench.config.load fills them in)."""
     return SOURCES[source]["seeds"]
@@ -87,7 +94,7 @@ def script_code(script):
 
 
 def method_code(script):
-    """The code input of a rule whose script fits ``{method}``: the script's closure and that of each stage's
+    """The code input of a rule whose script fits ``{method}``, that is the script's closure and that of each stage's
     class module (the registry imports those by name)."""
 
     def files(wildcards):

@@ -1,6 +1,8 @@
 # Figures (config key `figures`): reliability diagrams and simplex maps from results/calibrated, and
 # critical-difference diagrams from the long metrics table → results/figures (docs/figures_and_studies.md).
 # Each section's defaults and names are resolved by calbench.config.load; None = not drawn.
+# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
+# (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
 
 RELIABILITY = config["figures"].get("reliability")
@@ -49,7 +51,8 @@ def figure_seed_of(wildcards):
 
 
 def cd_figure_paths():
-    return {m: paths.CRITICAL_DIFFERENCE_FIGURE.format(metric=m) for m in CRITICAL_DIFFERENCE["metrics"]}
+    metrics = section_value(CRITICAL_DIFFERENCE, "metrics") or []
+    return {m: paths.CRITICAL_DIFFERENCE_FIGURE.format(metric=m) for m in metrics}
 
 
 def figure_files():
@@ -64,110 +67,105 @@ def figure_files():
     return files
 
 
-if RELIABILITY is not None:
-
-    rule reliability_diagram:
-        input:
-            calibrated=reliability_inputs,
-            code=script_code("reliability_diagram"),
-        output:
-            figure=report(
-                paths.RELIABILITY_FIGURE,
-                caption="../report/reliability.rst",
-                category="Reliability diagrams",
-                subcategory="{source}",
-                labels={"source": "{source}", "target": "{target}"},
-            ),
-            table=paths.RELIABILITY_TABLE,
-        params:
-            methods=reliability_methods,
-            seeds=reliability_seeds,
-            bins=RELIABILITY["bins"],
-            scheme=RELIABILITY["scheme"],
-            axis=RELIABILITY["axis"],
-            max_classes=RELIABILITY["max_classes"],
-        wildcard_constraints:
-            target="conf|cw",
-        log:
-            "logs/figures/reliability/{source}/{target}.log",
-        benchmark:
-            "benchmarks/figures/reliability/{source}/{target}.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        script:
-            "../scripts/reliability_diagram.py"
+rule reliability_diagram:
+    input:
+        calibrated=reliability_inputs,
+        code=script_code("reliability_diagram"),
+    output:
+        figure=report(
+            paths.RELIABILITY_FIGURE,
+            caption="../report/reliability.rst",
+            category="Reliability diagrams",
+            subcategory="{source}",
+            labels={"source": "{source}", "target": "{target}"},
+        ),
+        table=paths.RELIABILITY_TABLE,
+    params:
+        methods=reliability_methods,
+        seeds=reliability_seeds,
+        bins=section_value(RELIABILITY, "bins"),
+        scheme=section_value(RELIABILITY, "scheme"),
+        axis=section_value(RELIABILITY, "axis"),
+        max_classes=section_value(RELIABILITY, "max_classes"),
+    wildcard_constraints:
+        target="conf|cw",
+    log:
+        "logs/figures/reliability/{source}/{target}.log",
+    benchmark:
+        "benchmarks/figures/reliability/{source}/{target}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/reliability_diagram.py"
 
 
-if SIMPLEX is not None:
-
-    rule simplex_map:
-        input:
-            calibrated=simplex_inputs,
-            dump=paths.DUMP,
-            code=script_code("simplex_map"),
-        output:
-            report(
-                paths.SIMPLEX_FIGURE,
-                caption="../report/simplex.rst",
-                category="Calibration maps",
-                labels={"source": "{source}"},
-            ),
-        params:
-            methods=simplex_methods,
-            seed=figure_seed_of,
-            split=source_split,
-            divisions=SIMPLEX["divisions"],
-        log:
-            "logs/figures/simplex/{source}.log",
-        benchmark:
-            "benchmarks/figures/simplex/{source}.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        script:
-            "../scripts/simplex_map.py"
+rule simplex_map:
+    input:
+        calibrated=simplex_inputs,
+        dump=paths.DUMP,
+        code=script_code("simplex_map"),
+    output:
+        report(
+            paths.SIMPLEX_FIGURE,
+            caption="../report/simplex.rst",
+            category="Calibration maps",
+            labels={"source": "{source}"},
+        ),
+    params:
+        methods=simplex_methods,
+        seed=figure_seed_of,
+        split=source_split,
+        divisions=section_value(SIMPLEX, "divisions"),
+    log:
+        "logs/figures/simplex/{source}.log",
+    benchmark:
+        "benchmarks/figures/simplex/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/simplex_map.py"
 
 
-if CRITICAL_DIFFERENCE is not None:
+localrules:
+    critical_difference,
 
-    localrules:
-        critical_difference,
 
-    rule critical_difference:
-        input:
-            long=paths.METRICS_LONG,
-            intervals=paths.INTERVALS,
-            code=script_code("critical_difference"),
-        output:
-            figures=[
-                report(p, caption="../report/critical_difference.rst", category="Critical differences",
-                       labels={"metric": m})
-                for m, p in cd_figure_paths().items()
-            ],
-            table=report(
-                paths.FRIEDMAN_TABLE,
-                caption="../report/friedman.rst",
-                category="Tables",
-            ),
-            csv=paths.FRIEDMAN_CSV,
-        params:
-            metrics=CRITICAL_DIFFERENCE["metrics"],
-            test=CRITICAL_DIFFERENCE["test"],
-            alpha=CRITICAL_DIFFERENCE["alpha"],
-            friedman_alpha=CRITICAL_DIFFERENCE["friedman_alpha"],
-        log:
-            "logs/figures/critical_difference.log",
-        benchmark:
-            "benchmarks/figures/critical_difference.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        resources:
-            mem_mb=2000,
-            runtime=10,
-        script:
-            "../scripts/critical_difference.py"
+rule critical_difference:
+    input:
+        long=paths.METRICS_LONG,
+        intervals=paths.INTERVALS,
+        code=script_code("critical_difference"),
+    output:
+        figures=[
+            report(p, caption="../report/critical_difference.rst", category="Critical differences",
+                   labels={"metric": m})
+            for m, p in cd_figure_paths().items()
+        ],
+        table=report(
+            paths.FRIEDMAN_TABLE,
+            caption="../report/friedman.rst",
+            category="Tables",
+        ),
+        csv=paths.FRIEDMAN_CSV,
+    params:
+        metrics=section_value(CRITICAL_DIFFERENCE, "metrics"),
+        test=section_value(CRITICAL_DIFFERENCE, "test"),
+        alpha=section_value(CRITICAL_DIFFERENCE, "alpha"),
+        friedman_alpha=section_value(CRITICAL_DIFFERENCE, "friedman_alpha"),
+    log:
+        "logs/figures/critical_difference.log",
+    benchmark:
+        "benchmarks/figures/critical_difference.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../scripts/critical_difference.py"

@@ -1,6 +1,8 @@
 # Calibration and prior adaptation under label shift (docs/label_shift.md): the evaluate jobs of sources with
 # `label_shift` draw the shifted sets and compute their metrics (rules/evaluate.smk, rules/shift.smk); this rule
 # writes the per-strength tables from the long table.
+# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
+# (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
 
 LABEL_SHIFT_METRICS = list(dict.fromkeys(m for s in LABEL_SHIFT_SOURCES for m in SOURCES[s]["label_shift"]["metrics"]))
@@ -11,28 +13,27 @@ def label_shift_outputs():
     return LABEL_SHIFT_TABLES
 
 
-if LABEL_SHIFT_SOURCES:
+localrules:
+    label_shift_report,
 
-    localrules:
-        label_shift_report,
 
-    rule label_shift_report:
-        input:
-            long=paths.METRICS_LONG,
-            code=script_code("label_shift_report"),
-        output:
-            tables=[
-                report(p, caption="../report/label_shift_table.rst", category="Label shift", subcategory="Tables")
-                for p in LABEL_SHIFT_TABLES
-            ],
-        params:
-            metrics=LABEL_SHIFT_METRICS,
-            methods=METHODS,
-        log:
-            "logs/label_shift_report.log",
-        benchmark:
-            "benchmarks/label_shift_report.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        script:
-            "../scripts/label_shift_report.py"
+rule label_shift_report:
+    input:
+        long=paths.METRICS_LONG,
+        code=script_code("label_shift_report"),
+    output:
+        tables=[
+            report(p, caption="../report/label_shift_table.rst", category="Label shift", subcategory="Tables")
+            for p in LABEL_SHIFT_TABLES
+        ],
+    params:
+        metrics=LABEL_SHIFT_METRICS,
+        methods=METHODS,
+    log:
+        "logs/label_shift_report.log",
+    benchmark:
+        "benchmarks/label_shift_report.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/label_shift_report.py"

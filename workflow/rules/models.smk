@@ -7,6 +7,8 @@
 # An imagefolder source's images are listed when the DAG is built, as the inputs of its `image_manifest` job (each
 # image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its model rules read: a changed,
 # added or removed image reruns them, an untouched folder nothing.
+# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
+# (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.data.image_folder import dataset_folder, image_files
 from calbench.jobs import paths
 

@@ -1,10 +1,11 @@
 # Calibration under dataset shift (docs/shift.md): the shifted test sets of each source with `shifts` →
 # results/shifts/{source}.h5 (its calibrate jobs never read it, so adding a shift reruns no calibration; the
 # evaluate jobs apply the saved calibrators to it), then the shift tables and figures from the long table.
-from calbench.config import method_needs, shift_sets
+# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
+# (common.smk holds only those several rule files share), so that each file reads as one stage
+from calbench.config import shift_sets
 from calbench.data.inputs import ood_files
 from calbench.jobs import paths
-from calbench.methods import make
 
 SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
 OOD_SOURCES = [s for s in SOURCES if SOURCES[s].get("ood")]
@@ -70,48 +71,6 @@ rule dump_shifts_model:
         runtime=120,
     script:
         "../scripts/dump_shifts_model.py"
-
-
-def perturb_settings(wildcards):
-    """The `perturb` stage's levels and clipping (Tomani et al. 2021; docs/shift.md)."""
-    stage = make("perturb", **chain_settings(config, "perturb")["perturb"])
-    return {"levels": stage.levels, "clip": stage.clip}
-
-
-def method_perturbed_cal(wildcards):
-    """A chain starting with `perturb` fits on the perturbed calibration images of its (model) source and seed."""
-    if "perturbed_cal" not in method_needs(wildcards.method):
-        return []
-    return [paths.PERTURBED_CAL.format(source=wildcards.source, seed=wildcards.seed)]
-
-
-rule dump_perturbed_cal:
-    input:
-        code=script_code("dump_perturbed_cal"),
-        weights=model_weights,
-        split=source_split_file,
-        data=source_data,
-    output:
-        paths.PERTURBED_CAL,
-    params:
-        entry=source_entry,
-        perturb=perturb_settings,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives(MODEL_SOURCES),
-    threads: model_threads
-    log:
-        "logs/perturbed_cal/{source}/seed{seed}.log",
-    benchmark:
-        "benchmarks/perturbed_cal/{source}/seed{seed}.tsv"
-    conda:
-        "../../envs/torch.yaml"
-    resources:
-        gpu=model_gpus,
-        mem_mb=8000,
-        runtime=120,
-    script:
-        "../scripts/dump_perturbed_cal.py"
 
 
 rule dump_shifts_source:
@@ -232,76 +191,74 @@ def shift_outputs():
     return (shift if SHIFT_SOURCES else []) + ood
 
 
-if SHIFT_SOURCES:
-
-    localrules:
-        shift_report,
-
-    rule shift_report:
-        input:
-            long=paths.METRICS_LONG,
-            code=script_code("shift_report"),
-            metrics=[paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-            calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-            calibrators=[paths.CALIBRATOR.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-            shifts=[paths.SHIFTS.format(source=s) for s in SHIFT_SOURCES],
-        output:
-            tables=[
-                report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
-                for p in SHIFT_TABLES
-            ],
-            ranking=report(
-                paths.SHIFT_RANKING,
-                caption="../report/shift_ranking.rst",
-                category="Shift",
-                subcategory="Tables",
-            ),
-            figures=[
-                report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
-                for p in SHIFT_FIGURES
-            ],
-            csv=[paths.SHIFT_FIGURE_CSV.format(source=s) for s in SHIFT_SOURCES],
-            intervals=paths.SHIFT_INTERVALS,
-        params:
-            metrics=METRICS,
-            methods=METHODS,
-            sources=SHIFT_SOURCES,
-        log:
-            "logs/shift_report.log",
-        benchmark:
-            "benchmarks/shift_report.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        script:
-            "../scripts/shift_report.py"
+localrules:
+    shift_report,
 
 
-if OOD_SOURCES:
+rule shift_report:
+    input:
+        long=paths.METRICS_LONG,
+        code=script_code("shift_report"),
+        metrics=[paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+        calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+        calibrators=[paths.CALIBRATOR.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+        shifts=[paths.SHIFTS.format(source=s) for s in SHIFT_SOURCES],
+    output:
+        tables=[
+            report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
+            for p in SHIFT_TABLES
+        ],
+        ranking=report(
+            paths.SHIFT_RANKING,
+            caption="../report/shift_ranking.rst",
+            category="Shift",
+            subcategory="Tables",
+        ),
+        figures=[
+            report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
+            for p in SHIFT_FIGURES
+        ],
+        csv=[paths.SHIFT_FIGURE_CSV.format(source=s) for s in SHIFT_SOURCES],
+        intervals=paths.SHIFT_INTERVALS,
+    params:
+        metrics=METRICS,
+        methods=METHODS,
+        sources=SHIFT_SOURCES,
+    log:
+        "logs/shift_report.log",
+    benchmark:
+        "benchmarks/shift_report.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/shift_report.py"
 
-    localrules:
-        ood_report,
 
-    rule ood_report:
-        input:
-            records=[paths.OOD_METRICS.format(source=s, method=m, seed=seed) for s, m, seed in OOD_KEYS],
-            code=script_code("ood_report"),
-        output:
-            table=report(paths.OOD_TABLE, caption="../report/ood_table.rst", category="Shift", subcategory="Tables"),
-            figures=[
-                report(paths.OOD_FIGURE.format(source=s), caption="../report/ood_figure.rst", category="Shift",
-                       subcategory="Figures")
-                for s in OOD_SOURCES
-            ],
-            csv=[paths.OOD_FIGURE_CSV.format(source=s) for s in OOD_SOURCES],
-        params:
-            jobs=[list(key) for key in OOD_KEYS],
-            sources=OOD_SOURCES,
-            methods=METHODS,
-        log:
-            "logs/ood_report.log",
-        benchmark:
-            "benchmarks/ood_report.tsv"
-        conda:
-            "../../envs/calbench.yaml"
-        script:
-            "../scripts/ood_report.py"
+localrules:
+    ood_report,
+
+
+rule ood_report:
+    input:
+        records=[paths.OOD_METRICS.format(source=s, method=m, seed=seed) for s, m, seed in OOD_KEYS],
+        code=script_code("ood_report"),
+    output:
+        table=report(paths.OOD_TABLE, caption="../report/ood_table.rst", category="Shift", subcategory="Tables"),
+        figures=[
+            report(paths.OOD_FIGURE.format(source=s), caption="../report/ood_figure.rst", category="Shift",
+                   subcategory="Figures")
+            for s in OOD_SOURCES
+        ],
+        csv=[paths.OOD_FIGURE_CSV.format(source=s) for s in OOD_SOURCES],
+    params:
+        jobs=[list(key) for key in OOD_KEYS],
+        sources=OOD_SOURCES,
+        methods=METHODS,
+    log:
+        "logs/ood_report.log",
+    benchmark:
+        "benchmarks/ood_report.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    script:
+        "../scripts/ood_report.py"

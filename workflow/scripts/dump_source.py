@@ -1,10 +1,9 @@
-"""Snakemake adapter of calbench.jobs.sources.dump_source_job (outside Snakemake: python -m calbench dump)."""
-import json
-
+"""Snakemake adapter of calbench.jobs.sources.dump_source_job, its arguments from calbench.jobs.arguments (outside
+Snakemake: python -m calbench dump)."""
+from calbench.jobs.arguments import dump_source_arguments
 from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.jobs.sources import dump_source_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    dump_source_job(smk.wildcards.source, json.loads(smk.params.entry), list(smk.params.seeds), smk.output[0],
-                    smk.params.cache_dir)
+    dump_source_job(**dump_source_arguments(smk.config, smk.wildcards.source))

@@ -1,5 +1,5 @@
-"""``calbench dump|calibrate|evaluate``: one workflow job run as the rule would run it (paths of
-:mod:`calbench.jobs.paths`, under results/), outside Snakemake, for debugging."""
+"""``calbench dump|calibrate|evaluate``: one workflow job run as the rule would run it, with the arguments the
+rule's script builds (:mod:`calbench.jobs.arguments`; paths under results/), outside Snakemake, for debugging."""
 
 from __future__ import annotations
 
@@ -22,39 +22,62 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
-    from calbench.config import ConfigError, chain_settings, load
-    from calbench.jobs import paths
+    from calbench.config import ConfigError, load
+    from calbench.jobs import arguments
     from calbench.jobs.logs import job_logging
 
     try:
         config = load(args.config)
+        problem = _unknown(config, args)
     except ConfigError as err:
-        print(f"{args.config}: {err}", file=sys.stderr)
+        problem = str(err)
+    if problem:
+        print(f"{args.config}: {problem}", file=sys.stderr)
         return 1
-
-    entry = config["sources"][args.source]
-    dump = paths.DUMP.format(source=args.source)
     with job_logging():
         if args.command == "dump":
             from calbench.jobs.sources import dump_source_job
 
-            dump_source_job(args.source, entry, entry["seeds"], dump, config["downloads_dir"])
-            return 0
-        where = {"source": args.source, "method": args.method, "seed": args.seed}
-        if args.command == "calibrate":
+            dump_source_job(**arguments.dump_source_arguments(config, args.source))
+        elif args.command == "calibrate":
             from calbench.jobs.calibrate import calibrate_job
 
-            calibrate_job(dump, paths.CALIBRATED.format(**where), args.method, chain_settings(config, args.method),
-                          args.seed, entry.get("split"), calibrator_output=paths.CALIBRATOR.format(**where),
-                          input_kind=entry["scores"])
+            job = arguments.calibrate_arguments(config, args.source, args.method, args.seed)
+            if job["test_rows"] is not None and not Path(job["test_rows"]).is_file():
+                from calbench.data.splits import write_test_index
+
+                write_test_index(**arguments.draw_split_arguments(config, args.source, args.seed))
+            if job["perturbed_cal"] is not None and not Path(job["perturbed_cal"]).is_file():
+                print(f"{job['perturbed_cal']}: missing; {args.method} fits on the perturbed calibration set, which "
+                      f"the workflow makes: snakemake --configfile {args.config} {job['perturbed_cal']}",
+                      file=sys.stderr)
+                return 1
+            calibrate_job(**job)
         else:
             from calbench.jobs.evaluate import evaluate_job
 
-            out = paths.METRICS.format(**where)
-            shifted = {"shifts": paths.SHIFTS.format(source=args.source)} if entry.get("shifts") else {}
-            if shifted or entry.get("label_shift"):
-                shifted |= {"calibrator": paths.CALIBRATOR.format(**where), "label_shift": entry.get("label_shift")}
-            evaluate_job(paths.CALIBRATED.format(**where), dump, out, config["metrics"], args.source, args.method,
-                         args.seed, entry.get("split"), config["bootstrap"], **shifted)
-            print(json.dumps(json.loads(Path(out).read_text()), indent=1))
+            job = arguments.evaluate_arguments(config, args.source, args.method, args.seed)
+            evaluate_job(**job)
+            print(json.dumps(json.loads(Path(job["output"]).read_text()), indent=1))
     return 0
+
+
+def _unknown(config: dict, args) -> str | None:
+    """What of the command line the config lacks or cannot run, as one line (``None``: nothing)."""
+    from calbench.config import method_runs_on
+
+    if args.source not in config["sources"]:
+        return f"no source {args.source!r} in config key sources ({', '.join(config['sources'])})"
+    entry = config["sources"][args.source]
+    if args.command == "dump" and entry["type"] in ("train", "pretrained"):
+        return (f"sources.{args.source} is a {entry['type']} source: its dump is made by the model rules "
+                f"(snakemake --configfile {args.config} results/dumps/{args.source}.h5), not by calbench dump")
+    if args.command == "dump":
+        return None
+    try:
+        runs = method_runs_on(args.method, entry)
+    except (KeyError, ValueError) as err:
+        return f"--method {args.method!r}: {err}"
+    if not runs:
+        return f"method {args.method!r} does not run on source {args.source!r} (it lacks what the method needs)"
+    return None

@@ -21,20 +21,21 @@ def _scores(part: dict) -> Scores:
 
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None, *,
-                  input_kind: str, calibrator_output=None, keep_cal_outputs: bool = False, test_index=None,
+                  input_kind: str, calibrator_output=None, keep_cal_outputs: bool = False, test_rows=None,
                   perturbed_cal=None) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
     ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
     ``input_kind`` (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict
     and store the calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at
-    1,000 classes × 25,000 rows). ``test_index``: a pooled source's test rows for ``seed`` as drawn by
-    :func:`calbench.data.splits.write_test_index` (default: drawn here). ``perturbed_cal``: the model's outputs
-    on the perturbed calibration images (:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`), on whose union
-    over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021; docs/shift.md).
+    1,000 classes × 25,000 rows). ``test_rows``: the file of a pooled source's test rows for ``seed`` as drawn by
+    :func:`calbench.data.splits.write_test_index` (rule draw_split; default: drawn here). ``perturbed_cal``: the
+    model's outputs on the perturbed calibration images (:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`),
+    on whose union over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021; docs/shift.md).
     """
     estimator = build_method(method, settings, seed)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
+    test_index = np.load(test_rows) if test_rows is not None else None
     data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
     if "perturbed_cal" in estimator.needs:
         data["cal"] = _perturbed_cal(perturbed_cal, data["cal"]["labels"], fields, method)
@@ -68,8 +69,7 @@ def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:
     """The seed's calibration rows at every perturbation level of ``path`` (written for the seed's calibration
     rows, in their order), stacked level after level."""
     if path is None:
-        raise ValueError(f"{method} fits on perturbed calibration data, which only model sources have "
-                         "(rule dump_perturbed_cal)")
+        raise ValueError(f"{method} fits on perturbed calibration data (rule dump_perturbed_cal) and none was given")
     levels = sorted((g for g in store.list_groups(path) if g.startswith("level/")), key=lambda g: int(g[6:]))
     parts = [store.read_group(path, g, fields=fields) for g in levels]
     if not np.array_equal(parts[0]["labels"], cal_labels):

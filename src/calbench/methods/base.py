@@ -79,14 +79,24 @@ def method_label(cal) -> str:
     return getattr(cal, "method_name", type(cal).__name__)
 
 
+#: The values of a calibrator's ``needs`` and what each makes the calibrate job read; the one list of them (the docs
+#: point here; tests/test_layers.py checks every registered method's ``needs`` against it).
+NEEDS = {
+    "logits": "the classifier's scores (:class:`~calbench.scores.Scores` ``logits``, or log-probabilities)",
+    "embeddings": "the classifier's penultimate-layer features (``Scores.embeddings``; KCal)",
+    "train": "the classifier's training split, given to ``fit`` as ``train=(train_scores, train_labels)`` (KCal's "
+             "projection)",
+    "perturbed_cal": "the model's outputs on the calibration images perturbed at increasing strengths (rule "
+                     "dump_perturbed_cal; Tomani et al. 2021), fitted on in place of the clean calibration split",
+}
+
+
 class Calibrator:
     """Base class of every calibration method.
 
     Class attributes
     ----------------
-    needs : what the method reads: ``"logits"`` and/or ``"embeddings"`` of :class:`Scores`, and
-        ``"train"`` for methods that also learn from the classifier's training split (KCal's projection);
-        those receive ``train=(train_scores, train_labels)`` in ``fit``.
+    needs : what the method reads, a subset of :data:`NEEDS`.
     default_grid : hyperparameter grid searched by cross-validation when the config gives none
         (``None``: the method has no hyperparameters to tune); a ``staticmethod`` of the number of
         classes where the grid depends on it.
