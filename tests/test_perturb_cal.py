@@ -4,12 +4,14 @@ perturbation, the target accuracies of its levels, the `perturb` stage's config 
 from __future__ import annotations
 
 import json
+import shutil
 
 import h5py
 import numpy as np
 import pytest
 import yaml
 
+from calbench.__main__ import main
 from calbench.config import ConfigError, load
 from calbench.corruptions import gaussian_perturbation
 from calbench.data import store
@@ -42,10 +44,14 @@ def test_perturbation_is_unclipped_float_as_the_authors_cifar_branch():
     np.testing.assert_allclose((gaussian_perturbation(x, 1.0, seed=1) - 250) / 2, out - 250, rtol=1e-5, atol=1e-3)
 
 
-def test_the_perturb_stage_defaults_are_the_authors():
+def test_the_perturbed_calibration_set_defaults_are_the_authors():
     """run_experiments.py: ``perturb_levels`` defaults to 6 (ε₀ = 0 included); CIFAR/MNIST branch unclipped."""
-    stage = make("perturb")
-    assert (stage.levels, stage.clip) == (6, False)
+    assert load(_config({"d": IMAGES}, ["perturb+ts"]))["perturbed_cal"] == {"levels": 6, "clip": False}
+
+
+def test_the_perturb_stage_declares_its_data_and_has_no_settings():
+    """The perturbed calibration set is a data stage read through ``needs``, as embeddings are."""
+    assert make("perturb").get_params() == {} and "perturbed_cal" in make("perturb").needs
 
 
 def test_level_targets_fall_in_equal_steps_from_the_clean_accuracy_to_chance():
@@ -53,25 +59,29 @@ def test_level_targets_fall_in_equal_steps_from_the_clean_accuracy_to_chance():
     np.testing.assert_allclose(jobs.perturbation_targets(0.9, 10, 5), [0.9, 0.7, 0.5, 0.3, 0.1])
 
 
-def _config(sources, methods, settings=None):
-    return {"sources": sources, "methods": methods, "method_settings": settings or {}, "metrics": ["acc"]}
+def _config(sources, methods, settings=None, perturbed=None):
+    config = {"sources": sources, "methods": methods, "method_settings": settings or {}, "metrics": ["acc"]}
+    return config | ({"perturbed_cal": perturbed} if perturbed is not None else {})
 
 
 IMAGES = {"type": "train", "dataset": "digits", "model": "timm:vit_tiny_patch16_224"}
 LOGITS = {"type": "synthetic", "task": "planted_temperature", "n_cal": 50, "n_test": 50}
 
 
-@pytest.mark.parametrize("methods, settings, sources, field", [
-    (["ts+perturb"], None, {"d": IMAGES}, "config key methods: 'ts+perturb'"),
-    (["perturb"], None, {"d": IMAGES}, "config key methods: 'perturb'"),
-    (["perturb+ts"], {"perturb": {"levels": 1}}, {"d": IMAGES}, "config key method_settings.perturb.levels"),
-    (["perturb+ts"], {"perturb": {"levls": 4}}, {"d": IMAGES}, "config key method_settings.perturb"),
-    (["perturb+ts"], {"perturb": {"clip": "yes"}}, {"d": IMAGES}, "config key method_settings.perturb.clip"),
-    (["perturb+ts"], None, {"s": LOGITS}, "needs the images of a train or pretrained source"),
+@pytest.mark.parametrize("methods, settings, perturbed, sources, field", [
+    (["ts+perturb"], None, None, {"d": IMAGES}, "config key methods: 'ts+perturb'"),
+    (["perturb"], None, None, {"d": IMAGES}, "config key methods: 'perturb'"),
+    (["perturb+ts"], None, {"levels": 1}, {"d": IMAGES}, "config key perturbed_cal.levels"),
+    (["perturb+ts"], None, {"levls": 4}, {"d": IMAGES}, "config key perturbed_cal"),
+    (["perturb+ts"], None, {"clip": "yes"}, {"d": IMAGES}, "config key perturbed_cal.clip"),
+    (["perturb+ts"], {"perturb": {"levels": 4}}, None, {"d": IMAGES},
+     "config key method_settings.perturb: the stage perturb has no settings; the perturbed calibration set's levels "
+     "and clipping are the config key perturbed_cal"),
+    (["perturb+ts"], None, None, {"s": LOGITS}, "needs the images of a train or pretrained source"),
 ])
-def test_perturb_stage_is_refused_with_the_field_named(methods, settings, sources, field):
+def test_perturb_stage_is_refused_with_the_field_named(methods, settings, perturbed, sources, field):
     with pytest.raises(ConfigError, match=field.replace("+", r"\+").replace(".", r"\.")):
-        load(_config(sources, methods, settings))
+        load(_config(sources, methods, settings, perturbed))
 
 
 CLASSES = 10
@@ -90,7 +100,7 @@ WORKFLOW = {
         "synthetic": LOGITS,
     },
     "methods": ["ts", "perturb+ts"],
-    "method_settings": {"perturb": {"levels": 4}},
+    "perturbed_cal": {"levels": 4},
     "metrics": ["acc", "nll", "ece.conf.ew15.l1"],
 }
 
@@ -142,6 +152,26 @@ def test_perturbed_ts_fits_on_every_level_and_is_evaluated_under_shift(planned_t
     assert confidence["perturb+ts"] < confidence["ts"]
     long = (work / "results/tables/metrics_long.csv").read_text()
     assert "digits_tiny,perturb+ts," in long and "synthetic,perturb+ts" not in long
+
+
+@pytest.mark.workflow
+@pytest.mark.xdist_group("perturb_cal")
+def test_the_command_line_fits_perturbed_ts_as_the_workflow_does(planned_then_run, tmp_path, monkeypatch):
+    """``python -m calbench calibrate`` builds the job's arguments as the rule's script does, the perturbed
+    calibration set and the pooled source's drawn split included (calibrate_arguments)."""
+    work, _ = planned_then_run
+    for folder in ("dumps", "splits", "perturbed_cal"):
+        shutil.copytree(work / "results" / folder, tmp_path / "results" / folder)
+    (tmp_path / "config.yaml").write_text((work / "config.yaml").read_text())
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "--config", "config.yaml", "--source", "digits_tiny", "--method", "perturb+ts",
+                 "--seed", "1"]) == 0
+    calibrated = "results/calibrated/digits_tiny/perturb+ts/seed1.h5"
+    expected, got = (read_calibrated(folder / calibrated, "test") for folder in (work, tmp_path))
+    for part in ("probs", "index", "labels"):
+        np.testing.assert_array_equal(got[part], expected[part])
+    calibrator = "results/calibrators/digits_tiny/perturb+ts/seed1.safetensors"
+    assert (tmp_path / calibrator).read_bytes() == (work / calibrator).read_bytes()
 
 
 @pytest.mark.workflow

@@ -23,8 +23,9 @@ import yaml
 
 from calbench import corruptions
 from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
-from calbench.methods import make, method_class, split_chain
+from calbench.methods import make, split_chain
 from calbench.methods.constraints import InvalidSetting
+from calbench.methods.registry import chain_needs
 from calbench.metrics import check_metric_ids, lookup
 
 #: The config schema, package data: found through the installed package, as the workflow finds it too.
@@ -186,6 +187,10 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key methods: {err}") from None
         if "perturb" in parts:
             _check_perturb(config, method, parts)
+    if "perturb" in config["method_settings"]:
+        raise ConfigError("config key method_settings.perturb: the stage perturb has no settings; the perturbed "
+                          "calibration set's levels and clipping are the config key perturbed_cal "
+                          "(perturbed_cal: {levels: 6, clip: false}; config/README.md)")
     for name, settings in config["method_settings"].items():
         try:
             make(name, **settings)
@@ -256,16 +261,8 @@ def source_has_train(entry: dict) -> bool:
 
 
 def method_needs(method: str) -> set[str]:
-    """What the stages of ``method`` read beyond the logits (the values of ``needs``,
-    :data:`calbench.methods.base.NEEDS`)."""
-    return set().union(*(method_class(p).needs for p in split_chain(method))) - {"logits"}
-
-
-def perturbation_settings(config: dict) -> dict:
-    """The perturbed calibration set's ``levels`` and ``clip`` (the ``perturb`` stage's settings, defaults filled;
-    Tomani et al. 2021, docs/shift.md): what rule dump_perturbed_cal perturbs the calibration images with."""
-    stage = make("perturb", **chain_settings(config, "perturb")["perturb"])
-    return {"levels": stage.levels, "clip": stage.clip}
+    """What the stages of ``method`` read beyond the logits (the values of :data:`calbench.methods.base.NEEDS`)."""
+    return set(chain_needs(method)) - {"logits"}
 
 
 def method_runs_on(method: str, entry: dict) -> bool:
@@ -420,6 +417,3 @@ def load(config) -> dict:
     return config
 
 
-def chain_settings(config: dict, method: str) -> dict:
-    """The config slice a method (or chain) job depends on: settings of each of its stages."""
-    return {part: config["method_settings"].get(part, {}) for part in split_chain(method)}

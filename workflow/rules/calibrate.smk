@@ -3,7 +3,7 @@
 # lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
 # (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
-from calbench.jobs.arguments import calibrate_arguments
+from calbench.jobs.calibrate import calibrate_arguments
 
 
 def method_perturbed_cal(wildcards):

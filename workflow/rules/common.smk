@@ -7,7 +7,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from calbench.config import ConfigError, chain_settings, load, method_runs_on, read_config_file
+from calbench.config import ConfigError, load, method_needs, method_runs_on, read_config_file
 from calbench.data.check import config_problems
 from calbench.data.inputs import shift_files, source_files
 from calbench.data.sources import dump_memory_mb
@@ -15,7 +15,7 @@ from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
 from calbench.imports import code_files
 from calbench.methods import code_files as method_code_files
-from calbench.methods import method_class, split_chain
+from calbench.methods.registry import chain_settings
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
@@ -151,10 +151,9 @@ def source_scores_kind(wildcards):
 
 
 def method_settings(wildcards):
-    return canonical(chain_settings(config, wildcards.method))
+    return canonical(chain_settings(wildcards.method, config["method_settings"]))
 
 
 def method_conda_env(wildcards):
     """Methods that learn from the training split (KCal's projection) train with torch."""
-    needs = set().union(*(method_class(p).needs for p in split_chain(wildcards.method)))
-    return "../../envs/torch.yaml" if "train" in needs else "../../envs/calbench.yaml"
+    return "../../envs/torch.yaml" if "train" in method_needs(wildcards.method) else "../../envs/calbench.yaml"

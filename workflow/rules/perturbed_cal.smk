@@ -1,16 +1,9 @@
 # The perturbed calibration set of a model source and seed (docs/shift.md; Tomani et al. 2021): the model's
 # outputs on the seed's calibration images perturbed at increasing strengths → results/perturbed_cal/, read by the
-# calibrate jobs of the methods whose `needs` name `perturbed_cal` (calbench.jobs.arguments.calibrate_arguments).
+# calibrate jobs of the methods whose `needs` name `perturbed_cal` (calbench.jobs.calibrate.calibrate_arguments).
 # lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
 # (common.smk holds only those several rule files share), so that each file reads as one stage
-from calbench.config import perturbation_settings
 from calbench.jobs import paths
-
-
-def perturbation_params(wildcards):
-    """The perturbation's levels and clipping (calbench.config.perturbation_settings): a param, so that changing
-    them reruns the perturbed dumps."""
-    return perturbation_settings(config)
 
 
 rule dump_perturbed_cal:
@@ -23,7 +16,7 @@ rule dump_perturbed_cal:
         paths.PERTURBED_CAL,
     params:
         entry=source_entry,
-        perturb=perturbation_params,
+        perturb=config["perturbed_cal"],  # levels and clipping: changing them reruns the perturbed dumps
         cache_dir=config["downloads_dir"],
     wildcard_constraints:
         source=_alternatives(MODEL_SOURCES),

@@ -1,7 +1,6 @@
-"""Snakemake adapter of calbench.jobs.calibrate.calibrate_job, its arguments from calbench.jobs.arguments (outside
-Snakemake: python -m calbench calibrate)."""
-from calbench.jobs.arguments import calibrate_arguments
-from calbench.jobs.calibrate import calibrate_job
+"""Snakemake adapter of calbench.jobs.calibrate.calibrate_job, its arguments built as python -m calbench calibrate
+builds them (calibrate_arguments)."""
+from calbench.jobs.calibrate import calibrate_arguments, calibrate_job
 from calbench.jobs.logs import job_logging, snakemake_log
 from calbench.parallel import share_cores
 

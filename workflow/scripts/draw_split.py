@@ -1,8 +1,8 @@
 """Snakemake adapter of calbench.data.splits.write_test_index (a pooled source's split for one seed), its arguments
-from calbench.jobs.arguments."""
+built as python -m calbench calibrate builds them where the split is missing (draw_split_arguments)."""
 from calbench.data.splits import write_test_index
-from calbench.jobs.arguments import draw_split_arguments
 from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.paths import draw_split_arguments
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

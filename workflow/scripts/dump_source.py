@@ -1,8 +1,7 @@
-"""Snakemake adapter of calbench.jobs.sources.dump_source_job, its arguments from calbench.jobs.arguments (outside
-Snakemake: python -m calbench dump)."""
-from calbench.jobs.arguments import dump_source_arguments
+"""Snakemake adapter of calbench.jobs.sources.dump_source_job, its arguments built as python -m calbench dump builds
+them (dump_source_arguments)."""
 from calbench.jobs.logs import job_logging, snakemake_log
-from calbench.jobs.sources import dump_source_job
+from calbench.jobs.sources import dump_source_arguments, dump_source_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

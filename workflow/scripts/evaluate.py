@@ -1,7 +1,6 @@
-"""Snakemake adapter of calbench.jobs.evaluate.evaluate_job, its arguments from calbench.jobs.arguments (outside
-Snakemake: python -m calbench evaluate)."""
-from calbench.jobs.arguments import evaluate_arguments
-from calbench.jobs.evaluate import evaluate_job
+"""Snakemake adapter of calbench.jobs.evaluate.evaluate_job, its arguments built as python -m calbench evaluate
+builds them (evaluate_arguments)."""
+from calbench.jobs.evaluate import evaluate_arguments, evaluate_job
 from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

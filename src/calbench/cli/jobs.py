@@ -1,5 +1,6 @@
-"""``calbench dump|calibrate|evaluate``: one workflow job run as the rule would run it, with the arguments the
-rule's script builds (:mod:`calbench.jobs.arguments`; paths under results/), outside Snakemake, for debugging."""
+"""``calbench dump|calibrate|evaluate``: one workflow job run as the rule would run it, with the arguments its
+rule's script builds (``calibrate_arguments`` and the like, beside each job; paths under results/), outside
+Snakemake, for debugging."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     from calbench.config import ConfigError, load
-    from calbench.jobs import arguments
+    from calbench.jobs import paths
     from calbench.jobs.logs import job_logging
 
     try:
@@ -36,17 +37,17 @@ def run(args) -> int:
         return 1
     with job_logging():
         if args.command == "dump":
-            from calbench.jobs.sources import dump_source_job
+            from calbench.jobs.sources import dump_source_arguments, dump_source_job
 
-            dump_source_job(**arguments.dump_source_arguments(config, args.source))
+            dump_source_job(**dump_source_arguments(config, args.source))
         elif args.command == "calibrate":
-            from calbench.jobs.calibrate import calibrate_job
+            from calbench.jobs.calibrate import calibrate_arguments, calibrate_job
 
-            job = arguments.calibrate_arguments(config, args.source, args.method, args.seed)
+            job = calibrate_arguments(config, args.source, args.method, args.seed)
             if job["test_rows"] is not None and not Path(job["test_rows"]).is_file():
                 from calbench.data.splits import write_test_index
 
-                write_test_index(**arguments.draw_split_arguments(config, args.source, args.seed))
+                write_test_index(**paths.draw_split_arguments(config, args.source, args.seed))
             if job["perturbed_cal"] is not None and not Path(job["perturbed_cal"]).is_file():
                 print(f"{job['perturbed_cal']}: missing; {args.method} fits on the perturbed calibration set, which "
                       f"the workflow makes: snakemake --configfile {args.config} {job['perturbed_cal']}",
@@ -54,9 +55,9 @@ def run(args) -> int:
                 return 1
             calibrate_job(**job)
         else:
-            from calbench.jobs.evaluate import evaluate_job
+            from calbench.jobs.evaluate import evaluate_arguments, evaluate_job
 
-            job = arguments.evaluate_arguments(config, args.source, args.method, args.seed)
+            job = evaluate_arguments(config, args.source, args.method, args.seed)
             evaluate_job(**job)
             print(json.dumps(json.loads(Path(job["output"]).read_text()), indent=1))
     return 0

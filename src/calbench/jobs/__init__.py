@@ -1,7 +1,7 @@
 """The workflow's jobs as plain functions, one module per stage: Snakemake's scripts call them, so does
 ``python -m calbench dump|calibrate|evaluate``. Each job reads the files of the stage before it and writes
-its output atomically; :mod:`~calbench.jobs.paths` holds the output path templates, and
-:mod:`~calbench.jobs.arguments` builds a job's arguments from the resolved config and its wildcards for both callers.
+its output atomically; :mod:`~calbench.jobs.paths` holds the output path templates. Beside each job that both run,
+its ``*_arguments`` function builds the job's arguments from the resolved config and the job's wildcards, for both.
 
 * :mod:`~calbench.jobs.sources`: ``dump_source_job`` (synthetic, imported and downloaded sources);
 * :mod:`~calbench.jobs.image_manifest`: ``image_manifest_job`` (the images of an ``imagefolder`` source);

@@ -9,7 +9,8 @@ import numpy as np
 
 import calbench
 from calbench.data import splits, store
-from calbench.methods.registry import build_method
+from calbench.jobs import paths
+from calbench.methods.registry import build_method, chain_needs, chain_settings
 from calbench.scores import Scores
 
 log = logging.getLogger("calbench")
@@ -18,6 +19,18 @@ log = logging.getLogger("calbench")
 def _scores(part: dict) -> Scores:
     """The part's scores; its float32 logits and embeddings leave ``part`` (Scores holds float64 logits)."""
     return Scores(part.pop("logits"), part.pop("embeddings", None))
+
+
+def calibrate_arguments(config: dict, source: str, method: str, seed: int) -> dict:
+    """The arguments of :func:`calibrate_job` (rule calibrate, ``calbench calibrate``) from the resolved config: the
+    perturbed calibration set of the source and seed for a method that needs it (rule dump_perturbed_cal)."""
+    entry = config["sources"][source]
+    where = {"source": source, "method": method, "seed": seed}
+    perturbed = paths.PERTURBED_CAL.format(source=source, seed=seed) if "perturbed_cal" in chain_needs(method) else None
+    return {"dump": paths.DUMP.format(source=source), "output": paths.CALIBRATED.format(**where), "method": method,
+            "settings": chain_settings(method, config["method_settings"]), "seed": seed, "split": entry.get("split"),
+            "input_kind": entry["scores"], "calibrator_output": paths.CALIBRATOR.format(**where),
+            "test_rows": paths.split_file(config, source, seed), "perturbed_cal": perturbed}
 
 
 def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None, *,

@@ -14,9 +14,24 @@ from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
 from calbench.data.label_shift import draw_rows, set_names
 from calbench.data.store import PEAK_KEY
+from calbench.jobs import paths
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.label_shift import LabelShiftInputs
 from calbench.scores import Scores
+
+
+def evaluate_arguments(config: dict, source: str, method: str, seed: int) -> dict:
+    """The arguments of :func:`evaluate_job` (rule evaluate, ``calbench evaluate``) from the resolved config: the saved
+    calibrator where the source has shifted or label-shifted test sets (docs/shift.md, docs/label_shift.md)."""
+    entry = config["sources"][source]
+    where = {"source": source, "method": method, "seed": seed}
+    shifted = bool(entry.get("shifts")) or bool(entry.get("label_shift"))
+    return {"calibrated": paths.CALIBRATED.format(**where), "dump": paths.DUMP.format(source=source),
+            "output": paths.METRICS.format(**where), "metrics": list(config["metrics"]), "source": source,
+            "method": method, "seed": seed, "split": entry.get("split"), "bootstrap": config["bootstrap"],
+            "shifts": paths.SHIFTS.format(source=source) if entry.get("shifts") else None,
+            "calibrator": paths.CALIBRATOR.format(**where) if shifted else None,
+            "label_shift": entry.get("label_shift")}
 
 
 def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,

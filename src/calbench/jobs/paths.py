@@ -41,3 +41,14 @@ OOD_TABLE = "results/tables/ood.md"
 OOD_FIGURE = "results/figures/ood/{source}.png"
 OOD_FIGURE_CSV = "results/figures/ood/{source}.csv"
 LABEL_SHIFT_TABLE = "results/tables/label_shift/{metric}.md"
+
+
+def split_file(config: dict, source: str, seed: int) -> str | None:
+    """A pooled source's drawn test rows for ``seed`` (rule draw_split); ``None`` for sources with fixed parts."""
+    return SPLIT.format(source=source, seed=seed) if config["sources"][source].get("split") else None
+
+
+def draw_split_arguments(config: dict, source: str, seed: int) -> dict:
+    """The arguments of :func:`calbench.data.splits.write_test_index` (rule draw_split) from the resolved config."""
+    return {"dump_path": DUMP.format(source=source), "seed": seed, "split": config["sources"][source]["split"],
+            "output": SPLIT.format(source=source, seed=seed)}

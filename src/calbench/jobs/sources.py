@@ -5,8 +5,16 @@ from __future__ import annotations
 import logging
 
 import calbench
+from calbench.jobs import paths
 
 log = logging.getLogger("calbench")
+
+
+def dump_source_arguments(config: dict, source: str) -> dict:
+    """The arguments of :func:`dump_source_job` (rule dump_source, ``calbench dump``) from the resolved config."""
+    entry = config["sources"][source]
+    return {"source": source, "entry": entry, "seeds": list(entry["seeds"]), "output": paths.DUMP.format(source=source),
+            "cache_dir": config["downloads_dir"]}
 
 
 def dump_source_job(source: str, entry: dict, seeds, output, cache_dir) -> None:

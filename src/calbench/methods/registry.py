@@ -71,6 +71,18 @@ def method_class(name: str) -> type:
     return _REGISTRY[single]
 
 
+def chain_needs(name: str) -> frozenset[str]:
+    """What the stages of method (or chain) ``name`` read: the union of their ``needs``
+    (:data:`calbench.methods.base.NEEDS`)."""
+    return frozenset().union(*(_REGISTRY[part].needs for part in split_chain(name)))
+
+
+def chain_settings(name: str, method_settings: dict) -> dict:
+    """The settings of each stage of method (or chain) ``name`` in the config key ``method_settings``: the config
+    slice its jobs depend on."""
+    return {part: method_settings.get(part, {}) for part in split_chain(name)}
+
+
 def code_files(name: str) -> list[str]:
     """The calbench files that the stages of method (or chain) ``name`` can execute: the closure of the imports
     of each stage's class module (:func:`calbench.imports.code_files`; its base classes, the modules it imports,
