@@ -13,6 +13,7 @@ from calbench.data.inputs import shift_files, source_files
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.jobs import paths
+from calbench.jobs.sources import dump_entry
 from calbench.imports import code_files
 from calbench.methods import code_files as method_code_files
 from calbench.methods.registry import chain_settings
@@ -111,12 +112,10 @@ def canonical(value):
 
 
 def source_entry(wildcards):
-    """The source's entry but its ``shifts``, ``ood``, ``label_shift`` and ``seeds``: adding a shifted or
-    out-of-distribution test set, a label shift or a seed reruns no training, dump or calibration (docs/shift.md,
-    docs/label_shift.md; the dump rule of a data source takes its seeds as a param of their own); the shift and OOD
-    dumps (rules/shift.smk) read the entry but the keys of the others."""
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items()
-                      if k not in ("shifts", "ood", "label_shift", "seeds")})
+    """The source's entry as its dump, training and perturbed-calibration jobs read it (calbench.jobs.sources.
+    dump_entry: but the keys of later stages); the shift and OOD dumps (rules/shift.smk) read the entry but the keys
+    of the others."""
+    return canonical(dump_entry(config, wildcards.source))
 
 
 def source_data(wildcards):

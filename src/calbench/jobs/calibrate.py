@@ -28,7 +28,8 @@ def calibrate_arguments(config: dict, source: str, method: str, seed: int) -> di
     where = {"source": source, "method": method, "seed": seed}
     perturbed = paths.PERTURBED_CAL.format(source=source, seed=seed) if "perturbed_cal" in chain_needs(method) else None
     return {"dump": paths.DUMP.format(source=source), "output": paths.CALIBRATED.format(**where), "method": method,
-            "settings": chain_settings(method, config["method_settings"]), "seed": seed, "split": entry.get("split"),
+            "settings": paths.as_params(chain_settings(method, config["method_settings"])), "seed": seed,
+            "split": paths.as_params(entry.get("split")),
             "input_kind": entry["scores"], "calibrator_output": paths.CALIBRATOR.format(**where),
             "test_rows": paths.split_file(config, source, seed), "perturbed_cal": perturbed}
 

@@ -28,10 +28,11 @@ def evaluate_arguments(config: dict, source: str, method: str, seed: int) -> dic
     shifted = bool(entry.get("shifts")) or bool(entry.get("label_shift"))
     return {"calibrated": paths.CALIBRATED.format(**where), "dump": paths.DUMP.format(source=source),
             "output": paths.METRICS.format(**where), "metrics": list(config["metrics"]), "source": source,
-            "method": method, "seed": seed, "split": entry.get("split"), "bootstrap": config["bootstrap"],
+            "method": method, "seed": seed, "split": paths.as_params(entry.get("split")),
+            "bootstrap": config["bootstrap"],
             "shifts": paths.SHIFTS.format(source=source) if entry.get("shifts") else None,
             "calibrator": paths.CALIBRATOR.format(**where) if shifted else None,
-            "label_shift": entry.get("label_shift")}
+            "label_shift": paths.as_params(entry.get("label_shift"))}
 
 
 def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,

@@ -10,11 +10,22 @@ from calbench.jobs import paths
 log = logging.getLogger("calbench")
 
 
+#: The keys of a source entry that no dump, training or calibration reads: adding a shifted or out-of-distribution
+#: test set, a label shift or a seed reruns none of them (docs/shift.md, docs/label_shift.md; the dump of a data
+#: source takes its seeds as an argument of their own).
+LATER_KEYS = ("shifts", "ood", "label_shift", "seeds")
+
+
+def dump_entry(config: dict, source: str) -> dict:
+    """The source's entry as its dump, training and perturbed-calibration jobs read it (and store it in their
+    files): without :data:`LATER_KEYS`, in the params' form (:func:`calbench.jobs.paths.as_params`)."""
+    return paths.as_params({k: v for k, v in config["sources"][source].items() if k not in LATER_KEYS})
+
+
 def dump_source_arguments(config: dict, source: str) -> dict:
     """The arguments of :func:`dump_source_job` (rule dump_source, ``calbench dump``) from the resolved config."""
-    entry = config["sources"][source]
-    return {"source": source, "entry": entry, "seeds": list(entry["seeds"]), "output": paths.DUMP.format(source=source),
-            "cache_dir": config["downloads_dir"]}
+    return {"source": source, "entry": dump_entry(config, source), "seeds": list(config["sources"][source]["seeds"]),
+            "output": paths.DUMP.format(source=source), "cache_dir": config["downloads_dir"]}
 
 
 def dump_source_job(source: str, entry: dict, seeds, output, cache_dir) -> None:
