@@ -24,16 +24,21 @@ ROOTS = (REPO, PACKAGE, REPO / "docs")
 
 
 def _names(page: str, pattern: re.Pattern) -> list[tuple[int, str]]:
-    """``(line number, name)`` of every match of ``pattern`` in ``page`` outside example blocks (```` ``` ````)
-    and outside the output paths a run writes (``results/…``)."""
+    """``(line number, name)`` of every match of ``pattern`` in ``page`` outside example blocks (```` ``` ````),
+    the output paths a run writes (``results/…``) and templates (``NAME.json``)."""
     found, fenced = [], False
     for number, line in enumerate((REPO / page).read_text().splitlines(), 1):
         if line.startswith("```"):
             fenced = not fenced
         elif not fenced:
             found += [(number, m[0].rstrip(".")) for m in pattern.finditer(line)
-                      if not m[0].startswith(("results/", "benchmarks/", "logs/"))]
+                      if not m[0].startswith(("results/", "benchmarks/", "logs/")) and not _template(m[0])]
     return found
+
+
+def _template(name: str) -> bool:
+    """``docs/measurements/NAME.json``: a path with a placeholder part, not a file."""
+    return any(part.split(".")[0].isupper() for part in name.split("/"))
 
 
 @cache

@@ -27,7 +27,7 @@ def main(argv=None) -> int:
     parser.add_argument("--only", default="", help="comma-separated texts: run only the benchmarks whose name "
                         "contains one of them (a benchmark's full name selects that benchmark alone)")
     args = parser.parse_args(argv)
-    head = provenance(shlex.join(["python", "-m", "calbench.perf", *(sys.argv[1:] if argv is None else argv)]))
+    head = provenance(shlex.join(["python", "-m", "calbench.perf", *(["--only", args.only] if args.only else [])]))
     benchmarks = discover()
     results, chosen = [], selected([name for name, _, _ in benchmarks], args.only)
     for name, function, repeat in benchmarks:
