@@ -20,20 +20,20 @@ import numpy as np
 
 from calbench.maps1d.bbq import BayesianBinning
 from calbench.maps1d.enir import NearIsotonicEnsemble
+from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
-from calbench.methods.tva import _BinaryTopVersusAll
+from calbench.methods.tva import BinaryTopVersusAll
 
 
 class _MapsOneVsRest(OneVsRest):
     def _new_map(self):
         raise NotImplementedError
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         return self._new_map().fit(p, hits)
 
-    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         return fitted.predict(p)
 
     def fitted_summary(self) -> dict:
@@ -56,7 +56,7 @@ class BBQOneVsRest(_MapsOneVsRest):
 
 
 @register("bbq_conf")
-class BBQConfidence(_BinaryTopVersusAll):
+class BBQConfidence(BinaryTopVersusAll):
     """BBQ of the confidence; the rest of the row as TvA."""
 
     binary_class = BBQOneVsRest
@@ -78,7 +78,7 @@ class ENIROneVsRest(_MapsOneVsRest):
 
 
 @register("enir_conf")
-class ENIRConfidence(_BinaryTopVersusAll):
+class ENIRConfidence(BinaryTopVersusAll):
     """ENIR of the confidence; the rest of the row as TvA."""
 
     binary_class = ENIROneVsRest

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
