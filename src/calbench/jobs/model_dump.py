@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 import calbench
 from calbench.data import store
-from calbench.jobs.models import input_normalisation, batch_preparation
+from calbench.jobs.models import batch_preparation, input_normalisation
 from calbench.models import architectures, datasets
 from calbench.models.errors import load_tensors
 from calbench.models.training import resolve_device
