@@ -1,6 +1,6 @@
 """The calibrator interface (docs/architecture.md §4), in scikit-learn's conventions.
 
-Subclasses take their hyperparameters as explicit keyword arguments of ``__init__`` and store them
+Subclasses take their hyperparameters as explicit keyword-only arguments of ``__init__`` (after ``*``) and store them
 unchanged (so that ``get_params``/``set_params``/``clone`` work), learn in ``_fit`` (fitted attributes
 end in ``_``) and predict in ``_predict_proba``. The public ``fit``/``predict_proba`` validate the
 boundary once, so implementations see a :class:`~calbench.scores.Scores` and int64 labels in ``[0, C)``.

@@ -48,7 +48,7 @@ class BBQOneVsRest(_MapsOneVsRest):
     _parameter_constraints = {"strength": [Interval("real", 0, closed="neither")],
                               "elbow_alpha": [None, Interval("real", 0)]}
 
-    def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
+    def __init__(self, *, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha
 
     def _new_map(self):
@@ -62,7 +62,7 @@ class BBQConfidence(BinaryTopVersusAll):
     binary_class = BBQOneVsRest
     _parameter_constraints = BBQOneVsRest._parameter_constraints
 
-    def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
+    def __init__(self, *, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha
 
     def fitted_summary(self) -> dict:

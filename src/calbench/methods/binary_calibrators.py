@@ -117,7 +117,7 @@ class QuadraticScalingOneVsRest(_MapOneVsRest):
 
     _parameter_constraints = {"lambda_intercept": [Interval("real", 0)], "lambda_quadratic": [Interval("real", 0)]}
 
-    def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
+    def __init__(self, *, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
         self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
 
     def _new_map(self):
@@ -145,7 +145,7 @@ class _PiecewiseMixin:
 class PLOneVsRest(_PiecewiseMixin, _MapOneVsRest):
     """PL (fit-on-test §4.4) per class, renormalised."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+    def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
 
@@ -160,7 +160,7 @@ class PL3OneVsRest(PLOneVsRest):
 class PLConfidence(_PiecewiseMixin, Calibrator):
     """PL fitted on the confidence (top-label) task; the other classes are rescaled."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+    def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

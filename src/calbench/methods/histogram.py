@@ -35,7 +35,7 @@ class _BinnedOneVsRest(OneVsRest):
 
     _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 
-    def __init__(self, n_bins: int = 5):
+    def __init__(self, *, n_bins: int = 5):
         self.n_bins = n_bins
 
     def _fit(self, scores, y) -> None:
@@ -85,7 +85,7 @@ class HistogramLECE(HistogramLECD):
 
     _parameter_constraints = {**_BinnedOneVsRest._parameter_constraints, "eps": [Interval("real", 0)]}
 
-    def __init__(self, n_bins: int = 5, eps: float = 1e-9):
+    def __init__(self, *, n_bins: int = 5, eps: float = 1e-9):
         self.n_bins = n_bins
         self.eps = eps
 
@@ -102,7 +102,7 @@ class HistogramBinning(_BinnedOneVsRest):
     whose largest calibration value is ≥ it (values above every bin go to the last).
     """
 
-    def __init__(self, n_bins: int = 10):
+    def __init__(self, *, n_bins: int = 10):
         self.n_bins = n_bins
 
     def _edges(self, p: np.ndarray) -> np.ndarray:

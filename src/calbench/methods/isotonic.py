@@ -49,7 +49,7 @@ class IsotonicOneVsRest(OneVsRest):
     #: Shown in the tables' notes (:mod:`calbench.report.tables`).
     floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the paper's unfloored map)"
 
-    def __init__(self, eps: float = 1e-9):
+    def __init__(self, *, eps: float = 1e-9):
         self.eps = eps
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
@@ -85,7 +85,7 @@ class IsotonicMulticlass(Calibrator):
     preserves_argmax = True
     _parameter_constraints = {"eps": [Interval("real", 0, closed="neither")]}
 
-    def __init__(self, eps: float = 1e-9):
+    def __init__(self, *, eps: float = 1e-9):
         self.eps = eps
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

@@ -274,7 +274,7 @@ class LECE(Calibrator):
     _parameter_constraints = {"q": [Interval("real", 0, 1, closed="right")], "t": [Interval("real", 0, 1)],
                               "distance": [Options(*DISTANCES)], "eps": [Interval("real", 0, 1, closed="right")]}
 
-    def __init__(self, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
+    def __init__(self, *, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
         self.q = q
         self.t = t
         self.distance = distance

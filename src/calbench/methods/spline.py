@@ -32,7 +32,7 @@ class SplineOneVsRest(OneVsRest):
     #: Shown in the tables' notes (:mod:`calbench.report.tables`).
     floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the unfloored map)"
 
-    def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear", eps: float = 1e-9):
+    def __init__(self, *, knots: int = 6, runout: str = "natural", interpolation: str = "linear", eps: float = 1e-9):
         self.knots, self.runout, self.interpolation, self.eps = knots, runout, interpolation, eps
 
     def fit_binary(self, p: np.ndarray, hits: np.ndarray):
@@ -53,7 +53,7 @@ class SplineConfidence(BinaryTopVersusAll):
     _parameter_constraints = SplineOneVsRest._parameter_constraints
     floor_note = SplineOneVsRest.floor_note
 
-    def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear", eps: float = 1e-9):
+    def __init__(self, *, knots: int = 6, runout: str = "natural", interpolation: str = "linear", eps: float = 1e-9):
         self.knots, self.runout, self.interpolation, self.eps = knots, runout, interpolation, eps
 
     def fitted_summary(self) -> dict:

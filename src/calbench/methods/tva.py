@@ -101,7 +101,7 @@ class TopVersusAllVS(Calibrator):
     _parameter_constraints = {"reg": [Interval("real", 0)], "max_iter": [Interval("int", 1)],
                               "tol": [Interval("real", 0)]}
 
-    def __init__(self, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
         self.reg = reg
         self.max_iter = max_iter
         self.tol = tol
@@ -176,7 +176,7 @@ class TopVersusAllHistogram(BinaryTopVersusAll):
     binary_class = HistogramBinning
     _parameter_constraints = {"n_bins": HistogramBinning._parameter_constraints["n_bins"]}
 
-    def __init__(self, n_bins: int = 15):
+    def __init__(self, *, n_bins: int = 15):
         self.n_bins = n_bins
 
 
@@ -195,7 +195,7 @@ class TopLabelHistogramBinning(Calibrator):
 
     _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
 
-    def __init__(self, points_per_bin: int = 50):
+    def __init__(self, *, points_per_bin: int = 50):
         self.points_per_bin = points_per_bin
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

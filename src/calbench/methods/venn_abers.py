@@ -151,7 +151,7 @@ class VennAbersOneVsOne(Calibrator):
     #: Rows × pairs of the pairwise matrix held at once in prediction (128 MB of float64).
     CHUNK_ENTRIES = 2**24
 
-    def __init__(self, max_classes: int = 200):
+    def __init__(self, *, max_classes: int = 200):
         self.max_classes = max_classes
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
