@@ -64,7 +64,9 @@ def test_label_shifted_sets_are_evaluated_and_tabulated(done):
     assert set(long["test_set"]) == {"clean"} | names
     table = (done / "results/tables/label_shift/nll.em.md").read_text()
     assert "| method | Dirichlet α=0.3 | tweak-one ρ=0.7 |" in table
-    assert "| ts | " in table and " ± " in table
+    assert "| ts | " in table and " [" in table  # the paired bootstrap's interval of every cell
+    resamples = records["ts"]["label_shift_resamples"]
+    assert set(resamples) == {"dirichlet0.3", "tweak_one0.7"} and len(resamples["dirichlet0.3"]["nll.em"]) == 200
     # the clean tables are still computed from the clean test set alone
     clean = long[(long["test_set"] == "clean") & (long["metric"] == "nll") & (long["method"] == "ts")]
     assert f"{clean['value'].mean():.3f}" in (done / "results/tables/nll.md").read_text()

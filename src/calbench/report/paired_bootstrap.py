@@ -138,8 +138,12 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                 if values is not None:
                     array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
                     array[i, j] = values
-    picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
-    return SourceDraws(source, seeds, methods, estimates, draws, picks, rows)
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, resamples), rows)
+
+
+def seed_picks(seeds: Sequence[int], resamples: int) -> np.ndarray:
+    """[R, S] the seeds drawn by the seed stage (indices into ``seeds``), the same for every method."""
+    return np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
 
 
 def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
