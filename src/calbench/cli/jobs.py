@@ -48,7 +48,7 @@ def run(args) -> int:
                           args.seed, entry.get("split"), calibrator_output=paths.CALIBRATOR.format(**where),
                           input_kind=entry["scores"])
         else:
-            from calbench.data.label_shift import LABEL_SHIFT_RESAMPLES
+            from calbench.data.store import LABEL_SHIFT_RESAMPLES
             from calbench.jobs.evaluate import evaluate_job
 
             out = paths.METRICS.format(**where)

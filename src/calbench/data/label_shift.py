@@ -17,8 +17,6 @@ import zlib
 import numpy as np
 
 PREFIX = "prior/"
-#: The metrics JSON's key of the label-shifted sets' bootstrap resamples, per strength (``dirichlet0.1``).
-LABEL_SHIFT_RESAMPLES = "label_shift_resamples"
 KINDS = ("dirichlet", "tweak_one")
 
 

@@ -12,8 +12,8 @@ import numpy as np
 
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.data.label_shift import LABEL_SHIFT_RESAMPLES, draw_rows, parse_name, resample_counts, set_names
-from calbench.data.store import PEAK_KEY
+from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.evaluation import evaluate_resampled
 from calbench.metrics.label_shift import LabelShiftInputs
@@ -88,10 +88,10 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
     adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
     matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
-    strength's draws of the metrics on :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES` resamples of each
+    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` resamples of each
     set's rows (:func:`calbench.data.label_shift.resample_counts`; the metrics with a row-weighted form)."""
+    from calbench.metrics.bootstrap import TABLE_RESAMPLES
     from calbench.persist import load
-    from calbench.report.paired_bootstrap import TABLE_RESAMPLES
 
     cal_model = load(calibrator)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal_model.needs else [])

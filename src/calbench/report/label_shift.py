@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calbench.data.label_shift import LABEL_SHIFT_RESAMPLES, PREFIX, parse_name
+from calbench.data.label_shift import PREFIX, parse_name
+from calbench.data.store import LABEL_SHIFT_RESAMPLES
 from calbench.metrics import lookup
 from calbench.report.paired_bootstrap import SourceDraws, compare, seed_picks
 

@@ -16,8 +16,7 @@ import numpy as np
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
-from calbench.data.label_shift import LABEL_SHIFT_RESAMPLES
-from calbench.data.store import PEAK_KEY
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.metrics import lookup
 
 ID_COLUMNS = ("source", "method", "seed")
