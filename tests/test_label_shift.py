@@ -174,8 +174,8 @@ def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
     np.testing.assert_array_equal(counts @ np.eye(3)[labels], np.tile(np.bincount(labels, minlength=3), (30, 1)))
     np.testing.assert_array_equal(counts, resample_counts(name, labels, 0, 30))  # the same for every method
     inputs = replace(LabelShiftInputs.from_calibration(cal_probs, cal_labels, None), true_priors=true_priors)
-    ids = ["acc", "nll", "nll.em", "acc.em", "brier.bbse", "nll.oracle", "ece.conf.ew15.l1.em", "prior_mse.em",
-           "prior_mse.bbse"]
+    ids = ["acc", "nll", "nll.em", "acc.em", "brier.bbse", "nll.oracle", "ece.conf.ew15.l1.em",
+           "ece.conf.ew15.l1.oracle", "prior_mse.em", "prior_mse.bbse"]
     values, resampled = evaluate_resampled(probs, labels, ids, counts, label_shift=inputs)
     assert set(resampled) == set(ids)
     for r in (0, 17):

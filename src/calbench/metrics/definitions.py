@@ -380,6 +380,11 @@ def _after_adaptation_resampled(ctx, counts, base, estimator):
     family, groups = adapted_base(f"{base}.{estimator}", base)
     if family.pointwise is None and family.resampled is None:
         return None
+    if estimator == "oracle":  # the set's true priors on every resample: one re-weighting serves them all
+        adapted = replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None)
+        if family.pointwise is not None:
+            return counts @ family.pointwise(adapted) / counts.sum(axis=1)
+        return family.resampled(adapted, counts, **groups)
     priors, source = _adaptation_resampled(ctx, counts, estimator)
     values = []
     for weights, prior in zip(counts, priors):  # one re-weighted copy at a time: [R, N, k] would not fit
