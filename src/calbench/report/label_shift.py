@@ -24,6 +24,9 @@ from calbench.metrics import lookup
 from calbench.report.paired_bootstrap import SourceDraws, compare, seed_picks
 
 LEVEL = 0.95
+NO_INTERVAL = ("A cell without an interval has no resamples: a signed metric (0 is best, not tested), a metric "
+               "without a row-weighted form, or metrics JSONs without `label_shift_resamples` (rerun the evaluate "
+               "jobs).")
 
 
 def is_label_shifted(test_sets: pd.Series) -> pd.Series:
@@ -103,11 +106,17 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
                          key=lambda c: (c[0], c[1] if c[0] == "tweak_one" else -c[1]))
         methods = list(dict.fromkeys(by_source["method"]))
         methods = [m for m in (method_order or methods) if m in methods]
-        cells = {}
+        cells, bare = {}, False
         for kind, strength in columns:
             part = by_source[(by_source["kind"] == kind) & (by_source["strength"] == strength)]
             draws = label_shift_draws(source, part, [metric_id], resamples, [f"{kind}{strength:g}"])
-            for v in ([] if family.signed else compare(draws, metric_id, LEVEL)):
+            if family.signed:  # 0 is best: the paired tests compare in one direction (compare refuses it)
+                bare = True
+                cells.update(((m, kind, strength), f"{v * scale:.{dec}f}")
+                             for m, v in zip(draws.methods, draws.estimates[metric_id].mean(axis=1)) if np.isfinite(v))
+                continue
+            for v in compare(draws, metric_id, LEVEL):
+                bare = bare or np.isnan(v.low)
                 text = f"{v.estimate * scale:.{dec}f}" + ("" if np.isnan(v.low) else
                                                           f" [{v.low * scale:.{dec}f}, {v.high * scale:.{dec}f}]")
                 cells[v.method, kind, strength] = f"**{text}**" if v.tied_with_best else text
@@ -116,4 +125,6 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
             "|---|" + "---|" * len(columns)]
         lines += [f"| {m} | " + " | ".join(cells.get((m, k, s), "–") for k, s in columns) + " |" for m in methods]
         lines.append("")
+        if bare:
+            lines += [NO_INTERVAL, ""]
     return "\n".join(lines)
