@@ -1,7 +1,9 @@
-"""Shared fixtures: repository paths, the ../shared/data skip, and a Snakemake runner for workflow tests."""
+"""Shared fixtures: repository paths, the ../shared/data skip, the reference packages, and a Snakemake runner for
+workflow tests."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -22,6 +24,23 @@ def shared_data(*parts) -> Path:
         pytest.skip(f"needs the real classifier outputs of {path} (the ../shared/data folder beside the repository); "
                     "absent here")
     return path
+
+
+def reference(module: str, distribution: str):
+    """``module`` of a reference implementation of pyproject's ``reference`` extra (``distribution``). Where it is
+    not importable the test skips, naming the package, or fails under ``CALBENCH_REQUIRE_PEERS=1`` (set by
+    .ci/run, whose install includes that extra), so the comparisons with peers cannot skip in CI unnoticed."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as error:
+        reference_missing(f"{distribution} (extra `reference`: pip install -e '.[reference]') not importable: {error}")
+
+
+def reference_missing(message: str):
+    """Skip with ``message``, or fail under ``CALBENCH_REQUIRE_PEERS=1`` (see :func:`reference`)."""
+    if os.environ.get("CALBENCH_REQUIRE_PEERS") == "1":
+        pytest.fail(message + " (CALBENCH_REQUIRE_PEERS=1)")
+    pytest.skip(message)
 
 
 def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: bool = True,

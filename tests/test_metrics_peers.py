@@ -1,13 +1,12 @@
 """calbench's ACE, MMCE, calibration tests, calibration/refinement split and risk-coverage curve equal netcal's,
 MAPIE's, probmetrics' and torch-uncertainty's on the CIFAR logits of ../shared/data, uncalibrated and after TS
-(:mod:`calbench.perf.peers_metrics`, whose tolerances say why each is not 0). netcal, MAPIE and torch-uncertainty
-are not calbench dependencies: the test skips, saying so, where a peer is not importable (docs/metrics.md, "Beside
-other libraries", gives the command that runs it)."""
+(:mod:`calbench.perf.peers_metrics`, whose tolerances say why each is not 0). The peers are pyproject's `reference`
+extra: where one is not importable the test skips, naming it, or fails under .ci/run (``conftest.reference``)."""
 
 import pytest
 
 from calbench.perf.peers_metrics import NETWORKS, PEERS, compare
-from conftest import shared_data
+from conftest import reference_missing, shared_data
 
 
 @pytest.mark.parametrize("network", NETWORKS)
@@ -16,6 +15,6 @@ def test_metrics_equal_the_peer_library(peer, network):
     shared_data("logits", network)
     record = compare(peer, network)
     if "absent" in record:
-        pytest.skip(record["absent"])
+        reference_missing(record["absent"])
     worst = max(record["values"].items(), key=lambda item: abs(item[1][0] - item[1][1]))
     assert record["max_abs_diff"] <= record["tolerance"], worst

@@ -27,7 +27,8 @@ from calbench.metrics.selective import augrc, aurc, auroc, cumulative_errors
 
 NEW_IDS = ["ace.cw.em15", "ace.conf.em15", "mmce.conf", "ks.conf", "ks.cw", "sce.conf", "sce.conf.em15.over",
            "sce.conf.ew15.under", "sce.cw.em15.over", "p_spiegelhalter.conf", "p_ks.conf", "p_kuiper.conf", "aurc",
-           "augrc", "auroc.conf", "refinement.nll.ts.cv5", "calib_err.brier.ts.all"]
+           "augrc", "auroc.conf", "refinement.nll.ts.cv5", "calib_err.brier.ts.all", "refinement.nll.isotonic.cv5",
+           "calib_err.brier.isotonic.all"]
 
 
 def _sample(n=400, classes=4, scale=2.0, seed=0):
@@ -179,6 +180,35 @@ def test_refinement_is_invariant_to_temperature_and_splits_the_loss():
     assert np.all(np.isfinite(recalibrated(probs, rare, 5)))
     with pytest.raises(ValueError, match="needs at least 5 rows"):
         evaluate(probs[:3], labels[:3], ["refinement.nll.ts.cv5"])
+
+
+@pytest.mark.parametrize("folds", [None, 5])
+def test_isotonic_refinement_is_scikit_learns_isotonic_per_class_renormalised_and_mixed(folds):
+    """The isotonic family of the split (probmetrics' ``isotonic-mix``): per fold and class, scikit-learn's
+    ``IsotonicRegression(out_of_bounds="clip")`` of 1[y = j] on p_j fitted on the other folds, rows renormalised
+    (uniform where every class maps to 0), mixed with the uniform at 1/(n_fit + 1). Rounded scores make ties."""
+    from sklearn.isotonic import IsotonicRegression
+
+    from calbench.metrics.refinement import _folds
+
+    probs, labels = _sample(500, 6, seed=3)
+    probs = np.round(probs, 2)
+    probs[:, 0] = 1.0 - probs[:, 1:].sum(axis=1)  # sums to 1, with near-ties (0.15000000000000002) as well
+    probs, labels = probs[probs[:, 0] >= 0], labels[probs[:, 0] >= 0]
+    splits = [(np.arange(labels.size),) * 2] if folds is None else _folds(labels, folds, 0)
+    expected = np.empty_like(probs)
+    for fit, score in splits:
+        maps = np.column_stack([IsotonicRegression(out_of_bounds="clip").fit(probs[fit, j], labels[fit] == j)
+                                .predict(probs[score, j]) for j in range(6)])
+        total = maps.sum(axis=1, keepdims=True)
+        maps = np.where(total > 0, maps / np.where(total > 0, total, 1.0), 1 / 6)
+        mix = 1 / (fit.size + 1)
+        expected[score] = (1 - mix) * maps + mix / 6
+    np.testing.assert_allclose(recalibrated(probs, labels, folds, family="isotonic"), expected, atol=1e-12)
+    ids = [f"refinement.brier.isotonic.{'all' if folds is None else 'cv5'}", "brier"]
+    values = evaluate(probs, labels, ids + [ids[0].replace("refinement", "calib_err")])
+    assert values[ids[0]] == pytest.approx(np.sum((expected - np.eye(6)[labels]) ** 2, axis=1).mean())
+    assert values[ids[0]] + values[ids[0].replace("refinement", "calib_err")] == pytest.approx(values["brier"])
 
 
 @pytest.mark.parametrize("case", ["one row", "all correct", "one class present"])

@@ -6,7 +6,7 @@ from scipy.special import softmax
 
 from calbench.data.synthetic import planted_temperature
 from calbench.methods import make
-from conftest import shared_data
+from conftest import reference, shared_data
 
 
 def nll(p, y):
@@ -58,8 +58,7 @@ def test_sms_beats_ts_on_a_miscalibrated_affine_map(name):
 
 
 def _probmetrics_nll(name, z_cal, y_cal, z_test, y_test):
-    calibrators = pytest.importorskip(
-        "probmetrics.calibrators", reason="probmetrics (the SMS authors' package; extra `reference`) not installed")
+    calibrators = reference("probmetrics.calibrators", "probmetrics")
     cal = calibrators.get_calibrator(name, **{f"{name}_print_init_info": False})
     cal.fit(softmax(z_cal, axis=1), y_cal)
     return nll(cal.predict_proba(softmax(z_test, axis=1)), y_test)

@@ -143,6 +143,7 @@ rule dump_ood_model:
     input:
         code=script_code("dump_ood"),
         weights=model_weights,
+        data=source_data,
     output:
         paths.OOD,
     params:

@@ -312,28 +312,33 @@ def _auroc(ctx):
 _PROPER_LOSSES = {"nll": proper.log_loss, "brier": proper.brier}
 
 
-def _recalibrated_loss(ctx, loss, folds):
+def _recalibrated_loss(ctx, loss, family, folds):
     from calbench.metrics import refinement  # lazy: the TS solver's compiled kernels, only for these ids
 
     k = None if folds == "all" else int(folds[2:])
-    probs = ctx.shared(("ts-recalibrated", k), lambda: refinement.recalibrated(ctx.probs, ctx.labels, k, ctx.seed))
+    probs = ctx.shared((f"{family}-recalibrated", k),
+                       lambda: refinement.recalibrated(ctx.probs, ctx.labels, k, ctx.seed, family))
     return _PROPER_LOSSES[loss](probs, ctx.labels)
 
 
-@metric(r"refinement\.(?P<loss>nll|brier)\.ts\.(?P<folds>cv(?:[2-9]|[1-9][0-9]+)|all)", decimals=4,
-        usage="refinement.{nll|brier}.ts.{cvK|all}   e.g. refinement.nll.ts.cv5",
-        description="refinement error (Berta et al. 2025): the loss after temperature-scaling recalibration, "
-                    "cross-fitted on K folds or fitted on all rows (probmetrics refinement_*_ts-mix_*)")
-def _refinement(ctx, loss, folds):
-    return _recalibrated_loss(ctx, loss, folds)
+_SPLIT = r"(?P<loss>nll|brier)\.(?P<family>ts|isotonic)\.(?P<folds>cv(?:[2-9]|[1-9][0-9]+)|all)"
 
 
-@metric(r"calib_err\.(?P<loss>nll|brier)\.ts\.(?P<folds>cv(?:[2-9]|[1-9][0-9]+)|all)", decimals=4,
-        usage="calib_err.{nll|brier}.ts.{cvK|all}   e.g. calib_err.nll.ts.cv5",
+@metric(r"refinement\." + _SPLIT, decimals=4,
+        usage="refinement.{nll|brier}.{ts|isotonic}.{cvK|all}   e.g. refinement.nll.ts.cv5",
+        description="refinement error (Berta et al. 2025): the loss after temperature-scaling or one-vs-rest "
+                    "isotonic recalibration, cross-fitted on K folds or fitted on all rows (probmetrics "
+                    "refinement_*_{ts|isotonic}-mix_*)")
+def _refinement(ctx, loss, family, folds):
+    return _recalibrated_loss(ctx, loss, family, folds)
+
+
+@metric(r"calib_err\." + _SPLIT, decimals=4,
+        usage="calib_err.{nll|brier}.{ts|isotonic}.{cvK|all}   e.g. calib_err.nll.ts.cv5",
         description="calibration error of a proper loss (Berta et al. 2025): the loss minus its refinement "
-                    "error, the part TS recalibration removes (probmetrics calib-err_*_ts-mix_*)")
-def _calibration_part(ctx, loss, folds):
-    return _PROPER_LOSSES[loss](ctx.probs, ctx.labels) - _recalibrated_loss(ctx, loss, folds)
+                    "error, the part TS or isotonic recalibration removes (probmetrics calib-err_*_*-mix_*)")
+def _calibration_part(ctx, loss, family, folds):
+    return _PROPER_LOSSES[loss](ctx.probs, ctx.labels) - _recalibrated_loss(ctx, loss, family, folds)
 
 
 # ---- label-shift adaptation (docs/label_shift.md): on a source's label-shifted test sets only ----

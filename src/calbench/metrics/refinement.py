@@ -3,10 +3,12 @@ stopping: refine, then calibrate", §2–3).
 
 A proper loss L of probabilities p splits into the refinement error min_g L(g ∘ p), the loss left after the
 best post-hoc recalibration g, and the calibration error L(p) − min_g L(g ∘ p), the part that recalibration
-removes. Both are estimated with g from a family fitted to the data: here temperature scaling on the log
+removes. Both are estimated with g from a family fitted to the data: ``ts``, temperature scaling on the log
 probabilities (g(p) = softmax(β log p), β by :func:`calbench.solvers.temperature_fit.fit_inverse_temperature`),
-as the paper does and as probmetrics' ``refinement_*_ts-mix_*`` / ``calib-err_*_ts-mix_*`` do, with
-probmetrics' conventions:
+as the paper does and as probmetrics' ``refinement_*_ts-mix_*`` / ``calib-err_*_ts-mix_*`` do, or ``isotonic``,
+one-vs-rest isotonic regression of 1[y = j] on p_j per class, renormalised (uniform where every class maps to 0),
+as probmetrics' ``*_isotonic-mix_*`` (scikit-learn's ``CalibratedClassifierCV(method="isotonic")``;
+:mod:`calbench.kernels.isotonic_folds`), with probmetrics' conventions:
 
 * ``cvK``: cross-fitting — K stratified shuffled folds (scikit-learn's ``StratifiedKFold(K, shuffle=True,
   random_state=seed)`` folds, :func:`calbench.folds.stratified_kfold_splits`; unstratified shuffled folds
@@ -38,16 +40,39 @@ def _folds(labels: np.ndarray, folds: int, seed: int):
     return list(kfold_splits(labels.size, folds, seed))
 
 
-def recalibrated(probs: np.ndarray, labels: np.ndarray, folds: int | None, seed: int = 0) -> np.ndarray:
-    """Temperature-scaled probabilities, out of fold (``folds`` = K) or in-sample (``folds`` = None); a zero
-    probability enters as log of the smallest normal float64 (probmetrics: float32's)."""
-    log_p = np.log(np.maximum(np.asarray(probs, dtype=np.float64), np.finfo(np.float64).tiny))
+def recalibrated(probs: np.ndarray, labels: np.ndarray, folds: int | None, seed: int = 0,
+                 family: str = "ts") -> np.ndarray:
+    """Probabilities recalibrated by ``family`` ("ts" or "isotonic"), out of fold (``folds`` = K) or in-sample
+    (``folds`` = None), mixed with the uniform distribution."""
+    probs = np.asarray(probs, dtype=np.float64)
     splits = [(np.arange(labels.size),) * 2] if folds is None else _folds(labels, folds, seed)
-    out = np.empty_like(log_p)
+    out = _isotonic(probs, labels, splits, folds is not None) if family == "isotonic" else _temperature(probs, labels,
+                                                                                                        splits)
     for fit, score in splits:
-        beta = fit_inverse_temperature(log_p[fit], labels[fit])
         mix = 1.0 / (fit.size + 1)
-        out[score] = (1 - mix) * softmax_scaled(log_p[score], beta) + mix / log_p.shape[1]
+        out[score] = (1 - mix) * out[score] + mix / probs.shape[1]
     return out
 
 
+def _temperature(probs, labels, splits) -> np.ndarray:
+    """Temperature-scaled probabilities; a zero probability enters as log of the smallest normal float64
+    (probmetrics: float32's)."""
+    log_p = np.log(np.maximum(probs, np.finfo(np.float64).tiny))
+    out = np.empty_like(log_p)
+    for fit, score in splits:
+        out[score] = softmax_scaled(log_p[score], fit_inverse_temperature(log_p[fit], labels[fit]))
+    return out
+
+
+def _isotonic(probs, labels, splits, out_of_fold: bool) -> np.ndarray:
+    """One-vs-rest isotonic maps, renormalised per row (uniform where all classes map to 0, as scikit-learn)."""
+    from calbench.kernels.isotonic_folds import recalibrate
+
+    by_class = np.ascontiguousarray(probs.T)
+    fold_of = np.zeros(labels.size, dtype=np.int64)
+    for fold, (_, score) in enumerate(splits):
+        fold_of[score] = fold
+    out = recalibrate(by_class, np.argsort(by_class, axis=1), labels.astype(np.int64), fold_of,
+                      len(splits) if out_of_fold else 0, np.empty_like(by_class)).T
+    total = out.sum(axis=1, keepdims=True)
+    return np.divide(out, total, out=np.full_like(out, 1.0 / probs.shape[1]), where=total > 0)

@@ -2,7 +2,8 @@
 fit + predict on the CIFAR-100 ResNet-20 seed-0 split (5,000 × 100; target ≤ 10 CPU-s, ``newer_methods.<name>.k100``)
 and at ImageNet scale (25,000 × 1,000 of config/scale.yaml, in a forked child with its peak memory; targets 60 s and
 3 GB, ``scale_method.<name>``, as the other methods of :mod:`calbench.perf.scale`). ``venn_abers_ovo`` is left out
-of the 1,000-class case: its k(k − 1)/2 = 499,500 pairwise predictors are beyond those limits by design."""
+of the 1,000-class case: its k(k − 1)/2 = 499,500 pairwise predictors are beyond those limits, and it refuses more
+than its ``max_classes`` (200) classes."""
 
 from __future__ import annotations
 

@@ -59,7 +59,8 @@ def cv_ece_skce_pece(repeat):
 #: The metrics measured by ``metrics.each_25k_1000`` (each must take ≤ 5 s at 25,000 rows × 1,000 classes).
 EACH_METRIC_IDS = ["ace.cw.em15", "ace.conf.em15", "mmce.conf", "ks.conf", "ks.cw", "sce.conf", "sce.conf.em15.over",
                    "sce.cw.em15.under", "p_spiegelhalter.conf", "p_ks.conf", "p_kuiper.conf", "aurc", "augrc",
-                   "auroc.conf", "refinement.nll.ts.cv5", "calib_err.brier.ts.all"]
+                   "auroc.conf", "refinement.nll.ts.cv5", "calib_err.brier.ts.all", "refinement.nll.isotonic.cv5",
+                   "calib_err.brier.isotonic.all"]
 
 
 @benchmark("metrics.each_25k_1000", repeat=1)

@@ -1,18 +1,18 @@
 """``make bench ONLY=peers``: calbench's metrics beside the libraries that publish them, on the CIFAR logits of
 ../shared/data: netcal 1.4 (``ACE(15, equal_intervals=False)`` ↔ ``ace.conf.em15``, ``MMCE`` ↔ ``mmce.conf``),
 MAPIE 1.6 (``kolmogorov_smirnov_*``, ``kuiper_*``, ``spiegelhalter_*`` ↔ :mod:`calbench.metrics.cumulative`)
-probmetrics 1.3 (``calib-err_*`` / ``refinement_*`` with ``ts-mix`` on ``cv-5`` and ``all`` ↔
-``calib_err.*.ts.*`` / ``refinement.*.ts.*``) and torch-uncertainty 0.13 (``AURC``, ``AUGRC``: its trapezoid over
-coverages 1/n..1 divided by 1 − 1/n, computed from calbench's risk curve by that formula and compared; the record
-also holds calbench's own ``aurc``/``augrc`` beside them).
+probmetrics 1.3 (``calib-err_*`` / ``refinement_*`` with ``ts-mix`` and ``isotonic-mix`` on ``cv-5`` and ``all``
+↔ ``calib_err.*.{ts,isotonic}.*`` / ``refinement.*.{ts,isotonic}.*``) and torch-uncertainty 0.13 (``AURC``,
+``AUGRC``: its trapezoid over coverages 1/n..1 divided by 1 − 1/n, computed from calbench's risk curve by that
+formula and compared; the record also holds calbench's own ``aurc``/``augrc`` beside them).
 
 Each network's 10,000 test rows are split as ``make bench ONLY=defaults`` splits them (seed 0, 5,000 / 5,000,
 :func:`calbench.perf.defaults.split`); the metrics are computed on the 5,000 test rows, uncalibrated and after
 temperature scaling fitted on the 5,000 calibration rows (whose p-values are not all 0). netcal's MMCE forms
 the n × n kernel, so it gets the first 3,000 rows. A record holds every pair of values, the largest absolute
 difference per peer, and the tolerance it is checked against (``tests/test_metrics_peers.py``); a peer that is
-not installed is "absent". netcal and MAPIE are not calbench dependencies: install them outside the
-project (docs/metrics.md, "Beside other libraries").
+not installed is "absent" (the peers are pyproject's ``reference`` extra; docs/metrics.md, "Beside other
+libraries").
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ TOLERANCE = {
     "netcal": 3e-4,
     # MAPIE jitters the scores by 1e-8 (relative) before sorting; statistics are ~1–30, p-values in [0, 1]
     "mapie": 1e-6,
-    # probmetrics fits the same TS minimiser (its bisection stops at float32 precision)
+    # probmetrics fits the same TS minimiser (its bisection stops at float32 precision) and the same isotonic maps
     "probmetrics": 1e-8,
     # the same risk curve and formula; torch orders tied confidences its own way and sums in another order
     "torch-uncertainty": 1e-6,
@@ -86,9 +86,10 @@ def _probmetrics(probs, labels) -> dict[str, tuple[float, float]]:
     from calbench.metrics import evaluate
 
     torch.set_num_threads(1)
-    pairs = {f"{part}.{loss}.ts.{folds}": f"{peer_part}_{peer_loss}_ts-mix_{peer_folds}"
+    pairs = {f"{part}.{loss}.{family}.{folds}": f"{peer_part}_{peer_loss}_{family}-mix_{peer_folds}"
              for part, peer_part in (("calib_err", "calib-err"), ("refinement", "refinement"))
              for loss, peer_loss in (("nll", "logloss"), ("brier", "brier"))
+             for family in ("ts", "isotonic")
              for folds, peer_folds in (("cv5", "cv-5"), ("all", "all"))}
     theirs = Metrics.from_names(list(pairs.values())).compute_all_from_labels_logits(
         torch.as_tensor(labels), torch.as_tensor(np.log(probs)))
