@@ -36,6 +36,16 @@ def _closure(script: str) -> set[str]:
             for f in code_files(scripts=[REPO / "workflow" / "scripts" / f"{script}.py"])}
 
 
+def _calibrate_closure() -> set[str]:
+    """What a calibrate job of the default run can execute: its script's closure and each method's modules."""
+    from calbench.config import load
+    from calbench.methods import code_files
+
+    root = REPO / "src" / "calbench"
+    return _closure("calibrate").union(*({Path(f).relative_to(root).as_posix() for f in code_files(m)}
+                                         for m in load(REPO / "config" / "config.yaml")["methods"]))
+
+
 def test_every_source_file_has_a_row(dag):
     files = {p.relative_to(REPO / "src" / "calbench").as_posix() for p in (REPO / "src" / "calbench").rglob("*.py")}
     assert set(dag[1]) == files
@@ -46,12 +56,7 @@ def test_a_metric_edit_reschedules_evaluations_and_tables_only(dag):
     folds score with the log-loss; binning.py in histogram binning's) reschedules no calibration, training or
     dump; one that the evaluate job executes reschedules the evaluations (ood.py is run by the OOD jobs only,
     which the default run has none of)."""
-    from calbench.config import load
-    from calbench.methods import code_files
-
-    root = REPO / "src" / "calbench"
-    calibrate = _closure("calibrate").union(*({Path(f).relative_to(root).as_posix() for f in code_files(m)}
-                                              for m in load(REPO / "config" / "config.yaml")["methods"]))
+    calibrate = _calibrate_closure()
     metrics = [f for f in dag[1] if f.startswith("metrics/") and f not in calibrate]
     assert "metrics/smooth_ece.py" in metrics
     evaluate = _closure("evaluate")
@@ -59,6 +64,19 @@ def test_a_metric_edit_reschedules_evaluations_and_tables_only(dag):
     for path in metrics:
         assert path not in evaluate or "evaluate" in dag[1][path], path
         assert not dag[1][path] & (DATA_RULES | {"calibrate"}), (path, sorted(dag[1][path]))
+
+
+def test_a_metric_edit_redraws_a_figure_only_where_the_figure_job_executes_it(dag):
+    """The reliability diagrams and simplex maps are drawn from calibrated outputs: a metric module that no
+    calibrate job executes reschedules one of them exactly when its own job's script imports the module
+    (reliability diagrams bin with ``metrics/binning.py``; simplex maps run no metric)."""
+    calibrate = _calibrate_closure()
+    for rule, script in (("reliability_diagram", "reliability_diagram"), ("simplex_map", "simplex_map")):
+        drawn = _closure(script)
+        for path, rules in dag[1].items():
+            if path.startswith("metrics/") and path not in calibrate:
+                assert (rule in rules) == (path in drawn), (rule, path)
+    assert not dag[1]["metrics/smooth_ece.py"] & {"reliability_diagram", "simplex_map"}
 
 
 def test_a_method_edit_reschedules_its_calibrations_and_what_follows(dag):

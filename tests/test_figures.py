@@ -9,7 +9,8 @@ from scipy.special import softmax
 
 from calbench.data import store
 from calbench.data.synthetic import generate
-from calbench.jobs.figures import reliability_job, simplex_job
+from calbench.jobs.reliability import reliability_job
+from calbench.jobs.simplex import simplex_job
 from calbench.jobs.studies import learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
 from calbench.report.critical_difference import (

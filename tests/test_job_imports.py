@@ -11,7 +11,9 @@ JOBS = {
     "calibrate": ("import calbench.jobs.calibrate, calbench.methods as m; m.available()",
                   ["torch", "scipy.optimize", "scipy.stats", "sklearn", "matplotlib", "pandas"]),
     "evaluate": ("import calbench.jobs.evaluate", ["torch", "scipy.optimize", "scipy.stats", "sklearn", "matplotlib"]),
-    "figures": ("import calbench.jobs.figures", ["torch", "scipy.stats", "sklearn"]),
+    "reliability": ("import calbench.jobs.reliability", ["torch", "scipy.stats", "sklearn"]),
+    "simplex": ("import calbench.jobs.simplex", ["torch", "scipy.stats", "sklearn"]),
+    "critical_difference": ("import calbench.jobs.critical_difference", ["torch", "scipy.stats", "sklearn"]),
 }
 
 

@@ -31,13 +31,6 @@ LAYERS = [
 ]
 LAYER = {name: depth for depth, names in enumerate(LAYERS) for name in names}
 ROOT = "calbench"
-#: Private names imported from the solvers, whose modules are being split into parts with public names: the set
-#: to empty once that split has landed (a private import anywhere else fails the test).
-SOLVER_PRIVATE_IMPORTS = {
-    ("src/calbench/methods/linear_maps.py", "calbench.solvers.affine_softmax_fit._check_scale"),
-    ("src/calbench/solvers/tied_affine_fit.py", "calbench.solvers.affine_softmax_fit._armijo"),
-    ("src/calbench/solvers/tied_affine_fit.py", "calbench.solvers.affine_softmax_fit._objective_residual"),
-}
 
 
 def _component(path: Path) -> str:
@@ -121,8 +114,6 @@ def test_imports_of_the_root_are_seen():
 
 
 def test_no_module_imports_a_private_name_of_another():
-    found = private_imports()
-    assert SOLVER_PRIVATE_IMPORTS <= found, "a listed solver import is gone: remove it from SOLVER_PRIVATE_IMPORTS"
-    private = sorted(f"{file}: imports {name}" for file, name in found - SOLVER_PRIVATE_IMPORTS)
+    private = sorted(f"{file}: imports {name}" for file, name in private_imports())
     assert private == [], ("private names imported from another module; give them a public name (and a "
                            "docstring):\n" + "\n".join(private))

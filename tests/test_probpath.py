@@ -274,14 +274,14 @@ def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_acc
 
 
 def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(one_seed_run, tmp_path, monkeypatch):
-    from calbench.jobs import figures
+    from calbench.jobs.reliability import reliability_job
     from calbench.report import reliability
 
     results, outputs, y = one_seed_run
     titles = []
     monkeypatch.setattr(reliability, "save_figure", lambda fig, path: titles.append(fig._suptitle.get_text()))
     calibrated = {m: [results / "calibrated" / "src" / m / "seed0.h5"] for m in outputs}
-    figures.reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", [0], 15, "em",
+    reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", [0], 15, "em",
                             max_classes=10)
     assert len(titles) == 1 and "15 equal-mass bins, as the tables' ece.conf.em15.l1" in " ".join(titles[0].split())
     table = pd.read_csv(tmp_path / "f.csv")

@@ -39,6 +39,8 @@ METRICS = config["metrics"]
 # Sources whose dump is computed by a model (train/pretrained, GPU rules) and those that are not.
 MODEL_SOURCES = [s for s, e in SOURCES.items() if e["type"] in ("train", "pretrained")]
 DATA_SOURCES = [s for s, e in SOURCES.items() if s not in MODEL_SOURCES]
+# Model sources that read a folder of images: their model rules read its manifest (rule image_manifest).
+IMAGEFOLDER_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["dataset"] == "imagefolder"]
 
 
 def _alternatives(names):
@@ -111,9 +113,11 @@ def source_entry(wildcards):
 
 
 def source_data(wildcards):
-    """The files the source's entry names (an import's files, a model's local weights): inputs of the rules that
-    read them, so that changing a file's content reruns what depends on it (calbench.data.inputs)."""
-    return source_files(SOURCES[wildcards.source])
+    """The files the source's entry names (an import's files, a model's local weights) and an image folder's
+    manifest: inputs of the rules that read them, so that changing a file's content reruns what depends on it
+    (calbench.data.inputs)."""
+    images = [paths.IMAGE_MANIFEST.format(source=wildcards.source)] if wildcards.source in IMAGEFOLDER_SOURCES else []
+    return source_files(SOURCES[wildcards.source]) + images
 
 
 def shift_data(wildcards):

@@ -4,6 +4,10 @@
 # only where the source's `device` names one (cuda, cuda:N); `auto` (the default) runs on a GPU when the
 # machine it lands on has one and reserves none, so that the default config's small models train on the CPU.
 # Each job declares the source's `threads`, which torch uses and SLURM grants as CPUs.
+# An imagefolder source's images are listed when the DAG is built, as the inputs of its `image_manifest` job (each
+# image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its model rules read: a changed,
+# added or removed image reruns them, an untouched folder nothing.
+from calbench.data.image_folder import dataset_folder, image_files
 from calbench.jobs import paths
 
 TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
@@ -23,6 +27,38 @@ def model_threads(wildcards):
 def model_gpus(wildcards):
     """1 where the source's device is a CUDA GPU, else 0 (calbench.models.training.resolve_device)."""
     return int(SOURCES[wildcards.source]["device"].startswith("cuda"))
+
+
+def source_images(wildcards):
+    """Every image an imagefolder source reads (calbench.data.image_folder), the inputs of its manifest."""
+    return image_files(image_folder(wildcards), f"sources.{wildcards.source}")
+
+
+def image_folder(wildcards):
+    return str(dataset_folder(SOURCES[wildcards.source], config["downloads_dir"]))
+
+
+rule image_manifest:
+    input:
+        images=source_images,
+        code=script_code("image_manifest"),
+    output:
+        paths.IMAGE_MANIFEST,
+    params:
+        data_dir=image_folder,
+    wildcard_constraints:
+        source=_alternatives(IMAGEFOLDER_SOURCES),
+    log:
+        "logs/manifests/{source}.log",
+    benchmark:
+        "benchmarks/manifests/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=500,
+        runtime=30,
+    script:
+        "../scripts/image_manifest.py"
 
 
 rule train_model:

@@ -1,5 +1,5 @@
-"""Snakemake adapter of calbench.jobs.figures.critical_difference_job."""
-from calbench.jobs.figures import critical_difference_job
+"""Snakemake adapter of calbench.jobs.critical_difference.critical_difference_job."""
+from calbench.jobs.critical_difference import critical_difference_job
 from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)

@@ -1,6 +1,6 @@
-"""Snakemake adapter of calbench.jobs.figures.reliability_job."""
-from calbench.jobs.figures import reliability_job
+"""Snakemake adapter of calbench.jobs.reliability.reliability_job."""
 from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.reliability import reliability_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 seeds = list(smk.params.seeds)

@@ -1,8 +1,8 @@
-"""Snakemake adapter of calbench.jobs.figures.simplex_job."""
+"""Snakemake adapter of calbench.jobs.simplex.simplex_job."""
 import json
 
-from calbench.jobs.figures import simplex_job
 from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.simplex import simplex_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):

@@ -6,17 +6,19 @@ runs the cheap one (missing files and, for ``npy`` files, from the file headers:
 labels that are a vector with one entry per row (not ``(N, 1)``, not one-hot) and split sizes; and a
 pickle's contents, read by the unpickler that runs no code; an npz's table of contents; every file's
 being a non-empty regular file). Download
-sources are checked by checksum when fetched, synthetic and model sources need no file, so both check
-``type: import`` sources only.
+sources are checked by checksum when fetched and synthetic sources need no file: both check ``type: import``
+sources' files and the folder of an ``imagefolder`` source.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
 
 from calbench.data import importers
+from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
 from calbench.data.where import shown
@@ -142,6 +144,27 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         return [f"{origin}: {err}"], set(), None
 
 
+def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
+    """Problems of an ``imagefolder`` source's folder, as torchvision's ``ImageFolder`` would meet them when its
+    model job starts: not a folder, no class sub-folder, a class without images, a link looping back."""
+    if entry.get("dataset") != "imagefolder":
+        return []
+    where, root = f"sources.{name}", dataset_folder(entry, cache_dir)
+    if not root.is_dir():
+        return [not_a_folder(shown(root), where)]
+    classes = sorted(sub.name for sub in os.scandir(root) if sub.is_dir())
+    if not classes:
+        return [f"{where}.data_dir: {shown(root)} has no sub-folder: put each class's images in a folder of its own"]
+    try:
+        images = image_files(root, where)
+    except ValueError as err:
+        return [str(err)]
+    empty = sorted(set(classes) - {Path(path).relative_to(root).parts[0] for path in images})
+    return [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) {', '.join(empty)}"
+            ] if empty else []
+
+
 def config_problems(config: dict, deep: bool = True) -> list[str]:
     """Problems of every source of a loaded config (:func:`calbench.config.load`)."""
-    return [p for name, entry in config["sources"].items() for p in source_problems(name, entry, deep)]
+    return [p for name, entry in config["sources"].items()
+            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])]

@@ -3,6 +3,9 @@ its dump (and what depends on it), and only that (docs/operations.md).
 
 A downloaded file (``{url, sha256}``) is not among them: its content is pinned by the ``sha256`` of the entry,
 which is a param of the rules, and the cache re-checks it on every read (:func:`calbench.data.download.fetch`).
+Neither are torchvision's CIFAR and SVHN files: torchvision checks each one's MD5 when it loads them. The images of
+an ``imagefolder`` source are, through one manifest of their hashes that the model rules read
+(:mod:`calbench.data.image_folder`, :mod:`calbench.jobs.image_manifest`).
 """
 
 from __future__ import annotations

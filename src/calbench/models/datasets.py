@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
 from torch.utils.data import Dataset, Subset, TensorDataset
 
+from calbench.data.image_folder import dataset_folder, not_a_folder
 from calbench.models.errors import OfflineError, require_models_extra
 
 DATASETS = ("digits", "mnist5k", "cifar10", "cifar100", "svhn", "imagefolder")
@@ -121,10 +122,7 @@ def _imagefolder(root: Path, image_size, sizes, seed, where) -> ImageData:
     from torchvision import datasets, transforms
 
     if not root.is_dir():
-        raise FileNotFoundError(
-            f"{where}.data_dir: {root} is not a folder of class sub-folders of images. Put the images there (for "
-            "ImageNet-1k: the 50,000 validation images in one sub-folder per class, named by WordNet id so that "
-            "their sorted order is the models' class order) or set data_dir to where they are")
+        raise FileNotFoundError(not_a_folder(root, where))
     if not image_size:
         raise ValueError(f"{where}.image_size: an imagefolder source needs it (images are resized and centre-cropped)")
     tf = transforms.Compose([transforms.Resize(image_size), transforms.CenterCrop(image_size),
@@ -142,7 +140,7 @@ def load(entry: dict, where: str, cache_dir) -> ImageData:
     a torchvision dataset without ``data_dir`` lives in ``cache_dir/{dataset}`` (the config's ``downloads_dir``)."""
     name = entry["dataset"]
     sizes, seed = entry["sizes"], int(entry["split_seed"])
-    root = Path(entry.get("data_dir") or Path(cache_dir) / name)
+    root = dataset_folder(entry, cache_dir)
     if name == "digits":
         from sklearn.datasets import load_digits
 

@@ -1,0 +1,41 @@
+"""The critical-difference job (config key ``figures.critical_difference``, docs/figures_and_studies.md): one
+diagram per metric and the Friedman table, from the long metrics table; the test and the drawing are in
+:mod:`calbench.report.critical_difference`."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from calbench.atomic import write_text_atomic
+from calbench.report.critical_difference import best_group, cd_figure, rank_test
+from calbench.report.plotting import write_csv
+from calbench.report.tables import clean
+
+
+def critical_difference_job(long_csv, intervals_csv, figures: dict[str, str], table_md, table_csv, test: str,
+                            alpha: float, friedman_alpha: float) -> None:
+    """One diagram per metric (``{metric: png}``) and the Friedman table (Markdown + CSV); each method's name in a
+    diagram counts the sources on which the paired bootstrap of the test rows (``intervals_csv``, the tables')
+    ties it with the best."""
+    long = clean(pd.read_csv(long_csv))
+    verdicts = pd.read_csv(intervals_csv)
+    rows = []
+    for metric_id, path in figures.items():
+        result = rank_test(long, metric_id, test, alpha, friedman_alpha) if metric_id in set(long["metric"]) else None
+        cd_figure(result, path, metric_id, best_group(verdicts, metric_id))
+        if result is not None:
+            rows.append({"metric": metric_id, "sources": result.n, "methods": len(result.average_ranks),
+                         "friedman_chi2": result.statistic, "p_value": result.p_value, "test": test, "alpha": alpha,
+                         "cd": result.cd, "significant": result.significant, "verdict": result.verdict(),
+                         "average_ranks": "; ".join(f"{m} {r:.2f}" for m, r in result.average_ranks.items())})
+    frame = pd.DataFrame(rows, columns=["metric", "sources", "methods", "friedman_chi2", "p_value", "test", "alpha",
+                                        "cd", "significant", "verdict", "average_ranks"])
+    write_csv(frame, table_csv)
+    lines = [f"### Friedman test over sources, then {test} critical difference (α = {alpha:g}) where "
+             f"p < {friedman_alpha:g}", "",
+             "| metric | N | k | χ²_F | p | CD | outcome | average ranks (best first) |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['metric']} | {r['sources']} | {r['methods']} | {r['friedman_chi2']:.2f} | {r['p_value']:.3g}"
+              f"{'' if r['significant'] else ' (n.s.)'} | {r['cd']:.2f} | {r['verdict']} | {r['average_ranks']} |"
+              for r in rows]
+    write_text_atomic(table_md, "\n".join(lines) + "\n")

@@ -1,0 +1,25 @@
+"""The manifest of an ``imagefolder`` source's images: the input of its model jobs (training, dumps), so that a
+changed, added or removed image reruns them and what depends on them, and nothing else (docs/operations.md).
+
+Its own rule reads every image (:func:`calbench.data.inputs.image_files`): Snakemake reruns it where the set of
+images changed or an image is newer than the manifest and, below its checksum limit (1 MB by default), differs in
+content; the model jobs then read one small file rather than each image.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from calbench.atomic import write_text_atomic
+
+
+def image_manifest_job(data_dir, images, output) -> None:
+    """One line per image of ``images`` (paths below ``data_dir``, in the order the model jobs read them): its path
+    relative to ``data_dir``, its size in bytes and the SHA-256 of its content."""
+    lines = ["path\tbytes\tsha256"]
+    for path in images:
+        with open(path, "rb") as file:
+            digest = hashlib.file_digest(file, "sha256").hexdigest()
+        lines.append(f"{os.path.relpath(path, data_dir)}\t{os.path.getsize(path)}\t{digest}")
+    write_text_atomic(output, "\n".join(lines) + "\n")
