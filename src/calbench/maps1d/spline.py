@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array
 from calbench.maps1d.maps import check_binary
 
 RUNOUTS = ("natural", "parabolic", "cubic")
@@ -71,6 +72,10 @@ def basis(t: np.ndarray, knots: int, runout: str) -> tuple[np.ndarray, np.ndarra
 class Spline:
     """The spline recalibration map of one binary problem; ``knots`` ≥ 2 equally spaced knots, ``runout`` one of
     :data:`RUNOUTS`, ``interpolation`` one of :data:`INTERPOLATIONS`."""
+
+    #: Per distinct calibration value: the mean, or the first and last, of the sorted cumulative sums.
+    _fitted_state = {"x_": Array(float, ("n",)), "mean_": Array(float, ("n",)), "first_": Array(float, ("n",)),
+                     "last_": Array(float, ("n",)), "knot_values_": Array(float, ("k",))}
 
     def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear"):
         self.knots, self.runout, self.interpolation = knots, runout, interpolation
