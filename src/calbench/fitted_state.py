@@ -44,9 +44,10 @@ def _found(value) -> str:
 
 
 class _Spec:
-    """One declared kind; ``none=True``: the attribute may also be None."""
+    """One declared kind; ``none=True``: the attribute may also be None; ``optional=True``: a fitted object may
+    lack it (the embedding width of a calibrator that reads no embeddings)."""
 
-    none = False
+    none = optional = False
 
     def check(self, value, field: str, scope: dict, deep: bool) -> None:
         if value is None and self.none:
@@ -60,8 +61,8 @@ class _Spec:
 class Count(_Spec):
     """A positive integer that binds ``symbol`` (``num_classes_``: ``C``; ``embedding_dim_``: ``H``)."""
 
-    def __init__(self, symbol: str):
-        self.symbol = symbol
+    def __init__(self, symbol: str, optional: bool = False):
+        self.symbol, self.optional = symbol, optional
 
     def _check(self, value, field, scope, deep):
         if not isinstance(value, Integral) or isinstance(value, (bool, np.bool_)) or value < 1:
@@ -75,8 +76,8 @@ class Scalar(_Spec):
     _TYPES = {float: (Real, "a number"), int: (Integral, "an integer"), bool: ((bool, np.bool_), "a boolean"),
               str: (str, "a string")}
 
-    def __init__(self, kind: type, none: bool = False):
-        self.kind, self.none = kind, none
+    def __init__(self, kind: type, none: bool = False, optional: bool = False):
+        self.kind, self.none, self.optional = kind, none, optional
 
     def _check(self, value, field, scope, deep):
         types, what = self._TYPES[self.kind]
@@ -88,8 +89,8 @@ class Array(_Spec):
     """A numpy array of ``dtype`` ``float``, ``int`` or ``bool``, of ``shape`` (sizes: numbers or symbol
     expressions; ``None``: any shape)."""
 
-    def __init__(self, dtype: type, shape: tuple | None, none: bool = False):
-        self.dtype, self.shape, self.none = dtype, shape, none
+    def __init__(self, dtype: type, shape: tuple | None, none: bool = False, optional: bool = False):
+        self.dtype, self.shape, self.none, self.optional = dtype, shape, none, optional
 
     def _check(self, value, field, scope, deep):
         kinds, what = _DTYPE_KINDS[self.dtype]
@@ -106,17 +107,23 @@ class Array(_Spec):
 
 
 class Instance(_Spec):
-    """An object of class ``cls`` (a nested calibrator or 1-D map). ``classes``: its ``num_classes_`` equals this
-    symbol; ``fields``: declarations of its plain attributes, sharing this object's symbols (LECE's pool). With
-    ``deep``, an object whose class declares its own fitted state is checked against it too."""
+    """A fitted object of class ``cls`` (a nested calibrator or 1-D map: it holds every attribute its class
+    declares but the optional ones; ``fitted=False``: an unfitted one, kept for its settings, may stand here too).
+    ``classes``: its ``num_classes_`` equals this symbol; ``fields``: declarations of its plain attributes, sharing
+    this object's symbols (LECE's pool). With ``deep``, its own declaration is checked too."""
 
-    def __init__(self, cls: type, none: bool = False, classes: str | None = None, fields: dict | None = None):
-        self.cls, self.none, self.classes, self.fields = cls, none, classes, fields or {}
+    def __init__(self, cls: type, none: bool = False, classes: str | None = None, fields: dict | None = None,
+                 fitted: bool = True):
+        self.cls, self.none, self.classes, self.fields, self.fitted = cls, none, classes, fields or {}, fitted
 
     def _check(self, value, field, scope, deep):
         if not isinstance(value, self.cls):
             self.fail(value, field, f"a {self.cls.__name__}")
-        if self.classes is not None and hasattr(value, "num_classes_"):
+        attributes = vars(value)
+        for name, spec in declared_state(type(value)).items() if self.fitted else ():
+            if name not in attributes and not spec.optional:
+                raise StateError(f"{field}.{name}", f"missing: a fitted {type(value).__name__} holds it")
+        if self.classes is not None:
             _size(self.classes, value.num_classes_, f"{field}.num_classes_", scope, f"count {self.classes}")
         for name, spec in self.fields.items():
             spec.check(getattr(value, name, None), f"{field}.{name}", scope, deep)
@@ -259,13 +266,18 @@ def declared_state(cls: type) -> dict:
 
 def check_state(obj, prefix: str = "", deep: bool = False) -> None:
     """Raise :class:`StateError` for the first fitted attribute of ``obj`` that its class's declaration does not
-    allow; attributes it does not have are not checked (an unfitted nested calibrator has none). ``deep``: nested
-    calibrators and maps are checked against their own declarations too (loading checks each as it is built)."""
+    allow, or that a fitted ``obj`` (one holding any declared attribute) lacks and is not optional; an unfitted
+    object holds none (a one-vs-rest calibrator kept for its settings). ``deep``: nested calibrators and maps are
+    checked against their own declarations too (loading checks each as it is built)."""
     scope = {}
     attributes = vars(obj)
-    for name, spec in declared_state(type(obj)).items():
+    declared = declared_state(type(obj))
+    fitted = not attributes.keys().isdisjoint(declared)
+    for name, spec in declared.items():
         if name in attributes:
             spec.check(attributes[name], prefix + name, scope, deep)
+        elif fitted and not spec.optional:
+            raise StateError(prefix + name, f"missing: a fitted {type(obj).__name__} holds it")
 
 
 @functools.cache

@@ -200,7 +200,17 @@ class _Encoder:
                         "dicts, calibrators, calbench.maps1d maps); give its owner _get_state()/_set_state() "
                         "(calbench.persist)")
 
+    def check_declared(self, obj, where: str) -> None:
+        """Refuse a fitted state that its class's declaration does not allow, as loading would."""
+        try:
+            check_state(obj)
+        except StateError as err:
+            raise TypeError(f"cannot save {where}{err.field}: {err.detail}, which the _fitted_state of "
+                            f"{type(obj).__name__} does not allow (calbench.fitted_state), so loading would refuse "
+                            "it; fix the fit or the declaration") from err
+
     def check_map(self, value, where: str) -> None:
+        self.check_declared(value, f"{where}.")
         if hasattr(value, "_get_state"):
             return
         extra = set(vars(value)) - set(_init_names(type(value))) - set(declared_state(type(value)))
@@ -223,6 +233,7 @@ class _Encoder:
             raise TypeError(f"cannot save {where}: attribute {key!r} is neither a setting (an argument of "
                             f"{type(cal).__name__}.__init__) nor a fitted attribute its class declares (_fitted_state, "
                             "calbench.fitted_state), so loading would refuse it")
+        self.check_declared(cal, f"{where}.state.")
         return {"$calibrator": name, "params": {"$dict": [[k, v] for k, v in encoded.items()]},
                 "state": {"$dict": [[k, self.encode(v, f"{where}.state.{k}")] for k, v in state.items()]}}
 
@@ -625,7 +636,8 @@ def load(path):
         raise CalibratorFileError(f"{path}: tensors {sorted(decoder.unread)[:5]}: named nowhere in the header; the "
                                   "file was not written by calbench.save")
     if not hasattr(cal, "num_classes_"):
-        raise CalibratorFileError(f"{path}: calibrator.state: no num_classes_, so the calibrator is not fitted")
+        raise CalibratorFileError(f"{path}: calibrator.state.num_classes_: missing, so the calibrator is not "
+                                  "fitted; fit it before saving")
     try:
         derived = _derived(cal)
     except Exception as err:  # the state of a file, not the user's input

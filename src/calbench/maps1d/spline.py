@@ -73,9 +73,10 @@ class Spline:
     """The spline recalibration map of one binary problem; ``knots`` ≥ 2 equally spaced knots, ``runout`` one of
     :data:`RUNOUTS`, ``interpolation`` one of :data:`INTERPOLATIONS`."""
 
-    #: Per distinct calibration value: the mean, or the first and last, of the sorted cumulative sums.
-    _fitted_state = {"x_": Array(float, ("n",)), "mean_": Array(float, ("n",)), "first_": Array(float, ("n",)),
-                     "last_": Array(float, ("n",)), "knot_values_": Array(float, ("k",))}
+    #: Per distinct calibration value: the mean (``interpolation="linear"``), or else the first and last, of the
+    #: recalibrated values.
+    _fitted_state = {"x_": Array(float, ("n",)), "knot_values_": Array(float, ("k",)),
+                     **{name: Array(float, ("n",), optional=True) for name in ("mean_", "first_", "last_")}}
 
     def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear"):
         self.knots, self.runout, self.interpolation = knots, runout, interpolation

@@ -115,7 +115,7 @@ class Calibrator:
     floor_note: str = ""
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
-    _fitted_state: dict = {"num_classes_": Count("C"), "embedding_dim_": Count("H")}
+    _fitted_state: dict = {"num_classes_": Count("C"), "embedding_dim_": Count("H", optional=True)}
     #: What a setting's name is prefixed with in messages (``cv.`` for a grid search's, as the config writes them).
     _settings_prefix: str = ""
 

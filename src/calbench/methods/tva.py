@@ -158,7 +158,7 @@ class _BinaryTopVersusAll(Calibrator):
     """TvA of a one-vs-rest calibrator's binary map (``binary_class``): fitted once on (max p̂, correct)."""
 
     #: The unfitted one-vs-rest calibrator whose binary map ``map_`` is (each subclass declares its map's kind).
-    _fitted_state = {"binary_": Instance(Calibrator)}
+    _fitted_state = {"binary_": Instance(Calibrator, fitted=False)}
 
     binary_class: type
 
@@ -206,7 +206,7 @@ class TopLabelHistogramBinning(Calibrator):
     ĉ = the frequency of y = l in the bin (``hist``'s binning); a class never predicted keeps its confidence."""
 
     #: Per predicted class: the (unfitted) histogram binning with that class's bin count, and its fitted bins.
-    _fitted_state = {"maps_": DictOf(int, Items(Instance(HistogramBinning), BINNED_MAP))}
+    _fitted_state = {"maps_": DictOf(int, Items(Instance(HistogramBinning, fitted=False), BINNED_MAP))}
 
     _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
 
