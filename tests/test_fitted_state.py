@@ -66,6 +66,25 @@ def test_a_wrong_state_is_refused_naming_the_field_with_expected_and_found():
         check_state(broken)
 
 
+def test_sizes_agree_between_fields_and_with_settings():
+    """A free length is one length throughout its object (an isotonic map's knots); a size may name a setting (the
+    bins of a histogram binning, 2B + 1 parameters of a B-piece map)."""
+    from calbench.maps1d import Isotonic, PiecewiseLinear
+
+    iso = Isotonic().fit(np.linspace(0.1, 0.9, 20), np.tile([0.0, 1.0], 10))
+    iso.knots_y_ = iso.knots_y_[:-1]
+    with pytest.raises(StateError, match=r"^knots_y_: expected axis 0 of a float array of shape \(n,\) to be n = "):
+        check_state(iso)
+    hist = copy.deepcopy(fitted("hist"))
+    hist.binary_maps_[1]["filled"] = hist.binary_maps_[1]["filled"][:-1]
+    with pytest.raises(StateError, match=r"^binary_maps_\[1\]\['filled'\]: .* to be n_bins = 10, found 9"):
+        check_state(hist)
+    pl = PiecewiseLinear(n_pieces=3)
+    pl.theta_ = np.zeros(5)
+    with pytest.raises(StateError, match=r"to be 2\*n_pieces\+1 = 7 \(n_pieces = 3\), found 5"):
+        check_state(pl)
+
+
 # -- crafted files ---------------------------------------------------------------------------------------------
 def _fields(node, where="calibrator"):
     """(path as loading names it, owning class, field, JSON path) of every state field of every calibrator and map

@@ -7,11 +7,12 @@ A class declares its fitted attributes once, as scikit-learn's ``_parameter_cons
 
 The declarations of a class and of its bases are merged (:func:`declared_state`; a subclass overrides a name). A
 shape is a tuple of sizes, each a number or an expression of symbols: ``C`` (the number of classes, bound by
-``Count("C")`` on ``num_classes_``), ``H`` (the embedding width) or a free length such as ``n`` (the knots of an
-isotonic map, the rows of LECE's pool), bound where it is first met and the same everywhere else in one object
-(``"n-1"``, ``"m+C"``: a sum of symbols and integers). :func:`check_state` raises :class:`StateError` naming the
-attribute (``weights_``, ``binary_maps_[2].filled``) with what was expected and what was found;
-:mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
+``Count("C")`` on ``num_classes_``), ``H`` (the embedding width), an integer setting of the object (a histogram's
+``n_bins``) or a free length such as ``n`` (the knots of an isotonic map, the rows of LECE's pool), bound where it
+is first met and the same everywhere else in one object. An expression sums symbols and integers, a symbol
+possibly times an integer: ``"n-1"``, ``"m+C"``, ``"2*n_pieces+1"``. :func:`check_state` raises
+:class:`StateError` naming the attribute (``weights_``, ``binary_maps_[2]['filled']``) with what was expected and
+what was found; :mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
 ``tests/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
 """
 
@@ -25,7 +26,7 @@ import numpy as np
 
 _DTYPE_KINDS = {float: ("f", "float"), int: ("iu", "integer"), bool: ("b", "boolean")}
 _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
-_TERM = re.compile(r"\s*([+-]?)\s*([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\s*")
+_TERM = re.compile(r"\s*([+-]?)\s*(?:([0-9]+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\s*")
 
 
 class StateError(ValueError):
@@ -230,18 +231,19 @@ class Setting(_Spec):
 
 
 def _size(expected, size: int, field: str, scope: dict, what: str) -> None:
-    """Check ``size`` against a size or symbol expression, binding its one unbound symbol (if any) in ``scope``."""
+    """Check ``size`` against a size or an expression (a sum of integers and symbols, each times an integer factor),
+    binding its one unbound symbol (if any, added with factor 1) in ``scope``."""
     if isinstance(expected, int):
         if size != expected:
             raise StateError(field, f"expected {what} to be {expected}, found {size}")
         return
     constant, unbound = 0, []
-    for sign, term in _TERM.findall(expected):
+    for sign, factor, term in _TERM.findall(expected):
         value = int(term) if term.isdigit() else scope.get(term)
         if value is None:
-            unbound.append((sign, term))
+            unbound.append((sign, factor, term))
         else:
-            constant += -value if sign == "-" else value
+            constant += (-1 if sign == "-" else 1) * int(factor or 1) * value
     if not unbound:
         if size != constant:
             symbols = re.findall(r"[A-Za-z_]\w*", expected)
@@ -249,8 +251,11 @@ def _size(expected, size: int, field: str, scope: dict, what: str) -> None:
                 f" = {constant} ({', '.join(f'{s} = {scope[s]}' for s in symbols)})"
             raise StateError(field, f"expected {what} to be {expected}{values}, found {size}")
         return
-    (sign, symbol), = unbound  # a declaration has one new symbol per size, added
-    if sign == "-" or size - constant < 0:
+    if len(unbound) > 1 or unbound[0][:2] != ("", ""):
+        raise ValueError(f"the declared size {expected!r} of {field} has more than one unbound symbol, or one with a "
+                         "sign or factor: bind it in an earlier size")
+    symbol = unbound[0][2]
+    if size - constant < 0:
         raise StateError(field, f"expected {what} to be {expected} with {symbol} >= 0, found {size}")
     scope[symbol] = size - constant
 
@@ -269,8 +274,8 @@ def check_state(obj, prefix: str = "", deep: bool = False) -> None:
     allow, or that a fitted ``obj`` (one holding any declared attribute) lacks and is not optional; an unfitted
     object holds none (a one-vs-rest calibrator kept for its settings). ``deep``: nested calibrators and maps are
     checked against their own declarations too (loading checks each as it is built)."""
-    scope = {}
     attributes = vars(obj)
+    scope = {name: value for name, value in attributes.items() if not name.endswith("_") and type(value) is int}
     declared = declared_state(type(obj))
     fitted = not attributes.keys().isdisjoint(declared)
     for name, spec in declared.items():

@@ -95,7 +95,8 @@ class _Folds:
 class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
 
-    _fitted_state = {"theta_": Array(float, ("m",))}
+    #: The slope and knot parameters: 2B + 1 of them for B pieces.
+    _fitted_state = {"theta_": Array(float, ("2*n_pieces+1",))}
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
                  seed: int = 0, max_iter: int = 1000):

@@ -75,7 +75,7 @@ class Spline:
 
     #: Per distinct calibration value: the mean (``interpolation="linear"``), or else the first and last, of the
     #: recalibrated values.
-    _fitted_state = {"x_": Array(float, ("n",)), "knot_values_": Array(float, ("k",)),
+    _fitted_state = {"x_": Array(float, ("n",)), "knot_values_": Array(float, ("knots",)),
                      **{name: Array(float, ("n",), optional=True) for name in ("mean_", "first_", "last_")}}
 
     def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear"):

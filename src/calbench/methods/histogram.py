@@ -31,10 +31,11 @@ def _check_bins(n_bins) -> None:
         raise ValueError(f"n_bins: expected a positive integer number of bins, got {n_bins!r}")
 
 
-#: The fitted bins of one binary map: ``n`` bins, their ``n - 1`` inner edges (None where the bins are fixed),
-#: which hold calibration values, and their mean prediction and label frequency.
-BINNED_MAP = Record({"edges": Array(float, ("n-1",), none=True), "filled": Array(bool, ("n",)),
-                     "p_mean": Array(float, ("n",)), "y_mean": Array(float, ("n",))})
+#: The fitted bins of one binary map: ``n_bins`` bins (the setting of the calibrator, or of the binning kept beside
+#: the map: TLHB's), their ``n_bins - 1`` inner edges (None where the bins are fixed), which bins hold calibration
+#: values, and their mean prediction and label frequency.
+BINNED_MAP = Record({"edges": Array(float, ("n_bins-1",), none=True), "filled": Array(bool, ("n_bins",)),
+                     "p_mean": Array(float, ("n_bins",)), "y_mean": Array(float, ("n_bins",))})
 
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""
