@@ -9,7 +9,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: run test bench report clean
+.PHONY: run test bench report choosing clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -30,6 +30,9 @@ bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json 
 
 report: $(STAMP)  ## HTML report of the last run
 	$(PY) -m calbench report config/config.yaml -o results/report.html
+
+choosing: $(STAMP)  ## the runs behind docs/choosing.md (scripts/choosing.yaml, ../shared/data), then the page
+	$(PY) scripts/choosing.py run --work results/choosing --cores $(CORES)
 
 clean:
 	rm -rf results logs benchmarks .snakemake

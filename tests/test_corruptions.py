@@ -8,7 +8,9 @@ MNIST-C's ``corruptions.py`` (google-research/mnist-c) and Ovadia et al.'s ``mni
 output (the ImageNet-C ones cropped to rows 100-124, columns 60-124); ``ovadia|rotate|{degrees}`` and
 ``ovadia|roll|{pixels}`` the nearest uint8 of Ovadia's float output; ``{kind}|elastic_transform|{severity}`` the
 published elastic transform with its random draws taken from ``numpy.random.RandomState(severity)`` in the code's
-order (the affine's points, then the x and the y displacement noise).
+order (the affine's points, then the x and the y displacement noise); ``mnist_c_code|gaussian_blur|{severity}``
+MNIST-C's ``gaussian_blur`` as its code computes it on the 2-D digit (``multichannel=True``: the width taken for
+channels), with scikit-image 0.20's ``channel_axis=-1``, to which 0.19 maps ``multichannel=True``.
 """
 
 from pathlib import Path
@@ -31,7 +33,8 @@ from calbench.corruptions import (
 
 GOLDEN = np.load(Path(__file__).parent / "golden" / "corruptions_golden.npz")
 INPUTS = {"mnist_c": "in|grey28", "cifar10_c": "in|rgb32", "imagenet_c": "in|rgb224"}
-DETERMINISTIC = ("gaussian_blur", "contrast", "brightness", "pixelate")
+PUBLISHED = ("gaussian_blur", "contrast", "brightness", "pixelate")
+DETERMINISTIC = (*PUBLISHED, "gaussian_blur_one_axis")
 SIZES = (8, 16, 28, 32)
 
 
@@ -40,7 +43,7 @@ def _nchw(image):
 
 
 @pytest.mark.parametrize("kind", sorted(INPUTS))
-@pytest.mark.parametrize("family", DETERMINISTIC)
+@pytest.mark.parametrize("family", PUBLISHED)
 def test_deterministic_families_equal_the_published_code(kind, family):
     """Within one grey level of the published output at every severity, with the kind's constants
     (MNIST-C / CIFAR-10-C / ImageNet-C)."""
@@ -52,6 +55,21 @@ def test_deterministic_families_equal_the_published_code(kind, family):
             out = out[100:124, 60:124]
         diff = np.abs(out.astype(int) - GOLDEN[f"{kind}|{family}|{severity}"])
         assert diff.max() <= 1, (severity, diff.max())
+
+
+def test_the_one_axis_blur_equals_mnist_c_code_and_the_default_blurs_both_axes():
+    """MNIST-C's code blurs its 2-D digits down the columns only (``gaussian_blur_one_axis``, exactly); the default
+    ``gaussian_blur`` is Gaussian blur as defined (both axes, the colour scripts' and ``mnist_c|gaussian_blur``),
+    up to 103 grey levels away from the code's on this digit."""
+    image = GOLDEN["in|grey28"]
+    for severity in levels("gaussian_blur_one_axis"):
+        code = GOLDEN[f"mnist_c_code|gaussian_blur|{severity}"].astype(int)
+        one_axis = corrupt(_nchw(image), "gaussian_blur_one_axis", severity)[0, 0].astype(int)
+        assert np.abs(one_axis - code).max() <= 1, severity
+        both = corrupt(_nchw(image), "gaussian_blur", severity)[0, 0].astype(int)
+        assert np.abs(both - code).max() > 50
+        transposed = corrupt(_nchw(image.T.copy()), "gaussian_blur_one_axis", severity)[0, 0].T.astype(int)
+        assert np.abs(transposed - code).max() > 50  # the blur runs along the height, not the width
 
 
 class _PublishedDraws:
@@ -139,6 +157,10 @@ def test_the_change_grows_with_severity_at_every_size(family, channels):
     grey images at 8, 16, 28, 32 px, colour ones at 32 px (CIFAR-10-C's side) and 64 px. The one exception is
     the published MNIST-C pixelate on its own 28 px, whose severity 1 (16 px, a ratio of 1.75 that aliases) changes
     more than severity 2 (14 px, exactly half)."""
+    if family == "gaussian_blur_one_axis" and channels == 3:
+        with pytest.raises(ValueError, match="3 channels: shift them by gaussian_blur"):
+            corrupt(_smooth_digits(32, 3), family, 1)
+        return
     for side in (SIZES if channels == 1 else (32, 64)):
         x = _smooth_digits(side, channels)
         outs = [[corrupt(x, family, s, seed) for seed in range(3)] for s in levels(family)]

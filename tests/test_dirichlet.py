@@ -11,18 +11,11 @@ from calbench.methods.dirichlet import canonical_to_linear, linear_to_canonical
 from calbench.methods.linear_maps import authors_odir_grid, coarse_odir_grid
 from calbench.metrics import evaluate
 from calbench.scores import Scores
-from calbench.solvers.affine_softmax_fit import (
-    Penalty,
-    affine_logits,
-    fit_affine_softmax,
-    hessian,
-    hessian_blocks,
-    hessian_vector,
-    l2_penalty,
-    objective,
-    odir_penalty,
-    unpack,
-)
+from calbench.solvers.affine_hessian import hessian, hessian_blocks
+from calbench.solvers.affine_objective import affine_logits, hessian_vector, objective, unpack
+from calbench.solvers.affine_path_state import PathState
+from calbench.solvers.affine_penalty import Penalty, l2_penalty, odir_penalty
+from calbench.solvers.affine_softmax_fit import fit_affine_softmax
 from calbench.solvers.warm_start_path import warm_start_order
 
 UNTUNED = ["vs", "ms", "dir", "dir_diag"]
@@ -96,6 +89,8 @@ def test_lbfgs_stops_at_an_iterate_whose_predicted_decrease_is_below_tol(monkeyp
     (the start's test, with a margin): from a start near the optimum, in fewer evaluations than L-BFGS-B's own
     stop, which needs one more iteration whose decrease is below tol, and as close to the optimum (tol = 1e-10
     leaves these outputs ~1e-6 free along the weakly curved directions, either way)."""
+    import calbench.solvers.affine_lbfgs as lbfgs
+    import calbench.solvers.affine_objective as objective_module
     import calbench.solvers.affine_softmax_fit as affine
 
     logits, y = _toy(n=800, k=6)
@@ -107,16 +102,16 @@ def test_lbfgs_stops_at_an_iterate_whose_predicted_decrease_is_below_tol(monkeyp
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
     monkeypatch.setattr(affine, "NEWTON_CG_MAX_CLASSES", 0)
     calls = {"n": 0}
-    evaluate = affine._objective_residual
+    evaluate = objective_module.objective_residual
 
     def counted(*args):
         calls["n"] += 1
         return evaluate(*args)
 
-    monkeypatch.setattr(affine, "_objective_residual", counted)
+    monkeypatch.setattr(objective_module, "objective_residual", counted)
     fits = {}
-    for margin in (affine.LBFGS_ITERATE_MARGIN, 0.0):
-        monkeypatch.setattr(affine, "LBFGS_ITERATE_MARGIN", margin)
+    for margin in (lbfgs.LBFGS_ITERATE_MARGIN, 0.0):
+        monkeypatch.setattr(lbfgs, "LBFGS_ITERATE_MARGIN", margin)
         calls["n"] = 0
         w, b, info = fit_affine_softmax(x, y, penalty, False, init=start)
         assert info["solver"] == "lbfgs" and info["converged"]
@@ -216,7 +211,7 @@ def test_single_precision_hessian_products_are_close_to_the_exact_ones():
 
 
 def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
-    """Fits on the same features share truncated Newton's Hessian blocks (``shared``, taken at the first fit
+    """Fits on the same features share truncated Newton's Hessian blocks (a ``PathState``, taken at the first fit
     that needs them): a weak penalty fitted after a strong one reaches the optimum of a fresh fit. Both to
     tol = 1e-13: the default 1e-10 bounds the Newton decrement, which leaves the outputs free to ~1e-5 along
     directions of curvature 6e-4 (this penalty's), and two routes to it differ there."""
@@ -224,11 +219,11 @@ def test_a_shared_preconditioner_changes_the_steps_not_the_optimum(monkeypatch):
 
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
     logits, y = _toy(n=800, k=6)
-    x, shared = Scores(logits).log_probs, {}
-    fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, shared=shared, newton_cg_after=2)
-    assert shared["blocks"].shape == (6, 7, 7)  # taken at the strong penalty's first truncated-Newton step
+    x, shared = Scores(logits).log_probs, PathState()
+    fit_affine_softmax(x, y, odir_penalty(10.0, 1.0, 6), False, path=shared, newton_cg_after=2)
+    assert shared.blocks.shape == (6, 7, 7)  # taken at the strong penalty's first truncated-Newton step
     weak = odir_penalty(0.01, 0.01, 6)
-    w_shared, b_shared, info_shared = fit_affine_softmax(x, y, weak, False, shared=shared, tol=1e-13)
+    w_shared, b_shared, info_shared = fit_affine_softmax(x, y, weak, False, path=shared, tol=1e-13)
     w_alone, b_alone, info_alone = fit_affine_softmax(x, y, weak, False, tol=1e-13, newton_cg_after=2)
     assert info_shared["converged"] and info_alone["converged"]
     assert info_alone["solver"] == "lbfgs+newton-cg"
@@ -245,8 +240,9 @@ def test_newton_cg_reaches_the_exact_newton_optimum(features, preconditioner_row
     the exact Hessian (objective within 1e-9 relative) on a weak penalty, where L-BFGS alone crawls; also with
     the preconditioner's blocks from every 4th row (PRECONDITIONER_ROWS)."""
     import calbench.solvers.affine_softmax_fit as affine
+    import calbench.solvers.affine_truncated_newton as truncated_newton
 
-    monkeypatch.setattr(affine, "PRECONDITIONER_ROWS", preconditioner_rows)
+    monkeypatch.setattr(truncated_newton, "PRECONDITIONER_ROWS", preconditioner_rows)
     logits, y = _toy(n=800, k=6)
     x, penalty = getattr(Scores(logits), features), odir_penalty(0.01, 0.01, 6)
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
@@ -273,15 +269,15 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     w_newton, b_newton, info_newton = fit_affine_softmax(x, y, penalty, False)
     monkeypatch.setattr(affine, "LARGE_MAP_CLASSES", 2)
     monkeypatch.setattr(affine, "NEWTON_MAX_PARAMS", 0)
-    shared = {}
-    w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False, shared=shared)
+    shared = PathState()
+    w_cg, b_cg, info_cg = fit_affine_softmax(x, y, penalty, False, path=shared)
     assert info_newton["solver"] == "lbfgs+newton" and info_cg["solver"] == "diagonal+newton-cg"
-    assert info_cg["converged"] and shared["x_single"].dtype == np.float32
+    assert info_cg["converged"] and shared.x_single.dtype == np.float32
     assert info_cg["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
     np.testing.assert_allclose(softmax(affine_logits(x, w_cg, b_cg, False), axis=1),
                                softmax(affine_logits(x, w_newton, b_newton, False), axis=1), atol=1e-6)
-    # a warm start from the optimum is a converged fit, and the start on a grid path reuses ``shared``
-    w_warm, _, info_warm = fit_affine_softmax(x, y, penalty, False, init=(w_cg, b_cg), shared=shared)
+    # a warm start from the optimum is a converged fit, and the start on a grid path reuses its state
+    w_warm, _, info_warm = fit_affine_softmax(x, y, penalty, False, init=(w_cg, b_cg), path=shared)
     assert info_warm["converged"] and info_warm["solver"] == "newton-cg"
     assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
 
@@ -291,10 +287,10 @@ def test_class_features_hessian_is_the_log_loss_hessian_over_per_class_features(
     """Parameter (f, a) adds θ·features[f][:, a] to class a's score: the mean log-loss Hessian over those
     parameters is mean[(p_a δ_ab − p_a p_b) f f'], built from p(1 − p) on each class's own block (not p − p²,
     which cancels in float32 on confident rows); accumulated by blocks of rows, also of 7."""
-    import calbench.solvers.affine_softmax_fit as affine
-    from calbench.solvers.affine_softmax_fit import class_features_hessian
+    import calbench.solvers.affine_hessian as affine_hessian
+    from calbench.solvers.affine_hessian import class_features_hessian
 
-    monkeypatch.setattr(affine, "HESSIAN_BLOCK_ROWS", block_rows)
+    monkeypatch.setattr(affine_hessian, "HESSIAN_BLOCK_ROWS", block_rows)
 
     rng = np.random.default_rng(3)
     n, k = 50, 4
@@ -316,10 +312,10 @@ def test_full_map_loss_hessian_is_the_log_loss_hessian_in_theta_layout(block_ent
     """Newton's Hessian of a full map, G formed class-major and summed over row blocks (of 2 rows at
     NEWTON_BLOCK_ENTRIES = 45, with a remainder), then permuted to θ's layout: entry (a·k + j, b·k + l) is
     mean[(p_a δ_ab − p_a p_b) x_j x_l], the intercepts' at k² + a with feature 1."""
-    import calbench.solvers.affine_softmax_fit as affine
-    from calbench.solvers.affine_softmax_fit import loss_hessian
+    import calbench.solvers.affine_hessian as affine_hessian
+    from calbench.solvers.affine_hessian import loss_hessian
 
-    monkeypatch.setattr(affine, "NEWTON_BLOCK_ENTRIES", block_entries)
+    monkeypatch.setattr(affine_hessian, "NEWTON_BLOCK_ENTRIES", block_entries)
     rng = np.random.default_rng(4)
     n, k = 51, 4
     p, x = rng.dirichlet(np.ones(k), size=n), rng.normal(size=(n, k))
@@ -340,13 +336,13 @@ def test_cholesky_solver_keeps_its_ridge_relative_to_each_entry():
     10⁻³–1: the preconditioned Hessian stays the identity (a ridge of 1e-7 of the mean diagonal was 0.075
     there, so P⁻¹H had eigenvalues down to ~0.01, and truncated Newton needed ~90 Hessian-vector products a
     step on ImageNet-sized ln q̂)."""
-    from calbench.solvers.affine_softmax_fit import _cholesky_solver
+    from calbench.solvers.affine_preconditioners import cholesky_solver
 
     rng = np.random.default_rng(4)
     a = rng.normal(size=(8, 8))
     scales = np.array([1e-3, 1e-2, 0.1, 1.0, 0.5, 2e6, 2e6, 2e6])
     h = (a @ a.T / 8 + np.eye(8)) * np.sqrt(np.outer(scales, scales))
-    solve = _cholesky_solver(h)
+    solve = cholesky_solver(h)
     preconditioned = np.column_stack([solve(column) for column in h.T])  # P⁻¹H: the identity up to the ridge
     eigenvalues = np.linalg.eigvals(preconditioned).real
     assert eigenvalues.min() > 1 - 1e-5 and eigenvalues.max() < 1 + 1e-5
@@ -359,7 +355,9 @@ def test_balanced_preconditioner_solves_the_softmax_shift_directions_exactly(pen
     Sherman–Morrison is the inverse of the blocks with it; balanced by the k + 1 shift directions U (one vector
     added to every class's row, which σ(W x + b) ignores), P is symmetric and P H U = U exactly, and P H is far
     better conditioned than the blocks' M⁻¹ H under a weak penalty (Mandel 1993; Nabben & Vuik 2006)."""
-    from calbench.solvers.affine_softmax_fit import _blocks_solver, _with_curvature, _without_shift, pack
+    from calbench.solvers.affine_hessian import with_curvature
+    from calbench.solvers.affine_objective import pack
+    from calbench.solvers.affine_preconditioners import blocks_solver, without_shift
 
     rng = np.random.default_rng(5)
     k = 5
@@ -367,15 +365,14 @@ def test_balanced_preconditioner_solves_the_softmax_shift_directions_exactly(pen
     theta = 0.3 * rng.normal(size=k * k + k)
     probs = softmax(affine_logits(x, *unpack(theta, k, False), False), axis=1)
     h = hessian(x, *unpack(theta, k, False), penalty, False)
-    shared = {"blocks": hessian_blocks(x, probs, Penalty())}
-    blocks_solve = _blocks_solver(shared, penalty)
-    inverse = np.linalg.inv(_with_curvature(hessian_blocks(x, probs, Penalty()), penalty))
+    blocks_solve = blocks_solver(PathState(blocks=hessian_blocks(x, probs, Penalty())), penalty)
+    inverse = np.linalg.inv(with_curvature(hessian_blocks(x, probs, Penalty()), penalty))
     r = rng.normal(size=k * k + k)
     rows = np.hstack([r[: k * k].reshape(k, k), r[k * k:, None]])
     expected = np.einsum("aij,aj->ai", inverse, rows)
     np.testing.assert_allclose(blocks_solve(r), np.concatenate([expected[:, :k].ravel(), expected[:, k]]),
                                rtol=1e-9, atol=1e-12 * np.abs(expected).max())
-    precondition = _without_shift(blocks_solve, pack(*penalty.curvature(k), False), k)
+    precondition = without_shift(blocks_solve, pack(*penalty.curvature(k), False), k)
     identity = np.eye(k * k + k)
     p = np.column_stack([precondition(e) for e in identity])
     np.testing.assert_allclose(p, p.T, atol=1e-9 * np.abs(p).max())
@@ -405,7 +402,8 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
     off-diagonal weights by their diagonal without it: under ODIR P⁻¹H's condition number is 1.4 on this
     30-class task, against 15.6 for the diagonal-only one it replaced and 15.4 for Jacobi; under a weak L2
     penalty 268, against 7,971 for Jacobi. P⁻¹ is symmetric positive definite."""
-    from calbench.solvers.affine_softmax_fit import _large_map_preconditioner, _objective_residual, _single_probs, pack
+    from calbench.solvers.affine_objective import float32_probs, objective_residual, pack
+    from calbench.solvers.affine_preconditioners import large_map_preconditioner
 
     rng = np.random.default_rng(0)
     k, n = 30, 3000
@@ -415,8 +413,8 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
     w, intercept, _ = fit_affine_softmax(x, y, penalty, True)  # the diagonal map, as a full W: the fit's start
     h = hessian(x, w, intercept, penalty, False)
     x_single = x.astype(np.float32)
-    probs = _single_probs(_objective_residual(pack(w, intercept, False), x, y, penalty, False)[2], y)
-    precondition = _large_map_preconditioner(x_single, probs, penalty, False, {})
+    probs = float32_probs(objective_residual(pack(w, intercept, False), x, y, penalty, False)[2], y)
+    precondition = large_map_preconditioner(x_single, probs, penalty, PathState())
     p_inv = np.column_stack([precondition(e) for e in np.eye(h.shape[0])])
     np.testing.assert_allclose(p_inv, p_inv.T, atol=1e-12 * np.abs(p_inv).max())
     assert np.linalg.eigvalsh(p_inv).min() > 0

@@ -92,12 +92,16 @@ def test_adding_a_metric_reruns_evaluation_and_aggregation_only(done):
 
 @pytest.mark.parametrize("method", ["vs", "ms", "ms_odir", "dir", "dir_diag", "dir_l2", "dir_odir", "ts+dir_odir"])
 def test_editing_the_affine_softmax_solver_reruns_the_affine_map_methods(method):
-    """The solver (solvers/affine_softmax_fit.py) is two imports away from dirichlet.py/scaling.py, its compiled
-    passes (kernels/softmax_residual.py) three: the import closure follows them."""
+    """The solver (solvers/affine_softmax_fit.py and its parts, solvers/affine_*.py) is two or more imports away
+    from dirichlet.py/scaling.py, its compiled passes (kernels/softmax_residual.py) further: the import closure
+    follows them."""
     from calbench.methods import code_files
 
     files = code_files(method)
-    for module in ("solvers/affine_softmax_fit.py", "methods/linear_maps.py", "kernels/softmax_residual.py"):
+    solver = sorted(p.relative_to(REPO / "src" / "calbench").as_posix()
+                    for p in (REPO / "src" / "calbench" / "solvers").glob("affine_*.py"))
+    assert "solvers/affine_softmax_fit.py" in solver and len(solver) > 1
+    for module in (*solver, "methods/linear_maps.py", "kernels/softmax_residual.py"):
         assert any(f.endswith(module) for f in files), (module, files)
 
 

@@ -12,6 +12,7 @@ from calbench.report.shift import (
     ranking_rows,
     severity_markdown,
     severity_means,
+    shift_cells,
 )
 
 
@@ -59,9 +60,13 @@ def test_recommend_under_shift_ranks_by_the_mean_over_shifted_sets(tmp_path, cap
 def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():
     synthetic = pd.DataFrame([("syn", "ts", 0, "clean", "true_ce.conf.l1", 0.01)], columns=_long().columns)
     long = pd.concat([_long(), synthetic])
-    assert "No source with shifted test sets has this metric" in severity_markdown(long, "true_ce.conf.l1")
+    rng = np.random.default_rng(0)
+    outputs = {"probs": rng.dirichlet(np.ones(3), 50), "labels": rng.integers(3, size=50), "index": np.arange(50)}
+    cells = shift_cells(long, ["nll", "true_ce.conf.l1"], lambda *key: outputs, resamples=20)
+    assert set(cells["source"]) == {"src"} and set(cells["metric"]) == {"nll"}
+    assert "No source with shifted test sets has this metric" in severity_markdown(long, "true_ce.conf.l1", cells)
     assert "true_ce" not in ranking_markdown(long, ["nll", "true_ce.conf.l1"])
-    assert "**syn**" not in severity_markdown(long, "nll")
+    assert "**syn**" not in severity_markdown(long, "nll", cells) and "**src**" in severity_markdown(long, "nll", cells)
 
 
 def test_the_figure_shows_ece_nll_brier_and_accuracy_of_the_configured_metrics():

@@ -67,6 +67,14 @@ def test_shifted_sets_are_evaluated_with_the_saved_calibrator_and_tabulated(done
     table = (done / "results/tables/shift/ece.conf.ew15.l1.md").read_text()
     assert "| method | clean | severity 1 | severity 3 | under shift |" in table
     assert "| ts clean | ts shift |" not in table
+    # every cell with the paired bootstrap's interval of its rows, the ones in intervals.csv
+    cells = pd.read_csv(done / "results/tables/shift/intervals.csv")
+    ts3 = cells[(cells["method"] == "ts") & (cells["metric"] == "nll") & (cells["column"] == "3")].iloc[0]
+    assert ts3["low"] < ts3["estimate"] < ts3["high"] and ts3["reference"] == "uncal"
+    shifted = long[(long["method"] == "ts") & (long["metric"] == "nll") & (long["test_set"] == "noise/3")]
+    assert ts3["estimate"] == pytest.approx(shifted["value"].mean())
+    clean_ece = long.query("method == 'ts' and metric == 'ece.conf.ew15.l1' and test_set == 'clean'")["value"]
+    assert f"| ts | {clean_ece.mean() * 100:.2f} [" in table
     assert "ece.conf.ew15.l1 clean | ece.conf.ew15.l1 shift" in (done / "results/tables/shift/ranking.md").read_text()
     figure = pd.read_csv(done / "results/figures/shift/mine.csv")
     assert set(figure["metric"]) == {"ece.conf.ew15.l1", "nll", "brier", "acc"}

@@ -8,20 +8,18 @@ from scipy.special import logsumexp, softmax
 from calbench.data.synthetic import sample_categorical
 from calbench.kernels.softmax_residual import hessian_vector_pass, residual_pass, softmax_pass
 from calbench.methods import make
-from calbench.solvers.affine_softmax_fit import (
-    Penalty,
-    _objective_residual,
-    _single_probs,
+from calbench.solvers.affine_hessian import hessian
+from calbench.solvers.affine_objective import (
     affine_logits,
-    hessian,
+    float32_probs,
     hessian_diagonal,
     hessian_vector,
-    l2_penalty,
     objective,
-    odir_penalty,
+    objective_residual,
     pack,
     unpack,
 )
+from calbench.solvers.affine_penalty import Penalty, l2_penalty, odir_penalty
 
 PENALTIES = [odir_penalty(2.0, 3.0, 6), l2_penalty(1.5, 6)]
 
@@ -127,21 +125,21 @@ def test_hessian_diagonal_from_the_residual_equals_the_exact_hessians(penalty, d
     rng = np.random.default_rng(4)
     x, y = np.log(rng.dirichlet(np.ones(6), size=50)), rng.integers(0, 6, 50)
     weights, intercept = np.eye(6) + 0.3 * rng.normal(size=(6, 6)), rng.normal(size=6)
-    residual = _objective_residual(pack(weights, intercept, diagonal), x, y, penalty, diagonal)[2]
+    residual = objective_residual(pack(weights, intercept, diagonal), x, y, penalty, diagonal)[2]
     exact = np.diagonal(hessian(x, weights if not diagonal else np.diag(np.diagonal(weights)), intercept, penalty,
                                 diagonal))
     np.testing.assert_allclose(hessian_diagonal(x, y, residual, penalty, diagonal), exact, rtol=1e-12, atol=1e-15)
 
 
 def test_single_precision_probabilities_equal_scipy_softmax():
-    """Truncated Newton's float32 σ(W x + b) (:func:`_single_probs`, from the float64 residual), full and
+    """Truncated Newton's float32 σ(W x + b) (:func:`float32_probs`, from the float64 residual), full and
     diagonal maps."""
     rng = np.random.default_rng(5)
     x, y = np.log(rng.dirichlet(np.ones(6), size=50)), rng.integers(0, 6, 50)
     theta = pack(np.eye(6) + 0.3 * rng.normal(size=(6, 6)), rng.normal(size=6), False)
     for diagonal, t in [(False, theta), (True, theta[[0, 7, 14, 21, 28, 35, 36, 37, 38, 39, 40, 41]])]:
         expected = softmax(affine_logits(x, *unpack(t, 6, diagonal), diagonal), axis=1)
-        probs = _single_probs(_objective_residual(t, x, y, Penalty(), diagonal)[2], y)
+        probs = float32_probs(objective_residual(t, x, y, Penalty(), diagonal)[2], y)
         assert probs.dtype == np.float32
         np.testing.assert_allclose(probs, expected, rtol=1e-7, atol=1e-12)
     v = rng.normal(size=42)

@@ -9,6 +9,9 @@ shape, vectorised over the images (numpy/scipy only) and deterministic given ``s
   MNIST-C's for grey images, CIFAR-10-C's for colour images under 224 px, ImageNet-C's from 224 px. Constants
   in pixels are defined at the kind's side (28, 32, 224 px) and scale with the side (:func:`severity_constant`).
   As the published files store ``np.uint8`` of the [0, 255] result, the intensities are truncated.
+  ``gaussian_blur`` blurs both image axes, as the colour scripts and Gaussian blur's definition do;
+  ``gaussian_blur_one_axis`` is MNIST-C's code on its 2-D images (scikit-image's ``gaussian(...,
+  multichannel=True)`` takes the width for channels and blurs down the columns only).
 * ``rotate``, ``translate`` and their full grids ``rotate_full``, ``translate_full`` are Ovadia et al.'s
   rotated and translated MNIST (NeurIPS 2019, ``uq_benchmark_2019/mnist/data_lib.py``): rotation with
   ``scipy.ndimage.rotate`` (cubic spline, the canvas enlarged, then the centre cropped) by 15° steps, and a
@@ -109,9 +112,16 @@ def _impulse_noise(x, c, rng, kind):
     return np.where(flipped, salted.astype(float), x)
 
 
-def _gaussian_blur(x, c, rng, kind):
+def _gaussian_blur(x, c, rng, kind, axes=(2, 3)):
+    """A Gaussian filter of std c px (scaled to the side) along ``axes``, edges repeated, truncated at 4 std."""
     sigma = c * x.shape[3] / REFERENCE_SIDE[kind]
-    return ndimage.gaussian_filter(x, sigma=(0, 0, sigma, sigma), mode="nearest", truncate=4.0)
+    return ndimage.gaussian_filter(x, sigma=[sigma if axis in axes else 0 for axis in range(4)], mode="nearest",
+                                   truncate=4.0)
+
+
+def _gaussian_blur_one_axis(x, c, rng, kind):
+    """MNIST-C's published code on a 2-D image: the blur along the height only (down each column)."""
+    return _gaussian_blur(x, c, rng, kind, axes=(2,))
 
 
 def _contrast(x, c, rng, kind):
@@ -209,6 +219,7 @@ FAMILIES = {
     "rotate_full": (_rotate, ROTATE_GRID),
     "translate_full": (_translate, TRANSLATE_GRID),
     **{name: (globals()[f"_{name}"], SEVERITIES) for name in CONSTANTS["mnist_c"]},
+    "gaussian_blur_one_axis": (_gaussian_blur_one_axis, SEVERITIES),
 }
 GEOMETRIC = ("rotate", "translate", "rotate_full", "translate_full")
 
@@ -229,7 +240,7 @@ def severity_constant(family: str, severity: int, kind: str, side: int):
         return float(grid[severity - 1])
     if family.startswith("translate"):
         return float(roll_pixels(side, grid)[severity - 1])
-    constants = CONSTANTS[kind][family]
+    constants = CONSTANTS[kind][family.removesuffix("_one_axis")]
     if family == "pixelate":
         return downsampled_sides(side, constants)[severity - 1]
     return constants[severity - 1]
@@ -250,6 +261,9 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = 
     images = np.asarray(images)
     if images.ndim != 4 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images [N, C, H, W], got {images.dtype} of shape {images.shape}")
+    if family == "gaussian_blur_one_axis" and images.shape[1] != 1:
+        raise ValueError(f"gaussian_blur_one_axis is MNIST-C's code's blur of grey digits (one axis of a 2-D "
+                         f"image); these images have {images.shape[1]} channels: shift them by gaussian_blur")
     kind = image_kind(images) if kind == "auto" else kind
     function = FAMILIES[family][0]
     rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), severity])

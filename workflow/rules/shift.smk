@@ -222,9 +222,14 @@ SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]
 SHIFT_FIGURES = [paths.SHIFT_FIGURE.format(source=s) for s in SHIFT_SOURCES]
 
 
+# The evaluate jobs of the shifted sources: the shift report resamples their test rows (report/shift.py).
+SHIFT_KEYS = [(s, m, seed) for s, m, seed in jobs() if s in SHIFT_SOURCES]
+
+
 def shift_outputs():
     ood = [paths.OOD_TABLE] + [paths.OOD_FIGURE.format(source=s) for s in OOD_SOURCES] if OOD_SOURCES else []
-    return (SHIFT_TABLES + [paths.SHIFT_RANKING] + SHIFT_FIGURES if SHIFT_SOURCES else []) + ood
+    shift = SHIFT_TABLES + [paths.SHIFT_RANKING, paths.SHIFT_INTERVALS] + SHIFT_FIGURES
+    return (shift if SHIFT_SOURCES else []) + ood
 
 
 if SHIFT_SOURCES:
@@ -236,6 +241,10 @@ if SHIFT_SOURCES:
         input:
             long=paths.METRICS_LONG,
             code=script_code("shift_report"),
+            metrics=[paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+            calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+            calibrators=[paths.CALIBRATOR.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
+            shifts=[paths.SHIFTS.format(source=s) for s in SHIFT_SOURCES],
         output:
             tables=[
                 report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
@@ -252,6 +261,7 @@ if SHIFT_SOURCES:
                 for p in SHIFT_FIGURES
             ],
             csv=[paths.SHIFT_FIGURE_CSV.format(source=s) for s in SHIFT_SOURCES],
+            intervals=paths.SHIFT_INTERVALS,
         params:
             metrics=METRICS,
             methods=METHODS,

@@ -43,7 +43,7 @@ def _shifted_block(scores, intercept, start, stop, buffer, scale, tops):
 
 @njit(cache=True, nogil=True, fastmath={"contract", "reassoc"})
 def residual_pass(scores, intercept, y, column_sums):
-    """The log-loss part of :func:`~calbench.solvers.affine_softmax_fit.objective` (Dirichlet paper Eq. 7's layer):
+    """The log-loss part of :func:`~calbench.solvers.affine_objective.objective` (Dirichlet paper Eq. 7's layer):
     each row s of ``scores`` (x Wᵀ, without b) becomes the residual σ(s + b) − onehot(y) in place, its column
     sums are added into ``column_sums`` (float64, [k]), and the return value is Σᵢ logsumexp(sᵢ + b) − (sᵢ + b)_yᵢ,
     the summed log-loss."""

@@ -21,7 +21,7 @@ from calbench.methods.base import MissingClass
 from calbench.methods.linear_maps import AffineSoftmax, ODIRTuned, l2_default_grid
 from calbench.methods.registry import register
 from calbench.scores import PROB_EPS
-from calbench.solvers.affine_softmax_fit import Penalty, l2_penalty
+from calbench.solvers.affine_penalty import Penalty, l2_penalty
 
 
 def linear_to_canonical(weights: np.ndarray, intercept: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,17 +14,10 @@ from calbench.fitted_state import Array, Record, Scalar
 from calbench.methods.base import Calibrator, clone
 from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
-from calbench.solvers.affine_softmax_fit import (
-    LBFGS_ITERS_BEFORE_NEWTON_CG,
-    NEWTON_MAX_PARAMS,
-    REG_SCALES,
-    Penalty,
-    _check_scale,
-    affine_logits,
-    affine_probs,
-    fit_affine_softmax,
-    odir_penalty,
-)
+from calbench.solvers.affine_objective import affine_logits, affine_probs
+from calbench.solvers.affine_path_state import PathState
+from calbench.solvers.affine_penalty import REG_SCALES, Penalty, check_reg_scale, odir_penalty
+from calbench.solvers.affine_softmax_fit import LBFGS_ITERS_BEFORE_NEWTON_CG, NEWTON_MAX_PARAMS, fit_affine_softmax
 from calbench.solvers.temperature_fit import fit_inverse_temperature
 from calbench.solvers.warm_start_path import PathPredictor, warm_start_order
 
@@ -127,10 +120,10 @@ class AffineSoftmax(Calibrator):
 
         return Affine(self.torch_features(), self.weights_, self.intercept_, self.diagonal)
 
-    def _solve(self, x, y, init=None, shared=None):
+    def _solve(self, x, y, init=None, path=None):
         penalty = self.penalty(x.shape[1])
         weights, intercept, info = fit_affine_softmax(x, y, penalty, self.diagonal, init=init,
-                                                      max_iter=self.max_iter, tol=self.tol, shared=shared,
+                                                      max_iter=self.max_iter, tol=self.tol, path=path,
                                                       newton_cg_after=self.newton_cg_after)
         class_scales_free = penalty.diag == 0 and penalty.bias == 0  # W's diagonal and b (separated_classes)
         if not info["converged"]:
@@ -211,10 +204,10 @@ class AffineSoftmax(Calibrator):
     def predict_grid(self, points: list[dict], train: Scores, y_train: np.ndarray, val: Scores, start=()):
         """Fit every grid point on ``train`` along :func:`warm_start_order`, each warm-started from a
         prediction built from the solutions already found (:class:`PathPredictor`) and sharing the solver's
-        work on ``train`` (``shared`` of :func:`fit_affine_softmax`); yield
+        work on ``train`` (a :class:`~calbench.solvers.affine_path_state.PathState`); yield
         (point index, probabilities on ``val``, the fitted model) in that order. ``start``: models fitted on
         the same rows, in path order, that the path continues from (a grid's extension past its end)."""
-        path, shared = PathPredictor(), {}
+        path, state = PathPredictor(), PathState()
         for model in start:
             path.add(model.reg_lambda, getattr(model, "reg_mu", 0.0), (model.weights_, model.intercept_))
         centre = self._penalty_centre(train, y_train)
@@ -226,7 +219,7 @@ class AffineSoftmax(Calibrator):
             init = path.predict(lam, mu)
             if init is None and not self.diagonal and 2 * features.shape[1] <= NEWTON_MAX_PARAMS:
                 init = est._diagonal_start(features, y_train)  # the path's first, strongest point
-            weights, intercept, info = est._solve(features, y_train, init=init, shared=shared)
+            weights, intercept, info = est._solve(features, y_train, init=init, path=state)
             path.add(lam, mu, (weights, intercept))
             est._set_fitted(weights, intercept, info, train.num_classes)
             yield i, est.predict_proba(val), est
@@ -253,7 +246,7 @@ def authors_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool 
     converts the values with λ_paper = k(k−1)·λ_code, μ_paper = k·μ_code. ``with_mu=False`` gives the Dir-L2
     grid (``--no_mus``: one λ on all weights and the intercept; λ_paper = k(k+1)·λ_code).
     """
-    _check_scale(reg_scale)
+    check_reg_scale(reg_scale)
     k = num_classes
     start = -2 if k >= 100 else -5
     powers = [10.0**i for i in range(start, 7)]
@@ -296,7 +289,7 @@ def coarse_odir_grid(num_classes: int, reg_scale: str = "paper", with_mu: bool =
     across all 9 μ at every λ and by < 0.01 between neighbouring λ multiples (0.25, 0.5, 1)·10^i near the
     optimum, and is flat (± 1e-4) for λ_code ≥ 10³, where W is diagonal; the coarse grid picks λ_code = 100
     there, as the full one does, at a ninth of the fits."""
-    _check_scale(reg_scale)
+    check_reg_scale(reg_scale)
     k = num_classes
     lams = [10.0**i for i in range(_grid_start(k, odir=with_mu), 7)]
     if not with_mu:

@@ -27,7 +27,7 @@ from calbench.methods.constraints import Interval
 from calbench.methods.linear_maps import AffineSoftmax
 from calbench.methods.registry import register
 from calbench.scores import Scores
-from calbench.solvers.affine_softmax_fit import Penalty
+from calbench.solvers.affine_penalty import Penalty
 from calbench.solvers.temperature_fit import fit_inverse_temperature
 
 

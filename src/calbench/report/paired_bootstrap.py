@@ -39,14 +39,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench.metrics import lookup
-from calbench.metrics.bootstrap import counts_of, values_from_counts
+from calbench.metrics.bootstrap import TABLE_RESAMPLES, counts_of, values_from_counts  # noqa: F401 (re-exported)
 from calbench.metrics.registry import MetricContext
 
 #: Resamples of the test rows by default (``calbench recommend``).
 RESAMPLES = 1000
-#: Resamples of the tables' marks and intervals.csv: every source × method × metric of a run, within the
-#: aggregate job's budget (the p-values do not need more; the percentile intervals' ends move by about 1 %).
-TABLE_RESAMPLES = 200
 #: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
 COUNTS_BUDGET = 2**24
 #: The method whose accuracy the others' is compared with (``acc_change``).
@@ -138,8 +135,12 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                 if values is not None:
                     array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
                     array[i, j] = values
-    picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
-    return SourceDraws(source, seeds, methods, estimates, draws, picks, rows)
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, resamples), rows)
+
+
+def seed_picks(seeds: Sequence[int], resamples: int) -> np.ndarray:
+    """[R, S] the seeds drawn by the seed stage (indices into ``seeds``), the same for every method."""
+    return np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
 
 
 def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
@@ -189,6 +190,25 @@ def paired_p_values(difference: np.ndarray, resampled: np.ndarray) -> np.ndarray
     se = resampled.std(axis=-1)
     z = np.divide(np.abs(difference), se, out=np.where(difference == 0, 0.0, np.inf), where=se > 0)
     return 2 * ndtr(-z)
+
+
+def _intervals(estimates: np.ndarray, resampled: np.ndarray, picks: np.ndarray, level: float):
+    """Percentile intervals of the mean over seeds of each row of ``estimates`` ``[M, S]`` (resamples ``[M, S, R]``),
+    the resamples shifted by their bias and, for a metric whose every resample is non-negative, clipped at 0
+    (module docstring)."""
+    values = pooled(estimates, resampled, picks)
+    values = values - (values.mean(axis=-1) - estimates.mean(axis=1))[:, None]  # less the bias
+    values = np.where((resampled >= 0).all(axis=(1, 2))[:, None], np.maximum(values, 0.0), values)
+    return percentile_interval(values, level)
+
+
+def _paired_gaps(estimates, resampled, reference, reference_resampled, picks):
+    """Per-seed differences ``[M, S]`` of each row from the ``reference`` row ``[S]`` and the paired resamples
+    ``[M, R]`` of their mean over seeds (the same row counts and seed draws for both; Efron & Tibshirani §16.4)."""
+    difference = estimates - reference
+    if not len(difference):
+        return difference, np.empty((0, picks.shape[0]))
+    return difference, pooled(difference, resampled - reference_resampled, picks)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:
@@ -244,12 +264,9 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
         nan = np.full(len(order), np.nan)
         low = high = p_adj = nan
     else:
-        values = pooled(estimates[order], resampled[order], draws.seed_picks)
-        values = values - (values.mean(axis=-1) - estimates[order].mean(axis=1))[:, None]  # less the bias
-        values = np.where((resampled[order] >= 0).all(axis=(1, 2))[:, None], np.maximum(values, 0.0), values)
-        low, high = percentile_interval(values, level)
-        gap = pooled(estimates[order[1:]] - estimates[best], resampled[order[1:]] - resampled[best],
-                     draws.seed_picks) if len(order) > 1 else np.empty((0, values.shape[-1]))
+        low, high = _intervals(estimates[order], resampled[order], draws.seed_picks, level)
+        _, gap = _paired_gaps(estimates[order[1:]], resampled[order[1:]], estimates[best], resampled[best],
+                              draws.seed_picks)
         difference = estimates[order[1:]].mean(axis=1) - estimates[best].mean()
         p_adj = np.concatenate([[np.nan], holm(paired_p_values(difference, gap))])
     names = [draws.methods[i] for i in order]
@@ -263,3 +280,59 @@ def frame(verdicts) -> "pd.DataFrame":  # noqa: F821 (pandas imported lazily)
     import pandas as pd  # lazy: recommend's JSON needs no pandas
 
     return pd.DataFrame([v.record() for v in verdicts], columns=list(Verdict.__dataclass_fields__))
+
+
+def mean_over_sets(parts: Sequence[SourceDraws], source: str) -> SourceDraws:
+    """The mean over test sets (e.g. the corruption families of one shift severity, docs/shift.md) of ``parts``,
+    one :class:`SourceDraws` per set with the same methods and seeds: estimates and resamples averaged set by set.
+    Each set's rows are resampled by :func:`row_counts` of its size and seed, so that shifted copies of the same
+    test rows are resampled together (the test images are the units drawn) and the sets stay fixed."""
+    first = parts[0]
+    if any(p.methods != first.methods or p.seeds != first.seeds for p in parts):
+        raise ValueError(f"{source}: the test sets averaged differ in their methods or seeds")
+    shared = [m for m in first.estimates if all(m in p.estimates for p in parts)]
+    estimates = {m: np.mean([p.estimates[m] for p in parts], axis=0) for m in shared}
+    draws = {m: np.mean([p.draws[m] for p in parts], axis=0) for m in shared if all(m in p.draws for p in parts)}
+    return SourceDraws(source, first.seeds, first.methods, estimates, draws, first.seed_picks,
+                       [int(np.sum([p.rows[j] for p in parts])) for j in range(len(first.seeds))])
+
+
+CONTRAST_COLUMNS = ["source", "metric", "method", "estimate", "low", "high", "reference", "difference",
+                    "difference_low", "difference_high", "p_value"]
+
+
+def against_reference(draws: SourceDraws, metric_id: str, reference: str = REFERENCE, level: float = 0.95
+                      ) -> "pd.DataFrame":  # noqa: F821 (pandas imported lazily)
+    """Every method with an estimate on each seed: its estimate (mean over seeds) and percentile interval, and its
+    paired difference from ``reference`` (method − reference; percentile interval of the paired resamples, the
+    two-sided p-value of :func:`paired_p_values` adjusted over the methods by :func:`holm`). NaN where a metric
+    has no resamples; the difference is NaN for the reference itself, for a signed metric (0 is best: a
+    difference of signed values says nothing of which is better) and where ``reference`` did not run."""
+    import pandas as pd
+
+    family, _ = lookup(metric_id)
+    estimates = draws.estimates[metric_id]
+    rows = np.flatnonzero(~np.isnan(estimates).any(axis=1))
+    out = pd.DataFrame({"source": draws.source, "metric": metric_id,
+                        "method": [draws.methods[i] for i in rows], "estimate": estimates[rows].mean(axis=1),
+                        "reference": reference}, columns=CONTRAST_COLUMNS)
+    numbers = ["low", "high", "difference", "difference_low", "difference_high", "p_value"]
+    out[numbers] = out[numbers].astype(np.float64)
+    resampled = draws.draws.get(metric_id)
+    if resampled is None or not len(rows) or np.isnan(resampled[rows]).any():
+        return out
+    out["low"], out["high"] = _intervals(estimates[rows], resampled[rows], draws.seed_picks, level)
+    if family.signed or reference not in out["method"].to_list():
+        return out
+    ref = draws.methods.index(reference)
+    others = rows[rows != ref]
+    per_seed, gap = _paired_gaps(estimates[others], resampled[others], estimates[ref], resampled[ref],
+                                 draws.seed_picks)
+    difference = per_seed.mean(axis=1)
+    gap = gap - (gap.mean(axis=-1) - difference)[:, None]  # less the bias, as the intervals of the values
+    low, high = percentile_interval(gap, level)
+    where = out["method"].ne(reference).to_numpy()
+    out.loc[where, "difference"], out.loc[where, "difference_low"], out.loc[where, "difference_high"] = (
+        difference, low, high)
+    out.loc[where, "p_value"] = holm(paired_p_values(difference, gap))
+    return out

@@ -4,6 +4,11 @@ Ovadia et al. (NeurIPS 2019, Fig. 2) summarise each shift intensity by the metri
 corruption families; calbench's tables show its mean over families and seeds per severity (0 = the clean test
 split), the mean over every shifted set ("under shift"), and each method's rank on the clean split beside its
 rank under shift (ranked as the clean tables: on the displayed mean, ties get the minimum rank).
+
+Each cell carries the interval of the paired bootstrap of the main tables (:mod:`calbench.report.paired_bootstrap`)
+over the rows it rests on: every set's test rows resampled within each seed (shifted copies of the same test rows
+together), the mean over the column's sets (the families are a fixed list, not a sample), the seeds pooled; the
+difference from ``uncal`` is paired the same way and tested with Holm's adjustment over the column's methods.
 """
 
 from __future__ import annotations
@@ -15,8 +20,15 @@ import pandas as pd
 
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
+from calbench.report.paired_bootstrap import (
+    REFERENCE,
+    TABLE_RESAMPLES,
+    against_reference,
+    mean_over_sets,
+    source_draws,
+)
 from calbench.report.plotting import plt, save_figure
-from calbench.report.tables import CLEAN, clean
+from calbench.report.tables import ALPHA, CLEAN, clean
 
 #: The metrics of the shift figure, as Ovadia et al. draw them (ECE, NLL, Brier score, accuracy): the first
 #: configured metric of each pattern.
@@ -54,29 +66,106 @@ def ranks(means: pd.DataFrame, metric_id: str, column) -> pd.DataFrame:
     return family.badness(shown).rank(axis=1, method="min")
 
 
-def severity_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
-    """Per shifted source: methods × severity of ``metric_id`` (mean over families and seeds)."""
+def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = TABLE_RESAMPLES,
+                level: float = 0.95) -> pd.DataFrame:
+    """Every cell of the severity tables with its interval and paired difference from ``uncal``
+    (:func:`calbench.report.paired_bootstrap.against_reference`, columns ``CONTRAST_COLUMNS`` and ``column``:
+    a severity, 0 = clean, or :data:`UNDER_SHIFT`), from the outputs ``load(source, test_set, method, seed)``
+    (``{"probs", "labels", "index"}``, None where absent) and the long table's estimates."""
+    frames = []
+    long = with_severity(long)
+    for source in shifted_sources(long):
+        rows = long[long["source"] == source]
+        seeds = sorted(int(s) for s in rows["seed"].unique())
+        methods = list(dict.fromkeys(rows["method"]))
+        metrics = [m for m in metric_ids if m in set(rows["metric"])]
+        values = rows.set_index(["test_set", "method", "seed", "metric"])["value"].to_dict()
+        sets = rows.drop_duplicates("test_set").set_index("test_set")["severity"]
+        draws = {name: source_draws(source, seeds, methods, metrics,
+                                    lambda method, seed, name=name: load(source, name, method, seed), resamples,
+                                    recompute=False, known=lambda method, seed, metric, name=name: values.get(
+                                        (name, method, seed, metric)))
+                 for name in sets.index}
+        columns = {int(k): [draws[n] for n in sets.index[sets == k]] for k in sorted(sets.unique())}
+        columns[UNDER_SHIFT] = [draws[n] for n in sets.index[sets > 0]]
+        for column, parts in columns.items():
+            combined = mean_over_sets(parts, source)
+            frames += [against_reference(combined, m, level=level).assign(column=column) for m in metrics]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def cell_mark(row, family) -> str:
+    """``over`` / ``under`` (a signed metric whose interval lies above / below 0: over- or under-confident), ``+`` /
+    ``−`` (better / worse than ``uncal``: Holm-adjusted paired p-value below :data:`ALPHA`), else nothing."""
+    if family.signed:
+        return " over" if row.low > 0 else " under" if row.high < 0 else ""
+    if np.isnan(row.p_value) or row.p_value >= ALPHA:
+        return ""
+    return " +" if (row.difference > 0) == family.higher_is_better else " −"
+
+
+def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, method_order=None) -> str:
+    """Per shifted source: methods × severity of ``metric_id`` (mean over families and seeds), each cell with its
+    interval and mark (:func:`shift_cells`, :func:`cell_mark`); for a signed metric the statements of over- and
+    under-confidence that the intervals support."""
     family, _ = lookup(metric_id)
-    means = severity_means(long, metric_id)
     scale, dec = family.scale, family.decimals
-    direction = family.direction
-    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({direction}; mean over "
-             "corruption families and seeds per severity, 0 = clean test split)", ""]
-    sources = [s for s in shifted_sources(long) if s in means.index.get_level_values("source")]
+    sub = cells[cells["metric"] == metric_id] if len(cells) else cells
+    marks = ("over / under: over- / under-confident, the interval above / below 0" if family.signed else
+             f"+ / −: better / worse than {REFERENCE} (paired bootstrap, Holm over the column's methods, "
+             f"α = {ALPHA:g})")
+    intervals = (f"[95 % interval]: paired bootstrap of the test rows, seeds pooled; {marks}"
+                 if len(sub) and sub["low"].notna().any() else
+                 "no intervals or marks: as in the main tables, an estimator without a row-weighted form on these "
+                 "outputs is not resampled (e.g. KS, or equal-mass bins whose edges fall on tied scores; the "
+                 "equal-width ECEs always have one)")
+    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({family.direction}; mean over "
+             f"corruption families and seeds per severity, 0 = clean test split; {intervals})", ""]
+    sources = [s for s in shifted_sources(long) if len(sub) and s in set(sub["source"])]
     if not sources:
         lines.append("No source with shifted test sets has this metric (`true_ce.*` needs a true calibration map, "
                      "which only synthetic sources know).")
     for source in sources:
-        table = means.loc[source]
-        columns = [c for c in table.columns if c != UNDER_SHIFT] + [UNDER_SHIFT]
-        methods = [m for m in (method_order or table.index) if m in table.index]
-        lines += [f"**{source}**", "", "| method | " + " | ".join(
-            "clean" if c == 0 else (c if c == UNDER_SHIFT else f"severity {c}") for c in columns) + " |",
-            "|---|" + "---|" * len(columns)]
-        lines += [f"| {m} | " + " | ".join("–" if np.isnan(table.at[m, c]) else f"{table.at[m, c] * scale:.{dec}f}"
-                                           for c in columns) + " |" for m in methods]
+        table = sub[sub["source"] == source].set_index(["method", "column"])
+        columns = [c for c in dict.fromkeys(table.index.get_level_values("column")) if c != UNDER_SHIFT]
+        columns = sorted(columns) + [UNDER_SHIFT]
+        present = set(table.index.get_level_values("method"))
+        methods = [m for m in (method_order or dict.fromkeys(table.index.get_level_values("method")))
+                   if m in present]
+
+        def cell(method, column, table=table):
+            if (method, column) not in table.index:
+                return "–"
+            row = table.loc[(method, column)]
+            interval = "" if np.isnan(row.low) else f" [{row.low * scale:.{dec}f}, {row.high * scale:.{dec}f}]"
+            return f"{row.estimate * scale:.{dec}f}{interval}{cell_mark(row, family)}"
+
+        lines += [f"**{source}**", "", "| method | " + " | ".join(map(column_name, columns)) + " |",
+                  "|---|" + "---|" * len(columns)]
+        lines += [f"| {m} | " + " | ".join(cell(m, c) for c in columns) + " |" for m in methods]
+        lines += ["", *confidence_statements(table, methods, columns)] if family.signed else []
         lines.append("")
     return "\n".join(lines)
+
+
+def column_name(column) -> str:
+    """A severity table's column heading: ``clean``, ``severity k`` or :data:`UNDER_SHIFT`."""
+    return "clean" if column == 0 else column if column == UNDER_SHIFT else f"severity {column}"
+
+
+def confidence_statements(table: pd.DataFrame, methods, columns) -> list[str]:
+    """Sentences naming, per method, the columns where a signed calibration error's interval excludes 0."""
+    lines = []
+    for method in methods:
+        rows = table.loc[method].reindex(columns)
+        if rows["low"].isna().all():
+            lines.append(f"- {method}: no interval, so neither over- nor under-confidence is claimed")
+            continue
+        over, under = rows.index[rows["low"] > 0], rows.index[rows["high"] < 0]
+        parts = ([f"over-confident at {', '.join(map(column_name, over))}"] if len(over) else []) + (
+            [f"under-confident at {', '.join(map(column_name, under))}"] if len(under) else [])
+        lines.append(f"- {method}: {'; '.join(parts) if parts else 'neither: every interval contains 0'}")
+    return lines
 
 
 def ranking_markdown(long: pd.DataFrame, metric_ids, method_order=None) -> str:

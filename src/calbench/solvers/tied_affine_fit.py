@@ -1,5 +1,6 @@
 """Fits of σ(diag(w) x + b) whose parameters are tied to fewer, φ ↦ θ = A φ, in the diagonal map's layout
-θ = (w, b) of :mod:`calbench.solvers.affine_softmax_fit`, whose objective, Hessian and line search they use.
+θ = (w, b) of :mod:`calbench.solvers.affine_softmax_fit`, whose objective, Hessian, Newton step and line search
+they use.
 
 Alexandari, Kundaje & Shrikumar (ICML 2020, §3): bias-corrected temperature scaling (BCTS), σ(β z + b), ties the
 diagonal to one β (k + 1 parameters, :func:`bcts_basis`); vector scaling without biases (NBVS), σ(w ⊙ z), fixes
@@ -13,14 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.solvers.affine_softmax_fit import (
-    NEWTON_MAX_PARAMS,
-    Penalty,
-    _armijo,
-    _objective_residual,
-    loss_hessian,
-    unpack,
-)
+from calbench.solvers.affine_hessian import loss_hessian
+from calbench.solvers.affine_newton import armijo, eigen_newton_step
+from calbench.solvers.affine_objective import AffineProblem, objective_residual, unpack
+from calbench.solvers.affine_penalty import Penalty
+from calbench.solvers.affine_softmax_fit import NEWTON_MAX_PARAMS
 
 NO_PENALTY = Penalty()
 
@@ -55,28 +53,26 @@ def fit_tied_affine(x: np.ndarray, y: np.ndarray, basis: np.ndarray, theta: np.n
 
 
 def _newton(x, y, basis, theta, max_iter, tol):
-    """Newton's method in φ with Armijo backtracking (:func:`affine_softmax_fit._armijo` on θ = A φ); the step
-    solves (Aᵀ H A) s = −Aᵀ g by eigendecomposition, eigenvalues below 1e-12·max treated as zero (BCTS's
+    """Newton's method in φ with Armijo backtracking (:func:`~calbench.solvers.affine_newton.armijo` on θ = A φ);
+    the step solves (Aᵀ H A) s = −Aᵀ g (:func:`~calbench.solvers.affine_newton.eigen_newton_step`: BCTS's
     objective is flat along b + c·1)."""
+    problem = AffineProblem(x, y, NO_PENALTY, True, tol)
     rows = np.arange(len(y))
-    value, grad, residual = _objective_residual(theta, x, y, NO_PENALTY, True)
+    value, grad, residual = problem.evaluate(theta)
     converged, steps = False, 0
     for steps in range(max_iter + 1):
         residual[rows, y] += 1.0  # σ(diag(w) x + b)
         h = basis.T @ loss_hessian(x, residual, True) @ basis
         del residual
         g = basis.T @ grad
-        eigenvalues, vectors = np.linalg.eigh(h)
-        keep = eigenvalues > 1e-12 * eigenvalues.max()
-        step = -vectors[:, keep] @ ((vectors[:, keep].T @ g) / eigenvalues[keep])
+        step = eigen_newton_step(h, g)
         decrease = -float(g @ step)
-        if decrease / 2 <= tol * max(abs(value), 1.0):
+        if problem.converged(decrease / 2, value):
             converged = True
             break
         if steps == max_iter:
             break
-        theta, value, grad, residual, stopped = _armijo(theta, basis @ step, value, grad, decrease, x, y,
-                                                        NO_PENALTY, True)
+        theta, value, grad, residual, stopped = armijo(problem, theta, basis @ step, value, grad, decrease)
         if stopped is not None:
             converged = stopped
             break
@@ -88,7 +84,7 @@ def _lbfgs(x, y, basis, theta, max_iter, tol):
     from scipy.optimize import minimize  # lazy: only maps of many classes pay its import
 
     def objective(phi):
-        value, grad, _ = _objective_residual(basis @ phi, x, y, NO_PENALTY, True)
+        value, grad, _ = objective_residual(basis @ phi, x, y, NO_PENALTY, True)
         return value, basis.T @ grad
 
     start = np.linalg.lstsq(basis, theta, rcond=None)[0]

@@ -1,0 +1,111 @@
+"""Truncated Newton for the affine-softmax fit (Nocedal & Wright 2006, Alg. 7.1): full maps of more than
+:data:`~calbench.solvers.affine_softmax_fit.NEWTON_MAX_PARAMS` parameters and diagonal maps of
+:data:`~calbench.solvers.affine_softmax_fit.LARGE_MAP_CLASSES` classes or more, whose exact Hessian is too large
+to factor (docs/solver.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from calbench.solvers.affine_newton import armijo
+from calbench.solvers.affine_objective import AffineProblem, Evaluation, float32_probs, hessian_vector
+from calbench.solvers.affine_path_state import PathState
+from calbench.solvers.affine_preconditioners import (
+    block_preconditioner,
+    diagonal_map_preconditioner,
+    large_map_preconditioner,
+)
+
+# The CG solves stop at a relative residual min(0.5, √‖g‖) but not below this: the float32 Hessian-vector
+# products are not accurate beyond it, and an inexact Newton step converges to the same optimum.
+CG_MIN_RESIDUAL = 1e-4
+# A fit alone (not on a grid path) takes the per-class blocks of its preconditioner as the mean over every s-th
+# row, s = n // PRECONDITIONER_ROWS: they only shape the steps, and one fit pays for them alone; a grid path
+# shares them over its fits, whose weakest penalties need all rows' (docs/solver.md).
+PRECONDITIONER_ROWS = 1024
+
+
+def newton_cg(problem: AffineProblem, theta: np.ndarray, max_iter: int, path: PathState | None = None,
+              evaluated: Evaluation | None = None, large_map: bool = False) -> tuple[np.ndarray, dict]:
+    """Truncated Newton from ``theta``: each step solves H s = −g by preconditioned conjugate gradients
+    (:func:`_conjugate_gradients`), then Armijo backtracking (:func:`~calbench.solvers.affine_newton.armijo`);
+    stops as Newton's method, where half the Newton decrement −gᵀs is at most the problem's tolerance.
+
+    The preconditioner (:mod:`calbench.solvers.affine_preconditioners`) is the balanced block inverse for full
+    maps, the large-map one for a ``large_map`` (a full map beyond
+    :data:`~calbench.solvers.affine_softmax_fit.NEWTON_CG_MAX_CLASSES` classes), the exact Hessian's inverse at
+    each step for diagonal maps. Its log-loss part is taken at the start of the first fit on ``x`` that needs
+    it (``path``; a fit without one takes the blocks from every s-th row, :data:`PRECONDITIONER_ROWS`).
+    ``evaluated``: the objective at ``theta``, where the caller has it. The Hessian's products (the
+    preconditioner and H v) run in float32, at half the cost: they only shape the step; the objective and
+    gradient, which decide the steps' acceptance and the stop, hence the optimum, stay float64. Each
+    Hessian-vector product costs about a gradient, so it counts as an iteration: at most ``max_iter`` products
+    and steps in all, the work bound of as many L-BFGS iterations. Returns (θ, info) with info =
+    {"iterations", "converged", "loss"}."""
+    y, penalty, diagonal = problem.y, problem.penalty, problem.diagonal
+    value, grad, residual = evaluated or problem.evaluate(theta)
+    del evaluated
+    probs = float32_probs(residual, y)
+    del residual
+    stride = max(1, len(y) // PRECONDITIONER_ROWS) if path is None else 1  # a fit alone: sub-sampled blocks
+    path = PathState() if path is None else path
+    x_single = path.float32_features(problem.x)
+    if diagonal:
+        precondition = None  # the exact Hessian's, taken at each step
+    elif large_map:
+        precondition = large_map_preconditioner(x_single, probs, penalty, path)
+    else:
+        precondition = block_preconditioner(x_single, probs, penalty, path, stride)
+    converged, used = False, 0
+    while True:
+        if diagonal:
+            precondition = diagonal_map_preconditioner(x_single, probs, penalty)
+        step, products = _conjugate_gradients(lambda d: hessian_vector(x_single, probs, penalty, d, diagonal),
+                                              precondition, grad, min(theta.size, max(max_iter - used, 1)))
+        used += products
+        if used >= max_iter:  # the budget ended inside CG: the step (and its decrement) is incomplete
+            break
+        if not step.any():
+            step = -precondition(grad)
+        decrease = -float(grad @ step)
+        if problem.converged(decrease / 2, value):
+            converged = True
+            break
+        used += 1
+        if used >= max_iter:
+            break
+        del probs  # the trial points' objectives each need an n × k work array
+        theta, value, grad, residual, stopped = armijo(problem, theta, step, value, grad, decrease)
+        if stopped is not None:
+            converged = stopped
+            break
+        probs = float32_probs(residual, y)
+        del residual
+    return theta, {"iterations": used, "converged": converged, "loss": float(value)}
+
+
+def _conjugate_gradients(hessian_times, precondition, grad: np.ndarray, max_products: int):
+    """The preconditioned CG solve of H s = −``grad`` (``hessian_times``: v ↦ H v) to a relative residual
+    min(0.5, √‖g‖), at least :data:`CG_MIN_RESIDUAL`, in at most ``max_products`` products; it stops early
+    along a direction of no curvature (the softmax's shift invariance), taking the step so far. Returns (step,
+    products used)."""
+    step, residual = np.zeros_like(grad), -grad
+    z = precondition(residual)
+    direction, rz = z.copy(), float(residual @ z)
+    target = float(np.clip(np.sqrt(np.linalg.norm(grad)), CG_MIN_RESIDUAL, 0.5)) * np.linalg.norm(grad)
+    used = 0
+    for _ in range(max_products):
+        h_dir = hessian_times(direction)
+        used += 1
+        curvature = float(direction @ h_dir)
+        if curvature <= 0:
+            break
+        alpha = rz / curvature
+        step += alpha * direction
+        residual -= alpha * h_dir
+        if np.linalg.norm(residual) <= target:
+            break
+        z = precondition(residual)
+        rz, rz_old = float(residual @ z), rz
+        direction = z + (rz / rz_old) * direction
+    return step, used
