@@ -260,6 +260,7 @@ def _size(expected, size: int, field: str, scope: dict, what: str) -> None:
     scope[symbol] = size - constant
 
 
+@functools.cache
 def declared_state(cls: type) -> dict:
     """The fitted attributes ``cls`` declares: the ``_fitted_state`` of the class and of its bases merged, the
     class's own last (counts first, so that they bind their symbols before any shape is read)."""
