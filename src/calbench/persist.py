@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.fitted_state import StateError, check_state, declared_state
+from calbench.version import __version__
 
 #: Version of the file layout; bumped when the header or the encoding changes incompatibly (3: classes by their
 #: registered name only, every header field under the checksum; earlier formats named classes and functions by
@@ -61,12 +62,6 @@ DERIVED_FIELDS = ("method", "num_classes", "needs", "chosen", "fitted_summary")
 
 class CalibratorFileError(ValueError):
     """A saved calibrator that cannot be read: truncated, damaged, edited, foreign or from another format version."""
-
-
-def _version() -> str:
-    import calbench
-
-    return calbench.__version__
 
 
 # -- the classes a file can build ------------------------------------------------------------------------------
@@ -117,7 +112,7 @@ def _class_of_name(name, where: str) -> type:
         return compositions[name]
     if isinstance(name, str) and name in available():
         return method_class(name)
-    raise CalibratorFileError(f"{where}: unknown method {str(name)[:80]!r}: calbench {_version()} registers "
+    raise CalibratorFileError(f"{where}: unknown method {str(name)[:80]!r}: calbench {__version__} registers "
                               f"{', '.join(available())} (plus chain and grid_search); a file of a newer calbench "
                               "needs that version, otherwise refit the calibrator")
 
@@ -310,7 +305,7 @@ def save(cal, path, *, input_kind: str = "logits") -> Path:
     if not hasattr(cal, "num_classes_"):
         raise ValueError(f"{type(cal).__name__} is not fitted; call fit(scores, y) before saving it")
     encoder = _Encoder()
-    header = {"format": "calbench-calibrator", "format_version": FORMAT_VERSION, "calbench_version": _version(),
+    header = {"format": "calbench-calibrator", "format_version": FORMAT_VERSION, "calbench_version": __version__,
               "input_kind": input_kind, **_derived(cal), "calibrator": encoder.encode(cal, "calibrator")}
     header["checksum"] = _checksum(header, encoder.arrays)
     path = Path(path)
@@ -372,7 +367,7 @@ def _open(path) -> tuple[dict, dict]:
         newer = type(version) is int and version > FORMAT_VERSION
         raise CalibratorFileError(
             f"{path}: header field 'format_version': {str(version)[:20]}, written by calbench "
-            f"{str(header.get('calbench_version'))[:40]}; this calbench {_version()} reads format {FORMAT_VERSION} "
+            f"{str(header.get('calbench_version'))[:40]}; this calbench {__version__} reads format {FORMAT_VERSION} "
             "only: " + ("upgrade calbench (pip install -U calbench)" if newer else
                         "earlier formats named classes and functions by import path, which loading no longer "
                         "resolves; refit the calibrator and save it again"))

@@ -91,7 +91,7 @@ class EnsembleTemperatureScaling(Calibrator):
     preserves_argmax = True
     _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}
 
-    def __init__(self, loss: str = "mse", procedure: str = "joint"):
+    def __init__(self, *, loss: str = "mse", procedure: str = "joint"):
         self.loss = loss
         self.procedure = procedure
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.fitted_state import Array, ListOf, Record
+from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.metrics.binning import bin_sums, equal_width_bins
 
@@ -44,7 +44,7 @@ class _BinnedOneVsRest(OneVsRest):
 
     _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 
-    def __init__(self, n_bins: int = 5):
+    def __init__(self, *, n_bins: int = 5):
         self.n_bins = n_bins
 
     def _fit(self, scores, y) -> None:
@@ -57,7 +57,7 @@ class _BinnedOneVsRest(OneVsRest):
     def _edges(self, p: np.ndarray):
         return None
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         edges = self._edges(p)
         counts, p_sum, hit_sum = bin_sums(self._bins(edges, p), self.n_bins, p, hits)
         filled = counts > 0
@@ -68,7 +68,7 @@ class _BinnedOneVsRest(OneVsRest):
         """ĉ_j of the class's binary map at ``p`` with bin indices ``b``."""
         return fitted["y_mean"][b]
 
-    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         b = self._bins(fitted["edges"], p)
         return np.where(fitted["filled"][b], self._estimate(fitted, p, b), p)
 
@@ -94,7 +94,7 @@ class HistogramLECE(HistogramLECD):
 
     _parameter_constraints = {**_BinnedOneVsRest._parameter_constraints, "eps": [Interval("real", 0)]}
 
-    def __init__(self, n_bins: int = 5, eps: float = 1e-9):
+    def __init__(self, *, n_bins: int = 5, eps: float = 1e-9):
         self.n_bins = n_bins
         self.eps = eps
 
@@ -111,7 +111,7 @@ class HistogramBinning(_BinnedOneVsRest):
     whose largest calibration value is ≥ it (values above every bin go to the last).
     """
 
-    def __init__(self, n_bins: int = 10):
+    def __init__(self, *, n_bins: int = 10):
         self.n_bins = n_bins
 
     def _edges(self, p: np.ndarray) -> np.ndarray:

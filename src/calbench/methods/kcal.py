@@ -270,7 +270,7 @@ class KCal(Calibrator):
         "bandwidth_range": [IncreasingPair(Interval("real", 0, closed="neither"))],
         "device": [Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")]}
 
-    def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
+    def __init__(self, *, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
                  steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
                  bandwidth_range=(0.1, 10.0), tol=1e-4, n_folds=20, seed=0, device="auto", threads=1):
         self.dim = dim

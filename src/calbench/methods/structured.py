@@ -47,7 +47,7 @@ class StructuredMatrixScaling(AffineSoftmax):
                                                       "tau", "uniform_mix")},
         **{name: AffineSoftmax._parameter_constraints[name] for name in ("max_iter", "tol")}}
 
-    def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, lambda_off_diagonal: float = 1.0,
+    def __init__(self, *, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, lambda_off_diagonal: float = 1.0,
                  rho: float = 1.0, tau: float = 1.0, uniform_mix: float = 1.0, max_iter: int = 1000,
                  tol: float = 1e-10):
         self.lambda_intercept = lambda_intercept
@@ -96,7 +96,7 @@ class StructuredVectorScaling(StructuredMatrixScaling):
 
     diagonal = True
 
-    def __init__(self, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, rho: float = 1.0,
+    def __init__(self, *, lambda_intercept: float = 1.0, lambda_diagonal: float = 1.0, rho: float = 1.0,
                  tau: float = 1.0, uniform_mix: float = 1.0, max_iter: int = 1000, tol: float = 1e-10):
         self.lambda_intercept = lambda_intercept
         self.lambda_diagonal = lambda_diagonal

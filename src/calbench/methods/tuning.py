@@ -158,7 +158,7 @@ class GridSearch(Calibrator):
                               "extend": [Options(True, False)]}
     _settings_prefix = "cv."
 
-    def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
+    def __init__(self, estimator, grid, *, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
                  extend: bool = False):
         self.estimator = estimator
         self.grid = grid

@@ -106,7 +106,7 @@ class TopVersusAllVS(Calibrator):
     _parameter_constraints = {"reg": [Interval("real", 0)], "max_iter": [Interval("int", 1)],
                               "tol": [Interval("real", 0)]}
 
-    def __init__(self, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
         self.reg = reg
         self.max_iter = max_iter
         self.tol = tol
@@ -154,7 +154,7 @@ class TopVersusAllVS(Calibrator):
                 "intercept_abs_max": float(np.abs(self.intercept_).max())}
 
 
-class _BinaryTopVersusAll(Calibrator):
+class BinaryTopVersusAll(Calibrator):
     """TvA of a one-vs-rest calibrator's binary map (``binary_class``): fitted once on (max p̂, correct)."""
 
     #: The unfitted one-vs-rest calibrator whose binary map ``map_`` is (each subclass declares its map's kind).
@@ -168,16 +168,16 @@ class _BinaryTopVersusAll(Calibrator):
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _, conf, t = top_label_problem(scores, y)
         self.binary_ = self._binary()
-        self.map_ = self.binary_._fit_binary(conf, t)
+        self.map_ = self.binary_.fit_binary(conf, t)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
-        conf = self.binary_._apply_binary(self.map_, probs.max(axis=1))
+        conf = self.binary_.apply_binary(self.map_, probs.max(axis=1))
         return keep_prediction(scores.logits, np.clip(conf, 0.0, 1.0))
 
 
 @register("tva_hist")
-class TopVersusAllHistogram(_BinaryTopVersusAll):
+class TopVersusAllHistogram(BinaryTopVersusAll):
     """TvA histogram binning: ``n_bins`` equal-mass bins of the confidence, ĉ = accuracy of the bin
     (an empty bin keeps the confidence), binned as ``hist`` bins."""
 
@@ -186,12 +186,12 @@ class TopVersusAllHistogram(_BinaryTopVersusAll):
     binary_class = HistogramBinning
     _parameter_constraints = {"n_bins": HistogramBinning._parameter_constraints["n_bins"]}
 
-    def __init__(self, n_bins: int = 15):
+    def __init__(self, *, n_bins: int = 15):
         self.n_bins = n_bins
 
 
 @register("tva_iso")
-class TopVersusAllIsotonic(_BinaryTopVersusAll):
+class TopVersusAllIsotonic(BinaryTopVersusAll):
     """TvA isotonic regression: PAV on (max p̂, correct), interpolated and clipped as ``irova``."""
 
     _fitted_state = {"map_": Instance(Isotonic)}
@@ -210,7 +210,7 @@ class TopLabelHistogramBinning(Calibrator):
 
     _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
 
-    def __init__(self, points_per_bin: int = 50):
+    def __init__(self, *, points_per_bin: int = 50):
         self.points_per_bin = points_per_bin
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
@@ -219,7 +219,7 @@ class TopLabelHistogramBinning(Calibrator):
         for label in np.unique(top):
             rows = top == label
             binner = HistogramBinning(n_bins=max(1, int(rows.sum()) // self.points_per_bin))
-            self.maps_[int(label)] = (binner, binner._fit_binary(conf[rows], t[rows]))
+            self.maps_[int(label)] = (binner, binner.fit_binary(conf[rows], t[rows]))
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
@@ -227,7 +227,7 @@ class TopLabelHistogramBinning(Calibrator):
         new_conf = probs[np.arange(top.size), top].copy()
         for label, (binner, fitted) in self.maps_.items():
             rows = top == label
-            new_conf[rows] = binner._apply_binary(fitted, new_conf[rows])
+            new_conf[rows] = binner.apply_binary(fitted, new_conf[rows])
         return keep_prediction(scores.logits, new_conf)
 
     def fitted_summary(self) -> dict:

@@ -21,9 +21,9 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.fitted_state import Array
+from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -161,7 +161,7 @@ class VennAbersOneVsOne(Calibrator):
     #: Rows × pairs of the pairwise matrix held at once in prediction (128 MB of float64).
     CHUNK_ENTRIES = 2**24
 
-    def __init__(self, max_classes: int = 200):
+    def __init__(self, *, max_classes: int = 200):
         self.max_classes = max_classes
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
