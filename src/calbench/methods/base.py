@@ -21,6 +21,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from calbench.fitted_state import Count
 from calbench.methods.constraints import check_settings
 from calbench.metrics.proper import log_loss_rows
 from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
@@ -102,6 +103,8 @@ class Calibrator:
         values of one of them with the CV loss still falling there.
     _parameter_constraints : the allowed values of every setting (:mod:`calbench.methods.constraints`),
         checked by :func:`~calbench.methods.make` and at :meth:`fit` alike; ``_fit`` checks no setting of its own.
+    _fitted_state : the kind, dtype and shape of every fitted attribute the class's methods assign
+        (:mod:`calbench.fitted_state`), merged with its bases'; a loaded calibrator is checked against it.
     """
 
     needs: frozenset[str] = frozenset({"logits"})
@@ -112,6 +115,7 @@ class Calibrator:
     floor_note: str = ""
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
+    _fitted_state: dict = {"num_classes_": Count("C"), "embedding_dim_": Count("H", optional=True)}
     #: What a setting's name is prefixed with in messages (``cv.`` for a grid search's, as the config writes them).
     _settings_prefix: str = ""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d.bbq import BayesianBinning
 from calbench.maps1d.enir import NearIsotonicEnsemble
 from calbench.methods.binary_calibrators import OneVsRest
@@ -45,6 +46,8 @@ class _MapsOneVsRest(OneVsRest):
 class BBQOneVsRest(_MapsOneVsRest):
     """BBQ per class on (p̂_j, 1[y = j]), renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(BayesianBinning), "C")}
+
     _parameter_constraints = {"strength": [Interval("real", 0, closed="neither")],
                               "elbow_alpha": [None, Interval("real", 0)]}
 
@@ -58,6 +61,8 @@ class BBQOneVsRest(_MapsOneVsRest):
 @register("bbq_conf")
 class BBQConfidence(BinaryTopVersusAll):
     """BBQ of the confidence; the rest of the row as TvA."""
+
+    _fitted_state = {"map_": Instance(BayesianBinning)}
 
     binary_class = BBQOneVsRest
     _parameter_constraints = BBQOneVsRest._parameter_constraints
@@ -73,6 +78,8 @@ class BBQConfidence(BinaryTopVersusAll):
 class ENIROneVsRest(_MapsOneVsRest):
     """ENIR per class on (p̂_j, 1[y = j]), renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(NearIsotonicEnsemble), "C")}
+
     def _new_map(self):
         return NearIsotonicEnsemble()
 
@@ -80,6 +87,8 @@ class ENIROneVsRest(_MapsOneVsRest):
 @register("enir_conf")
 class ENIRConfidence(BinaryTopVersusAll):
     """ENIR of the confidence; the rest of the row as TvA."""
+
+    _fitted_state = {"map_": Instance(NearIsotonicEnsemble)}
 
     binary_class = ENIROneVsRest
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d import Beta, PiecewiseLinearCV, Platt, Quadratic
 from calbench.maps1d.one_vs_rest import fit_per_class, predict_per_class
 from calbench.maps1d.piecewise import LOSSES
@@ -85,6 +86,8 @@ class _MapOneVsRest(OneVsRest):
 class PlattOneVsRest(_MapOneVsRest):
     """Platt scaling per class on the logit of p̂_j, renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(Platt), "C")}
+
     def _new_map(self):
         return Platt()
 
@@ -98,6 +101,8 @@ class PlattOneVsRest(_MapOneVsRest):
 @register("beta")
 class BetaOneVsRest(_MapOneVsRest):
     """Beta calibration per class (a, b ≥ 0), renormalised."""
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Beta), "C")}
 
     def _new_map(self):
         return Beta()
@@ -114,6 +119,8 @@ class QuadraticScalingOneVsRest(_MapOneVsRest):
     """Quadratic scaling per class, σ(a + b·ℓ + c·ℓ²) on ℓ = logit p̂_j (probmetrics' ``quadratic-scaling``, one
     binary map per class as its one-vs-rest wrapper), renormalised; ridge strengths ``lambda_intercept`` on a
     and ``lambda_quadratic`` on c (0: unregularised, probmetrics' default)."""
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Quadratic), "C")}
 
     _parameter_constraints = {"lambda_intercept": [Interval("real", 0)], "lambda_quadratic": [Interval("real", 0)]}
 
@@ -145,6 +152,8 @@ class _PiecewiseMixin:
 class PLOneVsRest(_PiecewiseMixin, _MapOneVsRest):
     """PL (fit-on-test §4.4) per class, renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(PiecewiseLinearCV), "C")}
+
     def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
@@ -159,6 +168,8 @@ class PL3OneVsRest(PLOneVsRest):
 @register("pl_conf")
 class PLConfidence(_PiecewiseMixin, Calibrator):
     """PL fitted on the confidence (top-label) task; the other classes are rescaled."""
+
+    _fitted_state = {"map_": Instance(PiecewiseLinearCV)}
 
     def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array, ListOf, Record
 from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
 from calbench.methods.registry import register
@@ -30,8 +31,16 @@ def _check_bins(n_bins) -> None:
         raise ValueError(f"n_bins: expected a positive integer number of bins, got {n_bins!r}")
 
 
+#: The fitted bins of one binary map: ``n_bins`` bins (the setting of the calibrator, or of the binning kept beside
+#: the map: TLHB's), their ``n_bins - 1`` inner edges (None where the bins are fixed), which bins hold calibration
+#: values, and their mean prediction and label frequency.
+BINNED_MAP = Record({"edges": Array(float, ("n_bins-1",), none=True), "filled": Array(bool, ("n_bins",)),
+                     "p_mean": Array(float, ("n_bins",)), "y_mean": Array(float, ("n_bins",))})
+
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""
+
+    _fitted_state = {"binary_maps_": ListOf(BINNED_MAP, "C")}
 
     _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 

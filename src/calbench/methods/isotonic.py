@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d.maps import CenteredIsotonic, Isotonic
 from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator
@@ -44,6 +45,8 @@ class IsotonicOneVsRest(OneVsRest):
     strictly positive, so log-loss stays finite; ``eps = 0`` is the paper's map, which gives exact
     zeros on the true class of some test rows (1–2 % on 100-class sets: an infinite log-loss).
     """
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Isotonic), "C")}
 
     _parameter_constraints = {"eps": [Interval("real", 0)]}
     #: Shown in the tables' notes (:mod:`calbench.report.tables`).
@@ -81,6 +84,8 @@ class IsotonicMulticlass(Calibrator):
 
     ``eps`` is ε, "a very small positive number" in the paper, 1e-9 in the authors' code.
     """
+
+    _fitted_state = {"isotonic_": Instance(Isotonic)}
 
     preserves_argmax = True
     _parameter_constraints = {"eps": [Interval("real", 0, closed="neither")]}

@@ -31,6 +31,7 @@ import contextlib
 
 import numpy as np
 
+from calbench.fitted_state import Array, DictOf, ListOf, Scalar, Setting
 from calbench.folds import fold_ids
 from calbench.kernels.kernel_sums import class_mass
 from calbench.methods.base import Calibrator, MissingClass
@@ -248,6 +249,12 @@ class KCal(Calibrator):
     seed : episodes, initialisation and CV folds. device : ``auto`` (CUDA if present) or a torch device.
     threads : torch CPU threads while training.
     """
+
+    #: Π's parameters (their shapes follow ``projection``), Π of the n calibration points (width D) and their labels,
+    #: the chosen bandwidth and the training history.
+    _fitted_state = {"params_": DictOf(str, Array(float, None)), "history_": ListOf(DictOf(str, Setting())),
+                     "support_": Array(float, ("n", "D")), "support_labels_": Array(int, ("n",)),
+                     "bandwidth_": Scalar(float), "bandwidth_evaluations_": Scalar(int)}
 
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.

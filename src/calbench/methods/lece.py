@@ -29,6 +29,7 @@ import copy
 
 import numpy as np
 
+from calbench.fitted_state import Array, Instance, Scalar
 from calbench.kernels import neighbour_sums
 from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator
@@ -268,6 +269,10 @@ class LECE(Calibrator):
 
     Tuned by 10-fold CV on log-loss over the paper's (q, t) grid unless the config sets ``grid``.
     """
+
+    #: The neighbour count and the pool of the n calibration rows (None where t = 1: the identity).
+    _fitted_state = {"k_": Scalar(int), "pool_": Instance(NeighbourPool, none=True, fields={
+        "labels": Array(int, ("n",)), "logits": Array(float, ("n", "C"))})}
 
     default_grid = PAPER_GRID
     default_cv = {"folds": 10, "scoring": "nll"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d.spline import INTERPOLATIONS, RUNOUTS, Spline
 from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval, Options
@@ -26,6 +27,8 @@ from calbench.methods.tva import BinaryTopVersusAll
 @register("spline_ovr")
 class SplineOneVsRest(OneVsRest):
     """Spline recalibration per class on (p̂_j, 1[y = j]), plus ``eps``·p̂_j, renormalised."""
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Spline), "C")}
 
     _parameter_constraints = {"knots": [Interval("int", 2)], "runout": [Options(*RUNOUTS)],
                               "interpolation": [Options(*INTERPOLATIONS)], "eps": [Interval("real", 0)]}
@@ -48,6 +51,8 @@ class SplineOneVsRest(OneVsRest):
 @register("spline_conf")
 class SplineConfidence(BinaryTopVersusAll):
     """Spline recalibration of the confidence (the paper's top-label form); the rest of the row as TvA."""
+
+    _fitted_state = {"map_": Instance(Spline)}
 
     binary_class = SplineOneVsRest
     _parameter_constraints = SplineOneVsRest._parameter_constraints

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.fitted_state import Scalar
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval
 from calbench.methods.linear_maps import AffineSoftmax
@@ -33,6 +34,8 @@ from calbench.solvers.temperature_fit import fit_inverse_temperature
 @register("sms")
 class StructuredMatrixScaling(AffineSoftmax):
     """SMS: σ((I + Δ) ln q̃ + b) with the structured ridge penalty; q̃ is the TS output mixed with uniform."""
+
+    _fitted_state = {"n_fit_": Scalar(int), "inv_temperature_": Scalar(float), "mix_": Scalar(float)}
 
     uses_log_probs = True
     #: One fit alone, from the identity, pays for truncated Newton's preconditioner whenever it runs, so it starts

@@ -25,10 +25,12 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 
+from calbench.fitted_state import Array, DictOf, Instance, Items, Record, Scalar
+from calbench.maps1d.maps import Isotonic
 from calbench.methods.base import Calibrator
 from calbench.methods.binary_calibrators import with_confidence
 from calbench.methods.constraints import Interval
-from calbench.methods.histogram import HistogramBinning
+from calbench.methods.histogram import BINNED_MAP, HistogramBinning
 from calbench.methods.isotonic import IsotonicOneVsRest
 from calbench.methods.registry import register
 from calbench.methods.temperature import TemperatureScaling
@@ -98,6 +100,9 @@ class TopVersusAllVS(Calibrator):
     """TvA vector scaling: (w, b) minimise the BCE of σ(w ⊙ z + b)_ŷ (ŷ the original prediction) plus
     ``reg``·(‖w − w̄‖² + ‖b‖²); the calibrated confidence replaces max p̂."""
 
+    _fitted_state = {"weights_": Array(float, ("C",)), "intercept_": Array(float, ("C",)),
+                     "fit_info_": Record({"iterations": Scalar(int), "converged": Scalar(bool), "loss": Scalar(float)})}
+
     _parameter_constraints = {"reg": [Interval("real", 0)], "max_iter": [Interval("int", 1)],
                               "tol": [Interval("real", 0)]}
 
@@ -152,6 +157,9 @@ class TopVersusAllVS(Calibrator):
 class BinaryTopVersusAll(Calibrator):
     """TvA of a one-vs-rest calibrator's binary map (``binary_class``): fitted once on (max p̂, correct)."""
 
+    #: The unfitted one-vs-rest calibrator whose binary map ``map_`` is (each subclass declares its map's kind).
+    _fitted_state = {"binary_": Instance(Calibrator, fitted=False)}
+
     binary_class: type
 
     def _binary(self):
@@ -173,6 +181,8 @@ class TopVersusAllHistogram(BinaryTopVersusAll):
     """TvA histogram binning: ``n_bins`` equal-mass bins of the confidence, ĉ = accuracy of the bin
     (an empty bin keeps the confidence), binned as ``hist`` bins."""
 
+    _fitted_state = {"map_": BINNED_MAP}
+
     binary_class = HistogramBinning
     _parameter_constraints = {"n_bins": HistogramBinning._parameter_constraints["n_bins"]}
 
@@ -184,6 +194,8 @@ class TopVersusAllHistogram(BinaryTopVersusAll):
 class TopVersusAllIsotonic(BinaryTopVersusAll):
     """TvA isotonic regression: PAV on (max p̂, correct), interpolated and clipped as ``irova``."""
 
+    _fitted_state = {"map_": Instance(Isotonic)}
+
     binary_class = IsotonicOneVsRest
 
 
@@ -192,6 +204,9 @@ class TopLabelHistogramBinning(Calibrator):
     """Top-label histogram binning, the M2B reduction of Gupta & Ramdas (ICLR 2022, Algorithm 2): for each class l,
     the rows predicted l are binned by confidence into ⌊n_l / ``points_per_bin``⌋ (≥ 1) equal-mass bins and
     ĉ = the frequency of y = l in the bin (``hist``'s binning); a class never predicted keeps its confidence."""
+
+    #: Per predicted class: the (unfitted) histogram binning with that class's bin count, and its fitted bins.
+    _fitted_state = {"maps_": DictOf(int, Items(Instance(HistogramBinning, fitted=False), BINNED_MAP))}
 
     _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array
 from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval
@@ -98,6 +99,11 @@ def merge(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
 class VennAbers(Calibrator):
     """Inductive Venn-Abers predictor per class (one-vs-rest on p̂_j), merged p₁/(1 − p₀ + p₁), normalised."""
 
+    #: Per class j, its m_j sorted distinct scores in ``knots_`` from ``offsets_[j]`` and m_j + 1 entries of each
+    #: table: m knots in all and m + C table entries.
+    _fitted_state = {"offsets_": Array(int, ("C+1",)), "knots_": Array(float, ("m",)),
+                     "p0_table_": Array(float, ("m+C",)), "p1_table_": Array(float, ("m+C",))}
+
     #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
     #: No settings, so the inherited empty ``_parameter_constraints``.
     on_missing_class = MissingClass.REFUSE
@@ -144,6 +150,10 @@ class VennAbersOneVsOne(Calibrator):
     rows, 21 to predict 10,000; at least 3, since up to 2 classes make one pair and there is nothing to bound); at
     ImageNet's 1,000 classes (499,500 pairs) fitting would take ~4 CPU-minutes and predicting 25,000 rows ~25.
     Prediction runs in chunks of rows, so its memory stays bounded at any size."""
+
+    #: As :class:`VennAbers`'s, per pair of classes (P pairs) instead of per class.
+    _fitted_state = {"pairs_": Array(int, ("P", 2)), "offsets_": Array(int, ("P+1",)), "knots_": Array(float, ("m",)),
+                     "p0_table_": Array(float, ("m+P",)), "p1_table_": Array(float, ("m+P",))}
 
     #: A pair without calibration examples of one class would rest on the extra test point alone: refused.
     on_missing_class = MissingClass.REFUSE
