@@ -55,11 +55,14 @@ def run(args) -> int:
                 return 1
             calibrate_job(**job)
         else:
+            from calbench.data.store import LABEL_SHIFT_RESAMPLES
             from calbench.jobs.evaluate import evaluate_arguments, evaluate_job
 
             job = evaluate_arguments(config, args.source, args.method, args.seed)
             evaluate_job(**job)
-            print(json.dumps(json.loads(Path(job["output"]).read_text()), indent=1))
+            record = json.loads(Path(job["output"]).read_text())
+            record.pop(LABEL_SHIFT_RESAMPLES, None)  # the tables' bootstrap resamples: thousands of numbers
+            print(json.dumps(record, indent=1))
     return 0
 
 

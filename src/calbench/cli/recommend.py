@@ -92,7 +92,10 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     wanted = list(dict.fromkeys([*metrics, "acc"]))
     wanted = [m for m in wanted if m in set(rows["metric"])]
     files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
-    if args.under_shift or args.under_label_shift or not all(path.is_file() for path in files.values()):
+    if args.under_label_shift:
+        return recommend_label_shift.label_shift_draws_of(source, rows, wanted, [
+            _under(results, paths.METRICS, source=source, method=m, seed=s) for m in methods for s in seeds])
+    if args.under_shift or not all(path.is_file() for path in files.values()):
         return estimates_only(source, rows, wanted)
     values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
     return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
@@ -150,7 +153,8 @@ def _under(results: Path, template: str, **fields) -> Path:
 def _print_text(records: list[dict], metrics, args) -> None:
     from calbench.metrics import lookup
 
-    print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {args.resamples} paired "
+    resamples = recommend_label_shift.RESAMPLES if args.under_label_shift else args.resamples
+    print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {resamples} paired "
           "bootstrap resamples of the test rows (the same for every method; several seeds pooled; shifted by the "
           "bootstrap's estimate of bias, never below 0 for an ECE); 'tied with the "
           f"best': a paired test against the best cannot reject 'no difference' at family-wise α = {args.alpha:g} "
