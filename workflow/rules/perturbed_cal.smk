@@ -1,8 +1,6 @@
 # The perturbed calibration set of a model source and seed (docs/shift.md; Tomani et al. 2021): the model's
 # outputs on the seed's calibration images perturbed at increasing strengths → results/perturbed_cal/, read by the
 # calibrate jobs of the methods whose `needs` name `perturbed_cal` (calbench.jobs.calibrate.calibrate_arguments).
-# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
-# (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
 
 
