@@ -54,10 +54,22 @@ def test_each_cell_is_the_tables_mean_with_an_interval_around_it(cells):
     assert (nll["low"] < nll["estimate"]).all() and (nll["estimate"] < nll["high"]).all()
     assert set(nll.index.get_level_values("column")) == {0, 1, 2, UNDER_SHIFT}
     assert cells.loc[cells["metric"] == "ece.conf.em15.l1", "low"].notna().all()  # bins' row-weighted form
-    # KS has no row-weighted form: no interval, and the title says why
-    assert cells.loc[cells["metric"] == "ks.conf", "low"].isna().all()
+    assert cells.loc[cells["metric"] == "ks.conf", "low"].notna().all()  # no such form: recomputed on each resample
+
+
+def test_beyond_the_recomputation_budget_a_cell_has_no_interval_and_the_table_says_why(monkeypatch):
+    """KS has no row-weighted form: with no budget to recompute it, no interval, marked † with the reason."""
+    import calbench.report.shift as shift
+
+    monkeypatch.setattr(shift, "RECOMPUTE_SECONDS", 0.0)
+    outputs = _outputs(200)
+    long = _long(outputs)
+    cells = shift_cells(long, ["ks.conf"], lambda source, name, method, seed: outputs.get((name, method, seed)),
+                        resamples=20)
+    assert cells["low"].isna().all() and cells["note"].str.contains("beyond the 0 s budget").all()
     table = severity_markdown(long, "ks.conf", cells)
-    assert "no intervals or marks" in table and " [" not in table.split("| uncal |")[1].splitlines()[0]
+    assert "no intervals or marks" in table and table.split("| uncal |")[1].splitlines()[0].count("†") == 4
+    assert "† uncal, ts, soft (clean, severity 1, severity 2, under shift): no row-weighted form" in table
 
 
 def test_differences_from_uncal_are_paired_and_marked(cells):

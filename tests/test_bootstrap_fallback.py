@@ -1,0 +1,103 @@
+"""The paired bootstrap's fallback for estimators without a row-weighted form on some outputs
+(calbench.report.paired_bootstrap, module docstring): recomputed on the same row counts as every other method's
+resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3) are those of
+``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the verdicts and
+the tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import softmax
+
+from calbench.metrics import evaluate
+from calbench.metrics.binned import equal_mass_stats_resampled
+from calbench.report.paired_bootstrap import compare, frame, row_counts, source_draws
+from calbench.report.tables import markdown_table
+
+ECE = "ece.conf.em15.l1"
+METRICS = [ECE, "ks.conf", "nll"]
+N, RESAMPLES = 600, 60
+
+
+def _outputs():
+    """Seed → method → outputs on 600 rows of 3 classes. ``saturated`` and ``rounded`` give half the rows the
+    confidence 1 (and 0.9), right on most of them but not all: the equal-mass bins' edges fall inside the ties of
+    different outcomes, where no row-count form is exact; ``smooth`` has distinct confidences."""
+    outputs = {}
+    for seed in (0, 1):
+        rng = np.random.default_rng([11, seed])
+        z = rng.normal(size=(N, 3)) * 2
+        labels = (softmax(z, axis=1).cumsum(axis=1) > rng.random((N, 1))).argmax(axis=1)
+        smooth = softmax(1.3 * z, axis=1)
+        saturated, rounded = smooth.copy(), smooth.copy()
+        tied = np.arange(N) % 2 == 0
+        top = smooth.argmax(axis=1)
+        saturated[tied] = np.eye(3)[top[tied]]
+        rounded[tied] = 0.05 + 0.85 * np.eye(3)[top[tied]]
+        outputs[seed] = {name: {"probs": p, "labels": labels, "index": np.arange(N)}
+                         for name, p in (("smooth", smooth), ("saturated", saturated), ("rounded", rounded))}
+    return outputs
+
+
+OUTPUTS = _outputs()
+METHODS = ["smooth", "saturated", "rounded"]
+
+
+def _draws(recompute=False, **options):
+    return source_draws("tied", [0, 1], METHODS, METRICS, lambda m, seed: OUTPUTS[seed][m], RESAMPLES,
+                        recompute=recompute, **options)
+
+
+def test_the_tied_outputs_have_no_row_count_form_and_the_smooth_ones_do():
+    counts = row_counts(N, 5, (0,))[0]
+    conf = {m: OUTPUTS[0][m]["probs"].max(axis=1)[:, None] for m in METHODS}
+    hits = {m: (OUTPUTS[0][m]["probs"].argmax(axis=1) == OUTPUTS[0][m]["labels"])[:, None] * 1.0 for m in METHODS}
+    assert equal_mass_stats_resampled(conf["smooth"], hits["smooth"], 15, counts) is not None
+    for m in ("saturated", "rounded"):
+        assert equal_mass_stats_resampled(conf[m], hits[m], 15, counts) is None
+
+
+def test_every_method_gets_the_intervals_and_tests_of_recompute_exactly():
+    """By default (within the budget) the draws, intervals and Holm-adjusted p-values of a tied-score source equal
+    those of ``recompute`` bit for bit: the same row counts for every method (§16.4), so the fallback changes
+    nothing but which methods are recomputed. Every method has an interval (§13.3) around its estimate."""
+    default, everything = _draws(), _draws(recompute=True)
+    assert default.omitted == {}
+    for metric in (ECE, "ks.conf"):
+        np.testing.assert_array_equal(default.draws[metric], everything.draws[metric])
+        pd.testing.assert_frame_equal(frame(compare(default, metric)), frame(compare(everything, metric)))
+        for verdict in compare(default, metric):
+            assert verdict.low <= verdict.estimate <= verdict.high and verdict.note == ""
+            assert verdict.tied_with_best is not None
+
+
+def test_a_recomputed_resample_is_the_metric_of_the_rows_that_resample_drew():
+    """Resample r of seed s is the metric (as ``evaluate`` computes it) of the test rows drawn, row i taken
+    counts[r, i] times: the row counts every method shares (the pairing of §16.4)."""
+    draws = _draws()
+    counts = np.concatenate(row_counts(N, RESAMPLES, (1,)))
+    for r in (0, 17):
+        rows = np.repeat(np.arange(N), counts[r])
+        out = OUTPUTS[1]["saturated"]
+        expected = evaluate(out["probs"][rows], out["labels"][rows], [ECE, "ks.conf"], seed=1)
+        assert draws.draws[ECE][1, 1, r] == pytest.approx(expected[ECE], abs=1e-12)
+        assert draws.draws["ks.conf"][1, 1, r] == pytest.approx(expected["ks.conf"], abs=1e-12)
+
+
+def test_beyond_the_budget_the_methods_without_the_form_have_no_interval_and_the_table_says_why():
+    draws = _draws(budget=0.0)
+    assert set(draws.omitted) == {ECE, "ks.conf"} and "beyond the 0 s budget" in draws.omitted[ECE]
+    verdicts = {v.method: v for v in compare(draws, ECE)}
+    assert np.isfinite(verdicts["smooth"].low)  # the row-count form: resampled whatever the budget
+    for m in ("saturated", "rounded"):
+        assert np.isnan(verdicts[m].low) and verdicts[m].note == draws.omitted[ECE]
+        assert verdicts[m].tied_with_best is None or verdicts[m].best == m  # untested, not "worse"
+    assert all(np.isnan(v.low) for v in compare(draws, "ks.conf"))  # no ks form for any method
+    long = pd.DataFrame([("tied", m, s, metric, draws.estimates[metric][i, j]) for metric in METRICS
+                         for i, m in enumerate(METHODS) for j, s in enumerate(draws.seeds)],
+                        columns=["source", "method", "seed", "metric", "value"]).assign(test_set="clean")
+    table = markdown_table(long, ECE, METHODS, frame([v for m in METRICS for v in compare(draws, m)]))
+    note = table.split("Without an interval or mark:")[1]
+    assert "- tied: saturated, rounded: no row-weighted form" in note or \
+        "- tied: rounded, saturated: no row-weighted form" in note
+    assert "smooth" not in note
