@@ -32,7 +32,8 @@ Holm's step-down procedure (Holm 1979). A method is *tied with the best* when it
 
 A metric without a row-weighted form on some method's outputs (KS, CV bins, kernels; or equal-mass bins whose
 edges fall on tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same
-resamples' rows for those methods, so that the pairing stays exact. Its cost is projected from one resample, and
+resamples' rows for those methods, so that the pairing stays exact. Its cost is projected from one resample of one
+method and seed (resamples that read only the confidence columns do not copy the probabilities), and
 the metrics are taken cheapest first while the projected recomputation of the source fits the budget
 (:data:`RECOMPUTE_SECONDS`); a metric left out gets no interval for the methods that lack the form, and
 :attr:`SourceDraws.omitted` says why.
@@ -40,6 +41,7 @@ the metrics are taken cheapest first while the projected recomputation of the so
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -113,7 +115,9 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     estimates = {m: np.full((len(methods), len(seeds)), np.nan) for m in metrics}
     draws: dict[str, np.ndarray] = {}
     rows, firsts = [], []
-    cost: dict[str, float] = {}  # metric → projected CPU seconds of recomputing it where it lacks the fast form
+    timing: dict[str, float] = {}  # metric → CPU seconds of one recomputed resample
+    count: dict[str, int] = {}  # metric → the methods × seeds that lack its fast form
+    lock = threading.Lock()
     lacking: dict[tuple[int, int], list] = {}  # (method, seed) → its (metric, family, groups) without a fast form
     for j, seed in enumerate(seeds):
         first_method, first = _first_outputs(methods, seed, load)
@@ -128,7 +132,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
 
         def one(i, seed=seed, uncal=uncal, blocks=blocks, first=first, first_method=first_method):
             """Estimates and fast resamples of method ``i`` on this seed, ``{metric: (estimate, values or None)}``,
-            and the CPU seconds of one recomputed resample of each metric it lacks the fast form of."""
+            and the metrics it lacks the fast form of (the first method and seed that lacks one times it)."""
             out = first if methods[i] == first_method else load(methods[i], seed)
             if out is None:
                 return {}, {}
@@ -138,9 +142,14 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
             probes = {}
             for m, family, groups in families:
                 if m not in values[0]:
-                    clock = time.thread_time()
-                    values_from_counts(ctx, [(m, family, groups)], blocks[0][:1], recompute=True)
-                    probes[m] = ((m, family, groups), time.thread_time() - clock)
+                    with lock:  # one method and seed times a metric's recomputation for all
+                        first = m not in timing
+                        timing.setdefault(m, 0.0)
+                    if first:
+                        clock = time.thread_time()
+                        values_from_counts(ctx, [(m, family, groups)], blocks[0][:1], recompute=True)
+                        timing[m] = time.thread_time() - clock
+                    probes[m] = (m, family, groups)
             return ({m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
                          np.concatenate([v[m] for v in values]) if m in values[0] else None)
                      for m, family, groups in families}, probes)
@@ -150,9 +159,10 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                 estimates[metric_id][i, j] = estimate
                 if values is not None:
                     _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
-            for metric_id, (entry, seconds) in probes.items():
-                cost[metric_id] = cost.get(metric_id, 0.0) + seconds * resamples
+            for metric_id, entry in probes.items():
+                count[metric_id] = count.get(metric_id, 0) + 1
                 lacking.setdefault((i, j), []).append(entry)
+    cost = {m: timing[m] * resamples * k for m, k in count.items()}  # projected CPU seconds of recomputing
     chosen, omitted, spent = set(), {}, 0.0
     for metric_id in sorted(cost, key=cost.get):  # cheapest first
         if spent + cost[metric_id] <= budget:
@@ -162,18 +172,23 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
             omitted[metric_id] = (f"no row-weighted form on these outputs, and recomputing it on each of the "
                                   f"{resamples} resamples would take about {cost[metric_id]:.0f} CPU s, beyond the "
                                   f"{budget:g} s budget of a source (`calbench recommend --recompute` does it)")
-    for (i, j), entries in lacking.items():  # the same row counts as the fast forms': the pairing stays exact
-        entries = [e for e in entries if e[0] in chosen]
-        if entries:
-            seed = seeds[j]
-            first = load(firsts[j], seed)
-            out = first if methods[i] == firsts[j] else load(methods[i], seed)
-            uncal = first["probs"] if firsts[j] == REFERENCE else None
-            ctx, _ = _context(source, seed, out, first, firsts[j], methods[i], uncal, [])
-            parts = [values_from_counts(ctx, entries, counts) for counts in row_counts(rows[j], resamples, (seed,))]
-            for metric_id, _, _ in entries:
-                _store(draws, metric_id, i, j, np.concatenate([v[metric_id] for v in parts]),
-                       (len(methods), len(seeds), resamples))
+    def recomputed(item):
+        """``{metric: resamples}`` of the chosen metrics that method i lacks the fast form of on seed j, on the
+        same row counts as every other method's resamples (the pairing stays exact)."""
+        (i, j), entries = item
+        seed = seeds[j]
+        first = load(firsts[j], seed)
+        out = first if methods[i] == firsts[j] else load(methods[i], seed)
+        uncal = first["probs"] if firsts[j] == REFERENCE else None
+        ctx, _ = _context(source, seed, out, first, firsts[j], methods[i], uncal, [])
+        parts = [values_from_counts(ctx, entries, counts) for counts in row_counts(rows[j], resamples, (seed,))]
+        return {metric_id: np.concatenate([v[metric_id] for v in parts]) for metric_id, _, _ in entries}
+
+    todo = [(key, chosen_entries) for key, entries in lacking.items()
+            for chosen_entries in [[e for e in entries if e[0] in chosen]] if chosen_entries]
+    for ((i, j), _), found in zip(todo, thread_map(recomputed, todo)):
+        for metric_id, values in found.items():
+            _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
     picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
     return SourceDraws(source, seeds, methods, estimates, draws, picks, rows, omitted)
 
