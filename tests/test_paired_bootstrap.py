@@ -122,17 +122,16 @@ def test_critical_difference_labels_count_the_sources_tied_with_the_best():
     assert best_group(verdicts.assign(p_value=np.nan), "nll") is None and best_group(verdicts, "acc") is None
 
 
-def test_estimators_without_a_row_weighted_form_are_recomputed_within_the_budget():
-    """skce.ul has no row-weighted form: recomputed on the same resamples within the budget (as ``recompute``
-    does, whatever the cost); beyond it left unresampled (no interval, no test) with the reason."""
+def test_estimators_without_a_row_weighted_form_are_resampled_only_when_asked():
+    """skce.ul has no row-weighted form for any outputs: left unresampled (no interval, no test, a note saying
+    why) unless ``recompute``, whatever the budget."""
     model, _, labels = _sample(np.random.default_rng(3), 200)
-    for recompute, budget in ((False, 60.0), (True, 0.0), (False, 0.0)):
+    for recompute in (False, True):
         draws = source_draws("s", [0], ["a", "b"], ["skce.ul", "nll"],
                              lambda m, seed: {"probs": model, "labels": labels, "index": np.arange(200)}, 30,
-                             recompute=recompute, budget=budget)
-        resampled = recompute or budget > 0
-        assert ("skce.ul" in draws.draws) == resampled and "nll" in draws.draws
+                             recompute=recompute, budget=1e6)
+        assert ("skce.ul" in draws.draws) == recompute and "nll" in draws.draws
         best, other = compare(draws, "skce.ul")
-        assert np.isnan(best.low) != resampled and best.tied_with_best
-        assert other.tied_with_best if resampled else other.tied_with_best is None  # untested, not "worse"
-        assert ("budget" in other.note) != resampled
+        assert np.isnan(best.low) != recompute and best.tied_with_best
+        assert other.tied_with_best if recompute else other.tied_with_best is None  # untested, not "worse"
+        assert ("--recompute" in other.note) != recompute

@@ -54,20 +54,18 @@ def test_each_cell_is_the_tables_mean_with_an_interval_around_it(cells):
     assert (nll["low"] < nll["estimate"]).all() and (nll["estimate"] < nll["high"]).all()
     assert set(nll.index.get_level_values("column")) == {0, 1, 2, UNDER_SHIFT}
     assert cells.loc[cells["metric"] == "ece.conf.em15.l1", "low"].notna().all()  # bins' row-weighted form
-    assert cells.loc[cells["metric"] == "ks.conf", "low"].notna().all()  # no such form: recomputed on each resample
+    assert cells.loc[cells["metric"] == "ks.conf", "low"].notna().all()  # KS's row-weighted form
 
 
-def test_beyond_the_recomputation_budget_a_cell_has_no_interval_and_the_table_says_why(monkeypatch):
-    """KS has no row-weighted form: with no budget to recompute it, no interval, marked † with the reason."""
-    import calbench.report.shift as shift
-
-    monkeypatch.setattr(shift, "RECOMPUTE_SECONDS", 0.0)
+def test_a_cell_without_an_interval_is_marked_and_the_table_says_why():
+    """MMCE has no row-weighted form (recomputed on every resample only on request): no interval, marked †."""
     outputs = _outputs(200)
     long = _long(outputs)
-    cells = shift_cells(long, ["ks.conf"], lambda source, name, method, seed: outputs.get((name, method, seed)),
+    long = long[long["metric"] == "nll"].assign(metric="mmce.conf", value=0.01)
+    cells = shift_cells(long, ["mmce.conf"], lambda source, name, method, seed: outputs.get((name, method, seed)),
                         resamples=20)
-    assert cells["low"].isna().all() and cells["note"].str.contains("beyond the 0 s budget").all()
-    table = severity_markdown(long, "ks.conf", cells)
+    assert cells["low"].isna().all() and cells["note"].str.contains("--recompute").all()
+    table = severity_markdown(long, "mmce.conf", cells)
     assert "no intervals or marks" in table and table.split("| uncal |")[1].splitlines()[0].count("†") == 4
     assert "† uncal, ts, soft (clean, severity 1, severity 2, under shift): no row-weighted form" in table
 

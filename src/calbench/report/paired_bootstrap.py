@@ -30,9 +30,10 @@ procedure needs over many methods with a few hundred resamples), adjusted over t
 Holm's step-down procedure (Holm 1979). A method is *tied with the best* when its adjusted p-value is at least
 α, else *worse than the best*: the family-wise error of calling a method worse is at most α.
 
-A metric without a row-weighted form on some method's outputs (KS, CV bins, kernels; or equal-mass bins whose
-edges fall on tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same
-resamples' rows for those methods, so that the pairing stays exact. Its cost is projected from one resample of one
+A metric whose row-weighted form is unavailable on some method's outputs (equal-mass bins whose edges fall on
+tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same resamples'
+rows for those methods, so that the pairing stays exact; one without such a form for any outputs (CV bins, KDE,
+kernels, fits on the test rows) only with ``recompute``. Its cost is projected from one resample of one
 method and seed (resamples that read only the confidence columns do not copy the probabilities), and
 the metrics are taken cheapest first while the projected recomputation of the source fits the budget
 (:data:`RECOMPUTE_SECONDS`); a metric left out gets no interval for the methods that lack the form, and
@@ -103,8 +104,9 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     ``load(method, seed)`` returns the test outputs ``{"probs", "labels", "index"}`` (optionally
     ``"true_probs"``) or None where the method did not run. Metrics that need the uncalibrated probabilities take
     those of :data:`REFERENCE` on the same seed. A metric without a row-weighted form on a method's outputs
-    (:func:`calbench.metrics.bootstrap.values_from_counts`) is recomputed on each resample's rows: always with
-    ``recompute``, else where the projected cost fits ``budget`` CPU seconds (module docstring). ``known(method,
+    (:func:`calbench.metrics.bootstrap.values_from_counts`) is recomputed on each resample's rows: every such
+    metric with ``recompute``; else one that has the form on other outputs, where the projected cost fits
+    ``budget`` CPU seconds (module docstring). ``known(method,
     seed, metric)`` gives the estimates already computed (the metrics JSONs' values; None where absent), so that
     costly estimators are not evaluated again. The methods of a seed are resampled in threads
     (:func:`calbench.parallel.thread_map`).
@@ -118,6 +120,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     timing: dict[str, float] = {}  # metric → CPU seconds of one recomputed resample
     count: dict[str, int] = {}  # metric → the methods × seeds that lack its fast form
     lock = threading.Lock()
+    omitted: dict[str, str] = {}
     lacking: dict[tuple[int, int], list] = {}  # (method, seed) → its (metric, family, groups) without a fast form
     for j, seed in enumerate(seeds):
         first_method, first = _first_outputs(methods, seed, load)
@@ -141,7 +144,9 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
             given = {m: known(methods[i], seed, m) for m, _, _ in families} if known else {}
             probes = {}
             for m, family, groups in families:
-                if m not in values[0]:
+                if m not in values[0] and (family.pointwise or family.resampled) is None:
+                    probes[m] = None  # no row-weighted form for any outputs: recomputed only when asked
+                elif m not in values[0]:
                     with lock:  # one method and seed times a metric's recomputation for all
                         first = m not in timing
                         timing.setdefault(m, 0.0)
@@ -160,10 +165,15 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                 if values is not None:
                     _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
             for metric_id, entry in probes.items():
+                if entry is None:
+                    omitted[metric_id] = ("no row-weighted form: recomputing it on every resample costs "
+                                          f"{resamples} times its evaluation, and is done on request "
+                                          "(`calbench recommend --recompute`)")
+                    continue
                 count[metric_id] = count.get(metric_id, 0) + 1
                 lacking.setdefault((i, j), []).append(entry)
     cost = {m: timing[m] * resamples * k for m, k in count.items()}  # projected CPU seconds of recomputing
-    chosen, omitted, spent = set(), {}, 0.0
+    chosen, spent = set(), 0.0
     for metric_id in sorted(cost, key=cost.get):  # cheapest first
         if spent + cost[metric_id] <= budget:
             chosen.add(metric_id)
@@ -172,6 +182,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
             omitted[metric_id] = (f"no row-weighted form on these outputs, and recomputing it on each of the "
                                   f"{resamples} resamples would take about {cost[metric_id]:.0f} CPU s, beyond the "
                                   f"{budget:g} s budget of a source (`calbench recommend --recompute` does it)")
+
     def recomputed(item):
         """``{metric: resamples}`` of the chosen metrics that method i lacks the fast form of on seed j, on the
         same row counts as every other method's resamples (the pairing stays exact)."""

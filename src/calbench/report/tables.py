@@ -137,10 +137,13 @@ def _tied(verdicts: pd.DataFrame | None, metric_id: str) -> set | None:
 
 def unresampled_notes(verdicts: pd.DataFrame | None, metric_id: str) -> list[str]:
     """Lines naming the cells of ``metric_id`` without an interval (hence untested) and why (the engine's
-    ``note``, :func:`calbench.report.paired_bootstrap.compare`)."""
+    ``note``, :func:`calbench.report.paired_bootstrap.compare`); none where no cell has one (the title says why)."""
     if verdicts is None or "note" not in verdicts:
         return []
-    rows = verdicts[(verdicts["metric"] == metric_id) & verdicts["note"].fillna("").ne("")]
+    rows = verdicts[verdicts["metric"] == metric_id]
+    if rows["low"].isna().all():
+        return []
+    rows = rows[rows["note"].fillna("").ne("")]
     lines = [f"- {source}: {', '.join(group['method'])}: {note}"
              for (source, note), group in rows.groupby(["source", "note"], sort=True)]
     return ["", "Without an interval or mark:", *lines] if lines else []
