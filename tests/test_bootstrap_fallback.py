@@ -103,3 +103,21 @@ def test_beyond_the_budget_the_methods_without_the_form_have_no_interval_and_the
     assert "- tied: saturated, rounded: no row-weighted form" in note or \
         "- tied: rounded, saturated: no row-weighted form" in note
     assert "smooth" not in note
+
+
+def test_classwise_columns_with_ties_are_binned_on_each_resample_and_the_others_from_counts():
+    """Equal-mass bin statistics of classwise columns where one column ties in score but not in hit: every
+    column's statistics on resample r equal those of ``bin_stats`` on the rows drawn (row i counts[r, i] times)."""
+    from calbench.metrics.binned import bin_stats
+
+    rng = np.random.default_rng(5)
+    scores = rng.random((300, 3))
+    scores[::3, 1] = 0.5  # a hundred tied scores of column 1
+    hits = (rng.random((300, 3)) < scores) * 1.0
+    counts = row_counts(300, 6, (0,))[0]
+    assert equal_mass_stats_resampled(scores[:, [1]], hits[:, [1]], 15, counts) is None
+    stats = equal_mass_stats_resampled(scores, hits, 15, counts)
+    for r in range(6):
+        drawn = np.repeat(np.arange(300), counts[r])
+        for got, expected in zip(stats, bin_stats(scores[drawn], hits[drawn], 15, "em")):
+            np.testing.assert_allclose(got[r], expected, rtol=0, atol=1e-12)
