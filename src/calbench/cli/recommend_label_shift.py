@@ -1,6 +1,5 @@
 """``calbench recommend --under-label-shift``: rank the calibrators by a metric after EM prior adaptation, averaged
-over the label-shifted test sets of each seed (docs/label_shift.md); the ranking and tests are
-the ranking of ``calbench recommend --under-shift`` (the per-seed values of the long table)."""
+over the label-shifted test sets of each seed (docs/label_shift.md), from the per-seed values of the long table."""
 
 from __future__ import annotations
 
