@@ -9,7 +9,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: run test bench report choosing clean
+.PHONY: run test bench docs report choosing clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -27,6 +27,9 @@ test: $(STAMP)  ## the linter, then the whole test suite
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
 	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json
+
+docs: $(STAMP)  ## the docs' measured tables from the records of docs/measurements/ (scripts/docs_blocks.py)
+	$(PY) scripts/docs_blocks.py
 
 report: $(STAMP)  ## HTML report of the last run
 	$(PY) -m calbench report config/config.yaml -o results/report.html

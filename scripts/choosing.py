@@ -20,12 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import shlex
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from calbench.perf import machine
+from calbench.perf.docs_blocks import write_or_check
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG = REPO / "scripts" / "choosing.yaml"
@@ -114,15 +116,6 @@ def sources(work: Path) -> dict:
         out[name] = {"classes": int(labels.max()) + 1, "rows": int(labels.size),
                      "cal_rows": entry["split"]["cal_size"]}
     return out
-
-
-def machine() -> str:
-    """The machine in words: CPU model, cores, OS, Python."""
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").is_file() \
-        else platform.processor()
-    return (f"{model}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}")
 
 
 def measure(work: Path, cores: str) -> dict:
@@ -371,13 +364,7 @@ def main() -> int:
             {k: v for k, v in json.loads(SUMMARY.read_text()).items() if k in HEAD}
         SUMMARY.write_text(json.dumps(summarise(work, head), indent=1) + "\n")
     text = page(json.loads(SUMMARY.read_text()))
-    if getattr(args, "check", False):
-        if PAGE.read_text() != text:
-            print(f"{PAGE}: out of date with {SUMMARY}; run python scripts/choosing.py render", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    return 0
+    return write_or_check(PAGE, text, getattr(args, "check", False), "python scripts/choosing.py render")
 
 
 if __name__ == "__main__":

@@ -775,3 +775,30 @@ def test_a_default_grid_continues_its_warm_started_path_as_fresh_fits_would():
     assert losses[-1] > losses[-2] or len(added) == 3  # stopped where the loss rose, or at the bound
     written = GridSearch(make("dir_l2", grid=None), {"reg_lambda": grid + added}, folds=5, ensemble=True).fit(z, y)
     np.testing.assert_allclose(extended.cv_losses_, written.cv_losses_, rtol=1e-7)
+
+
+@pytest.mark.parametrize("diagonal", [True, False])
+def test_float32_hessians_of_saturated_rows_stay_positive_semi_definite(diagonal):
+    """The log-loss Hessian Σ (diag(p) − p pᵀ) ⊗ x̃ x̃ᵀ is positive semi-definite because 1 − pₐ = Σ_{b≠a} p_b.
+    In float32, rows whose top probability rounds to 1 (1 − p = 0 while the others stay positive) and
+    probabilities among the subnormals made truncated Newton's preconditioner indefinite (−21 and −1.3·10⁸ after
+    Jacobi scaling) on an unpenalised 1,000-class vector scaling; built from :func:`curvature_parts` the
+    scaled Hessian's eigenvalues stay ≥ −1e-6."""
+    from calbench.solvers.affine_hessian import class_features_hessian, loss_hessian
+
+    rng = np.random.default_rng(5)
+    n, k = 40, 6
+    logits = rng.normal(size=(n, k)) * 3
+    logits[:, 0] += np.where(np.arange(n) < n // 2, 40.0, -40.0)  # p₀ is 1.0 in float32 or below 10⁻¹⁵
+    logits[n // 2:, 1] -= 90.0  # p₁ ≈ 10⁻⁴⁰: float32 subnormals
+    p = softmax(logits, axis=1).astype(np.float32)
+    x = rng.normal(size=(n, k)).astype(np.float32)
+    assert (p[: n // 2, 0] == 1.0).all() and ((0.0 < p) & (p < np.finfo(np.float32).tiny)).any()
+    h = loss_hessian(x, p, diagonal) if not diagonal else class_features_hessian(p, [x, np.ones((1, 1), np.float32)])
+    scale = 1.0 / np.sqrt(np.maximum(np.diagonal(h), 1e-300))
+    assert np.linalg.eigvalsh(h * scale[:, None] * scale[None, :]).min() > -1e-6
+    from calbench.solvers.affine_hessian import curvature_parts
+
+    kept, complement = curvature_parts(p)
+    np.testing.assert_allclose(complement[: n // 2, 0], np.delete(kept[: n // 2], 0, axis=1).sum(axis=1), rtol=1e-6)
+    assert kept[n // 2:, 1].max() == 0.0 and (np.delete(kept, 1, axis=1) == np.delete(p, 1, axis=1)).all()

@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
+from calbench.version import __version__
+
 REPO = Path(__file__).resolve().parents[1]
 
 #: Runs in a fresh interpreter where importing any package of the extra fails, as on a base install.
@@ -86,6 +88,7 @@ def test_the_wheel_installed_in_a_fresh_environment_validates_fits_and_applies(t
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w",
           tmp_path / "dist", tree], tmp_path, env)
     (wheel,) = (tmp_path / "dist").glob("calbench-*.whl")
+    assert wheel.name.startswith(f"calbench-{__version__}-"), wheel.name  # pyproject reads calbench.version
     assert "calbench/config.schema.yaml" in zipfile.ZipFile(wheel).namelist()
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path, env)

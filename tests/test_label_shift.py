@@ -157,33 +157,95 @@ def test_bad_label_shift_entries_are_refused_naming_the_key(label_shift, message
         load(_config(label_shift))
 
 
-def _long_table():
-    """Two methods, three seeds, a clean row and two label-shifted sets per seed: `good` has the lower nll.em."""
-    rows = []
+def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
+    # the bootstrap of the label-shift tables: a set's rows resampled within classes (its true priors kept), the
+    # priors re-estimated on each resample; the row-weighted forms must equal the metric recomputed on the rows
+    from dataclasses import replace
+
+    from calbench.data.label_shift import resample_counts
+    from calbench.metrics.evaluation import evaluate_resampled
+
+    probs, labels = _gaussian_task(np.full(3, 1 / 3), 3000, 6)
+    cal_probs, cal_labels = _gaussian_task(np.full(3, 1 / 3), 2000, 7)
+    name = "prior/dirichlet0.5/0"
+    rows, true_priors = draw_rows(name, labels, 3, seed=0, size=800)
+    probs, labels = probs[rows], labels[rows]
+    counts = resample_counts(name, labels, 0, 30)
+    np.testing.assert_array_equal(counts @ np.eye(3)[labels], np.tile(np.bincount(labels, minlength=3), (30, 1)))
+    np.testing.assert_array_equal(counts, resample_counts(name, labels, 0, 30))  # the same for every method
+    inputs = replace(LabelShiftInputs.from_calibration(cal_probs, cal_labels, None), true_priors=true_priors)
+    ids = ["acc", "nll", "nll.em", "acc.em", "brier.bbse", "nll.oracle", "ece.conf.ew15.l1.em",
+           "ece.conf.ew15.l1.oracle", "prior_mse.em", "prior_mse.bbse"]
+    values, resampled = evaluate_resampled(probs, labels, ids, counts, label_shift=inputs)
+    assert set(resampled) == set(ids)
+    for r in (0, 17):
+        picked = np.repeat(np.arange(labels.size), counts[r])
+        again = evaluate(probs[picked], labels[picked], ids, label_shift=inputs)
+        for metric_id in ids:
+            assert resampled[metric_id][r] == pytest.approx(again[metric_id], rel=1e-7, abs=1e-12), metric_id
+    assert np.std(resampled["nll.em"]) > 0 and values["nll.em"] == evaluate(probs, labels, ["nll.em"],
+                                                                             label_shift=inputs)["nll.em"]
+
+
+def _long_table_and_resamples(gap: float):
+    """Methods `good` and `bad` (nll.em higher by ``gap``) and a close second `near`, three seeds, a clean row and
+    two strengths of one draw each; resamples ``{(source, method, seed): {strength: {metric: [R]}}}`` with a row noise
+    of sd 0.01 shared by the methods (paired) and 0.002 of their own."""
+    rng = np.random.default_rng(0)
+    rows, resamples = [], {}
     for seed in range(3):
-        for method, offset in (("good", 0.0), ("bad", 0.2)):
+        shared = rng.normal(scale=0.01, size=200)
+        for method, offset in (("good", 0.0), ("near", 0.001), ("bad", gap)):
             rows.append(("src", method, seed, "clean", "nll", 0.5))
             for test_set in ("prior/dirichlet0.1/0", "prior/tweak_one0.9/0"):
-                rows.append(("src", method, seed, test_set, "nll.em", 0.3 + offset + 0.01 * seed))
-                rows.append(("src", method, seed, test_set, "acc", 0.9))
+                rows.append(("src", method, seed, test_set, "nll.em", 0.3 + offset + 0.001 * seed))
+            value = 0.3 + offset + 0.001 * seed
+            resamples["src", method, seed] = {key: {"nll.em": list(value + shared + rng.normal(scale=0.002, size=200))}
+                                              for key in ("dirichlet0.1", "tweak_one0.9")}
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
+    return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"]), resamples
 
 
-def test_label_shift_tables_and_recommend_rank_by_the_metric_after_em(tmp_path, capsys):
-    from calbench.__main__ import main
-    from calbench.report.label_shift import strength_markdown
+def test_label_shift_tables_show_paired_bootstrap_intervals_and_ties():
+    from calbench.report.label_shift import NO_INTERVAL, strength_markdown
     from calbench.report.shift import ranking_rows
 
-    long = _long_table()
-    table = strength_markdown(long, "nll.em", ["good", "bad"])
-    assert "| method | Dirichlet α=0.1 | tweak-one ρ=0.9 |" in table
-    assert "| good | 0.310 ± 0.025 | 0.310 ± 0.025 |" in table  # mean 0.31 over seeds, t(2) × 0.01 / √3
+    long, resamples = _long_table_and_resamples(gap=0.05)
+    table = strength_markdown(long, "nll.em", resamples, ["good", "near", "bad"])
+    assert "| method | Dirichlet α=0.1 | tweak-one ρ=0.9 |" in table and NO_INTERVAL not in table
+    cells = {line.split(" | ")[0].removeprefix("| "): line.split(" | ")[1] for line in table.splitlines()
+             if line.startswith("| ") and "method" not in line}
+    # the shared noise cancels in the paired differences: near (0.001 worse) is tied, bad (0.05 worse) is not
+    assert cells["good"].startswith("**0.301 [") and cells["near"].startswith("**0.302 [")
+    assert cells["bad"].startswith("0.351 [")
+    low, high = (float(x) for x in cells["bad"].split("[")[1].rstrip("]").split(", "))
+    assert low < 0.351 < high and high - low < 0.05
     with pytest.raises(ValueError, match="no shifted test sets"):  # the corruption tables leave prior/ sets out
         ranking_rows(long, under_shift=True)
+    # without resamples (metrics JSONs of an older run) the table says nothing it cannot back
+    bare = strength_markdown(long, "nll.em", {}, ["good", "near", "bad"])
+    assert "| bad | 0.351 | 0.351 |" in bare and NO_INTERVAL in bare
+
+
+def test_recommend_under_label_shift_prints_intervals_and_ties(tmp_path, capsys):
+    import json
+
+    from calbench.__main__ import main
+
+    long, resamples = _long_table_and_resamples(gap=0.05)
     (tmp_path / "tables").mkdir()
     long.to_csv(tmp_path / "tables" / "metrics_long.csv", index=False)
+    for (source, method, seed), per_strength in resamples.items():
+        folder = tmp_path / "metrics" / source / method
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"seed{seed}.json").write_text(json.dumps({"source": source, "method": method, "seed": seed,
+                                                             "label_shift_resamples": per_strength}))
     assert main(["recommend", str(tmp_path), "--under-label-shift"]) == 0
     out = capsys.readouterr().out
-    assert "nll.em, lower is better" in out and "src: good 0.310" in out
+    assert "nll.em, lower is better" in out and "src: good 0.301 [" in out
+    assert "tied with the best: near 0.302" in out and "worse than good: bad 0.351" in out
+    assert main(["recommend", str(tmp_path), "--under-label-shift", "--json"]) == 0
+    records = {r["method"]: r for r in json.loads(capsys.readouterr().out)}
+    assert records["good"]["low"] < 0.301 < records["good"]["high"]
+    assert records["near"]["tied_with_best"] and not records["bad"]["tied_with_best"]

@@ -303,7 +303,7 @@ def test_a_saved_state_holds_only_the_fitted_attributes_its_class_declares(saved
     """A class declares its fitted state by assigning it (``self.temperature_ = ...``, in its methods or its
     bases'); saving refuses another attribute, and loading refuses a name the class does not declare, or one
     that would replace a method or property, even with the checksum recomputed."""
-    from calbench.persist import fitted_names
+    from calbench.fitted_state import fitted_names
 
     assert fitted_names(type(make("ts"))) == {"num_classes_", "embedding_dim_", "temperature_"}
     cal = make("ts").fit(CAL[0], CAL[1])

@@ -5,6 +5,7 @@ declaration allows must fit."""
 
 from __future__ import annotations
 
+import inspect
 import warnings
 
 import numpy as np
@@ -102,3 +103,16 @@ def test_grid_and_cv_settings_are_checked_by_validate_as_by_fit(settings, messag
 def test_a_grid_for_a_method_without_that_setting_is_refused():
     with pytest.raises(ConfigError, match=r"method_settings\.ts\.grid\.q: not a setting of ts"):
         load(_config("ts", {"grid": {"q": [0.1]}}))
+
+
+@pytest.mark.parametrize("name", METHODS)
+def test_settings_are_keyword_only(name):
+    """scikit-learn's convention (since 0.24): a calibrator's settings are keyword-only arguments of ``__init__``
+    (after ``*``), so that a call names every setting it changes and a reordering cannot silently swap two."""
+    init = method_class(name).__init__
+    if init is object.__init__:
+        return  # no settings
+    settings = list(inspect.signature(init).parameters.values())[1:]
+    assert settings, f"{name}: an __init__ without settings; drop it"
+    positional = [p.name for p in settings if p.kind is not inspect.Parameter.KEYWORD_ONLY]
+    assert positional == [], f"{name}: settings {positional} not keyword-only; write `def __init__(self, *, ...)`"

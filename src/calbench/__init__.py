@@ -6,8 +6,8 @@ files to these functions.
 """
 
 from calbench.scores import PROB_EPS, PROB_FLOOR, ProbabilitiesAsLogitsWarning, Scores
+from calbench.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["Scores", "PROB_EPS", "PROB_FLOOR", "ProbabilitiesAsLogitsWarning", "__version__", "save", "load"]
 
 

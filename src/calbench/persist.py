@@ -7,13 +7,13 @@ build are the registered calibrators (named by their registered name), the two c
 ``grid_search``) and the one-dimensional maps defined in :mod:`calbench.maps1d`; no name in a file is resolved to a
 function or to any other class.
 
-A class declares its fitted state by fitting it (:func:`fitted_names`: the names ending in ``_`` its methods assign
-to ``self``): a calibrator is rebuilt as ``cls(**params)`` from its ``get_params`` and gets back those fitted
-attributes, encoded recursively: numpy arrays and scalars, Python scalars, lists, tuples, dicts, nested
-calibrators and 1-D maps. Loading checks every
-value's kind (finite numbers, numeric arrays no larger than the file), every setting against the class's
-declared constraints, and that every fitted calibrator of the file computes probabilities of its number of
-classes (:func:`_probe`). A class whose state holds something else defines ``_get_state()`` /
+A class declares its fitted state once (``_fitted_state``, :mod:`calbench.fitted_state`: the kind, dtype and shape
+of every attribute its methods fit): a calibrator is rebuilt as ``cls(**params)`` from its ``get_params`` and gets
+back those fitted attributes, encoded recursively: numpy arrays and scalars, Python scalars, lists, tuples, dicts,
+nested calibrators and 1-D maps. Loading checks every value's kind (finite numbers, numeric arrays no larger than
+the file), every setting against the class's declared constraints, every fitted attribute against the class's
+declaration, and that every fitted calibrator of the file computes probabilities of its number of classes
+(:func:`_probe`). A class whose state holds something else defines ``_get_state()`` /
 ``_set_state(state)`` (LECE rebuilds its neighbour pool from the rows that define it).
 """
 
@@ -27,6 +27,9 @@ import re
 from pathlib import Path
 
 import numpy as np
+
+from calbench.fitted_state import StateError, check_state, declared_state
+from calbench.version import __version__
 
 #: Version of the file layout; bumped when the header or the encoding changes incompatibly (3: classes by their
 #: registered name only, every header field under the checksum; earlier formats named classes and functions by
@@ -52,7 +55,6 @@ TENSOR_DTYPES = ("BOOL", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "
 SCALAR_DTYPES = tuple(np.dtype(code).str for code in ("?", "u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8",
                                                       "f2", "f4", "f8"))
 _HEADER_KEY = "calbench"
-_FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 _ATTRIBUTE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 #: Header fields computed from the calibrator: written by :func:`save`, recomputed and compared by :func:`load`.
 DERIVED_FIELDS = ("method", "num_classes", "needs", "chosen", "fitted_summary")
@@ -60,12 +62,6 @@ DERIVED_FIELDS = ("method", "num_classes", "needs", "chosen", "fitted_summary")
 
 class CalibratorFileError(ValueError):
     """A saved calibrator that cannot be read: truncated, damaged, edited, foreign or from another format version."""
-
-
-def _version() -> str:
-    import calbench
-
-    return calbench.__version__
 
 
 # -- the classes a file can build ------------------------------------------------------------------------------
@@ -116,31 +112,9 @@ def _class_of_name(name, where: str) -> type:
         return compositions[name]
     if isinstance(name, str) and name in available():
         return method_class(name)
-    raise CalibratorFileError(f"{where}: unknown method {str(name)[:80]!r}: calbench {_version()} registers "
+    raise CalibratorFileError(f"{where}: unknown method {str(name)[:80]!r}: calbench {__version__} registers "
                               f"{', '.join(available())} (plus chain and grid_search); a file of a newer calbench "
                               "needs that version, otherwise refit the calibrator")
-
-
-@functools.cache
-def fitted_names(cls: type) -> frozenset[str]:
-    """A class's declaration of its fitted state: the names ending in ``_`` that the methods of the class and of its
-    bases assign to ``self`` (``self.temperature_ = ...``), read from their source. A saved state holds these
-    names only, so a method declares its state by fitting it, with no code for saving."""
-    import ast
-    import inspect
-    import textwrap
-
-    names = set()
-    for klass in cls.__mro__[:-1]:  # all but object
-        for node in ast.walk(ast.parse(textwrap.dedent(inspect.getsource(klass)))):
-            targets = (node.targets if isinstance(node, ast.Assign) else
-                       [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
-            for target in targets:
-                for one in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-                    if (isinstance(one, ast.Attribute) and isinstance(one.value, ast.Name) and one.value.id == "self"
-                            and _FITTED_NAME.match(one.attr)):
-                        names.add(one.attr)
-    return frozenset(names)
 
 
 # -- saving ----------------------------------------------------------------------------------------------------
@@ -221,10 +195,20 @@ class _Encoder:
                         "dicts, calibrators, calbench.maps1d maps); give its owner _get_state()/_set_state() "
                         "(calbench.persist)")
 
+    def check_declared(self, obj, where: str) -> None:
+        """Refuse a fitted state that its class's declaration does not allow, as loading would."""
+        try:
+            check_state(obj)
+        except StateError as err:
+            raise TypeError(f"cannot save {where}{err.field}: {err.detail}, which the _fitted_state of "
+                            f"{type(obj).__name__} does not allow (calbench.fitted_state), so loading would refuse "
+                            "it; fix the fit or the declaration") from err
+
     def check_map(self, value, where: str) -> None:
+        self.check_declared(value, f"{where}.")
         if hasattr(value, "_get_state"):
             return
-        extra = set(vars(value)) - set(_init_names(type(value))) - fitted_names(type(value))
+        extra = set(vars(value)) - set(_init_names(type(value))) - set(declared_state(type(value)))
         if extra:
             raise TypeError(f"cannot save {where}: attributes {sorted(extra)} of a {type(value).__name__} are neither "
                             "settings nor fitted attributes its class declares, so loading would refuse them")
@@ -240,10 +224,11 @@ class _Encoder:
         encoded = {k: self.default_grid(cal, f"{where}.params.grid") if name == "grid_search" and k == "grid"
                    and callable(v) else self.encode(v, f"{where}.params.{k}") for k, v in params.items()}
         state = {k: v for k, v in _state(cal).items() if k not in params}
-        for key in sorted(set(state) - fitted_names(type(cal))):
+        for key in sorted(set(state) - set(declared_state(type(cal)))):
             raise TypeError(f"cannot save {where}: attribute {key!r} is neither a setting (an argument of "
-                            f"{type(cal).__name__}.__init__) nor a fitted attribute its class declares (a lower-case "
-                            "name ending in '_' that its methods assign to self), so loading would refuse it")
+                            f"{type(cal).__name__}.__init__) nor a fitted attribute its class declares (_fitted_state, "
+                            "calbench.fitted_state), so loading would refuse it")
+        self.check_declared(cal, f"{where}.state.")
         return {"$calibrator": name, "params": {"$dict": [[k, v] for k, v in encoded.items()]},
                 "state": {"$dict": [[k, self.encode(v, f"{where}.state.{k}")] for k, v in state.items()]}}
 
@@ -320,7 +305,7 @@ def save(cal, path, *, input_kind: str = "logits") -> Path:
     if not hasattr(cal, "num_classes_"):
         raise ValueError(f"{type(cal).__name__} is not fitted; call fit(scores, y) before saving it")
     encoder = _Encoder()
-    header = {"format": "calbench-calibrator", "format_version": FORMAT_VERSION, "calbench_version": _version(),
+    header = {"format": "calbench-calibrator", "format_version": FORMAT_VERSION, "calbench_version": __version__,
               "input_kind": input_kind, **_derived(cal), "calibrator": encoder.encode(cal, "calibrator")}
     header["checksum"] = _checksum(header, encoder.arrays)
     path = Path(path)
@@ -382,7 +367,7 @@ def _open(path) -> tuple[dict, dict]:
         newer = type(version) is int and version > FORMAT_VERSION
         raise CalibratorFileError(
             f"{path}: header field 'format_version': {str(version)[:20]}, written by calbench "
-            f"{str(header.get('calbench_version'))[:40]}; this calbench {_version()} reads format {FORMAT_VERSION} "
+            f"{str(header.get('calbench_version'))[:40]}; this calbench {__version__} reads format {FORMAT_VERSION} "
             "only: " + ("upgrade calbench (pip install -U calbench)" if newer else
                         "earlier formats named classes and functions by import path, which loading no longer "
                         "resolves; refit the calibrator and save it again"))
@@ -515,7 +500,7 @@ class _Decoder:
             raise self.error(err.key, f"{err.detail} (the constraint {cls.__name__} declares)") from err
         try:
             cal = cls(**params)
-            state = self.attributes(node["state"], f"{where}.state", depth, fitted_names(cls), cls)
+            state = self.attributes(node["state"], f"{where}.state", depth, set(declared_state(cls)), cls)
             for key in ("num_classes_", "embedding_dim_"):
                 count = state.get(key, 1)
                 if type(count) is not int or not 1 <= count <= MAX_CLASSES:
@@ -524,6 +509,7 @@ class _Decoder:
                 cal._set_state(state)
             else:
                 cal.__dict__.update(state)
+            self.check_state(cal, f"{where}.state.")
             if hasattr(cal, "num_classes_"):
                 _probe(cal)
         except CalibratorFileError:
@@ -532,6 +518,15 @@ class _Decoder:
             raise self.error(where, f"the saved {cls.__name__} cannot be built or does not compute "
                              f"({type(err).__name__}: {str(err)[:300]})") from err
         return cal
+
+    def check_state(self, obj, prefix: str) -> None:
+        """Every fitted attribute of a built calibrator or map against its class's declaration
+        (:func:`calbench.fitted_state.check_state`), before it first predicts."""
+        try:
+            check_state(obj)
+        except StateError as err:
+            raise self.error(prefix + err.field, f"{err.detail} (the fitted state {type(obj).__name__} "
+                             "declares)") from err
 
     def default_grid(self, marker: _DefaultGrid, params: dict, where: str, allowed: bool):
         from calbench.methods.base import Calibrator
@@ -555,16 +550,17 @@ class _Decoder:
             raise self.error(where, f"{str(name)[:80]!r} is not a map of calbench.maps1d ({', '.join(maps)})")
         cls = maps[name]
         declared = (_ATTRIBUTE_NAME if hasattr(cls, "_set_state") else
-                    frozenset(_init_names(cls)) | fitted_names(cls))
+                    frozenset(_init_names(cls)) | set(declared_state(cls)))
         state = self.attributes(node["state"], where, depth, declared, cls)
         try:
             if hasattr(cls, "_set_state"):
                 obj = cls.__new__(cls)
                 obj._set_state(state)
-                return obj
-            settings = _init_names(cls)
-            obj = cls(**{k: state[k] for k in settings if k in state})
-            obj.__dict__.update({k: v for k, v in state.items() if k not in settings})
+            else:
+                settings = _init_names(cls)
+                obj = cls(**{k: state[k] for k in settings if k in state})
+                obj.__dict__.update({k: v for k, v in state.items() if k not in settings})
+            self.check_state(obj, f"{where}.")
             return obj
         except CalibratorFileError:
             raise
@@ -635,7 +631,8 @@ def load(path):
         raise CalibratorFileError(f"{path}: tensors {sorted(decoder.unread)[:5]}: named nowhere in the header; the "
                                   "file was not written by calbench.save")
     if not hasattr(cal, "num_classes_"):
-        raise CalibratorFileError(f"{path}: calibrator.state: no num_classes_, so the calibrator is not fitted")
+        raise CalibratorFileError(f"{path}: calibrator.state.num_classes_: missing, so the calibrator is not "
+                                  "fitted; fit it before saving")
     try:
         derived = _derived(cal)
     except Exception as err:  # the state of a file, not the user's input

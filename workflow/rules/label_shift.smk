@@ -1,6 +1,6 @@
 # Calibration and prior adaptation under label shift (docs/label_shift.md): the evaluate jobs of sources with
 # `label_shift` draw the shifted sets and compute their metrics (rules/evaluate.smk, rules/shift.smk); this rule
-# writes the per-strength tables from the long table.
+# writes the per-strength tables from the long table and the metrics JSONs' bootstrap resamples.
 from calbench.jobs import paths
 
 LABEL_SHIFT_METRICS = list(dict.fromkeys(m for s in LABEL_SHIFT_SOURCES for m in SOURCES[s]["label_shift"]["metrics"]))
@@ -19,6 +19,7 @@ if LABEL_SHIFT_SOURCES:
     rule label_shift_report:
         input:
             long=paths.METRICS_LONG,
+            metrics=[f for f, (s, _, _) in zip(metric_files(), jobs()) if s in LABEL_SHIFT_SOURCES],
             code=script_code("label_shift_report"),
         output:
             tables=[

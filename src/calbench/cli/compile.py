@@ -1,5 +1,5 @@
 """``calbench compile``: compile the numba kernels into their on-disk cache once (`make` runs it after installing),
-so that no calibrate job pays the compilation (about 15 CPU-s per kernel module)."""
+so that no calibrate job pays the compilation (README states its cost)."""
 
 from __future__ import annotations
 

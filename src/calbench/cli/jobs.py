@@ -48,6 +48,7 @@ def run(args) -> int:
                           args.seed, entry.get("split"), calibrator_output=paths.CALIBRATOR.format(**where),
                           input_kind=entry["scores"])
         else:
+            from calbench.data.store import LABEL_SHIFT_RESAMPLES
             from calbench.jobs.evaluate import evaluate_job
 
             out = paths.METRICS.format(**where)
@@ -56,5 +57,7 @@ def run(args) -> int:
                 shifted |= {"calibrator": paths.CALIBRATOR.format(**where), "label_shift": entry.get("label_shift")}
             evaluate_job(paths.CALIBRATED.format(**where), dump, out, config["metrics"], args.source, args.method,
                          args.seed, entry.get("split"), config["bootstrap"], **shifted)
-            print(json.dumps(json.loads(Path(out).read_text()), indent=1))
+            record = json.loads(Path(out).read_text())
+            record.pop(LABEL_SHIFT_RESAMPLES, None)  # the tables' bootstrap resamples: thousands of numbers
+            print(json.dumps(record, indent=1))
     return 0

@@ -83,9 +83,10 @@ def run(args) -> int:
 
 
 def _source_draws(source: str, rows, metrics, results: Path, args):
-    """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy; under shift without the saved
-    calibrators or shifted sets (:func:`_shifted_draws`), under label shift, or where a calibrated output is
-    missing, the per-seed values of the long table without resamples."""
+    """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy (under label shift, of the
+    resamples the evaluate jobs kept); under shift without the saved calibrators or shifted sets
+    (:func:`_shifted_draws`), or where a calibrated output is missing, the per-seed values of the long table
+    without resamples."""
     from calbench.data.store import read_calibrated
     from calbench.jobs import paths
     from calbench.report.paired_bootstrap import estimates_only, source_draws
@@ -96,7 +97,8 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     wanted = [m for m in wanted if m in set(rows["metric"])]
     files = {(m, s): _under(results, paths.CALIBRATED, source=source, method=m, seed=s) for m in methods for s in seeds}
     if args.under_label_shift:
-        return estimates_only(source, rows, wanted, "the label-shifted sets' outputs are not kept")
+        return recommend_label_shift.label_shift_draws_of(source, rows, wanted, [
+            _under(results, paths.METRICS, source=source, method=m, seed=s) for m in methods for s in seeds])
     if args.under_shift:
         return estimates_only(source, rows, wanted, "the saved calibrators, calibrated test outputs or shifted "
                                                      "sets are missing (rerun the workflow)")
@@ -179,7 +181,8 @@ def _under(results: Path, template: str, **fields) -> Path:
 def _print_text(records: list[dict], metrics, args) -> None:
     from calbench.metrics import lookup
 
-    print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {args.resamples} paired "
+    resamples = recommend_label_shift.RESAMPLES if args.under_label_shift else args.resamples
+    print(f"best method per source; [interval]: {args.level:.0%} percentile interval from {resamples} paired "
           "bootstrap resamples of the test rows (the same for every method; several seeds pooled; shifted by the "
           "bootstrap's estimate of bias, never below 0 for an ECE); 'tied with the "
           f"best': a paired test against the best cannot reject 'no difference' at family-wise α = {args.alpha:g} "

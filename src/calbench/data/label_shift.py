@@ -69,8 +69,28 @@ def draw_rows(name: str, labels: np.ndarray, num_classes: int, seed: int, size: 
     priors = np.where(available > 0, priors, 0.0)
     priors /= priors.sum()
     counts = class_counts(priors, size)
+    classes = np.repeat(np.arange(num_classes), counts)
+    return _within_classes(labels, classes, rng.random(size), num_classes), counts / size
+
+
+def _within_classes(labels: np.ndarray, classes: np.ndarray, uniforms: np.ndarray, num_classes: int) -> np.ndarray:
+    """Row indices into ``labels``: for each entry of ``classes`` (any shape, as ``uniforms`` in [0, 1)) a row of
+    that class, chosen uniformly by its uniform."""
+    available = np.bincount(labels, minlength=num_classes)
     order = np.argsort(labels, kind="stable")
     starts = np.concatenate([[0], np.cumsum(available)[:-1]])
-    classes = np.repeat(np.arange(num_classes), counts)
-    picks = np.floor(rng.random(size) * available[classes]).astype(np.int64)
-    return order[starts[classes] + picks], counts / size
+    return order[starts[classes] + np.floor(uniforms * available[classes]).astype(np.int64)]
+
+
+def resample_counts(name: str, labels: np.ndarray, seed: int, resamples: int) -> np.ndarray:
+    """Bootstrap row counts [R, n] of label-shifted set ``name`` of ``seed`` (rows ``labels``), drawn within
+    classes: each resample keeps every class's count, as the set was drawn (:func:`draw_rows`), so its true priors
+    are the set's. Seeded by the seed and the name only: every method's outputs on the set are resampled alike, and
+    the differences between methods are paired."""
+    from calbench.metrics.bootstrap import counts_of
+
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode()), 4242])
+    k = int(labels.max()) + 1
+    picks = _within_classes(labels, np.broadcast_to(labels, (resamples, labels.size)),
+                            rng.random((resamples, labels.size)), k)
+    return counts_of(picks)

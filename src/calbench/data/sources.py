@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench import __version__
 from calbench.data import download, importers, store, synthetic
 from calbench.data.where import shown
+from calbench.version import __version__
 
 
 def _resolve_downloads(files: dict, cache_dir: str, origin: str) -> dict:

@@ -23,6 +23,9 @@ from calbench.scores import check_labels, check_logits
 
 #: Key of a metrics JSON (results/metrics/...) that is not a metric: the evaluate job's own peak memory in MB.
 PEAK_KEY = "peak_rss_mb"
+#: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength
+#: (``{"dirichlet0.1": {metric: [R values]}}``, docs/label_shift.md).
+LABEL_SHIFT_RESAMPLES = "label_shift_resamples"
 FIELDS = {"logits": np.float32, "labels": np.int64, "embeddings": np.float32, "true_probs": np.float64}
 
 

@@ -12,9 +12,10 @@ import numpy as np
 
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.data.label_shift import draw_rows, set_names
-from calbench.data.store import PEAK_KEY
+from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.metrics import evaluate, lookup
+from calbench.metrics.evaluation import evaluate_resampled
 from calbench.metrics.label_shift import LabelShiftInputs
 from calbench.scores import Scores
 
@@ -54,8 +55,9 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}")
                             for name, probs, labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
     if label_shift is not None:
-        record.setdefault("shifts", {}).update(
-            label_shifted_values(label_shift, out, dump, seed, split, calibrator, intervals, f"{method}, {calibrated}"))
+        shifted, record[LABEL_SHIFT_RESAMPLES] = label_shifted_values(label_shift, out, dump, seed, split, calibrator,
+                                                                      intervals, f"{method}, {calibrated}")
+        record.setdefault("shifts", {}).update(shifted)
     record[PEAK_KEY] = peak_rss_mb()
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 
@@ -88,9 +90,13 @@ def shifted_set(shifts, group: str, cal, test_index) -> tuple[np.ndarray, np.nda
 
 
 def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrator, intervals: dict, where: str):
-    """``{prior/…: {metric: value}}``: ``spec["metrics"]`` on each label-shifted set of the seed's test predictions
-    ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the adaptation inputs from the saved calibrator's
-    outputs on the seed's calibration split (its mean and confusion matrix; the calibrate job does not keep them)."""
+    """(``{prior/…: {metric: value}}``, ``{kind+strength: {metric: [R values]}}``): ``spec["metrics"]`` on each
+    label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
+    adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
+    matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
+    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` resamples of each
+    set's rows (:func:`calbench.data.label_shift.resample_counts`; the metrics with a row-weighted form)."""
+    from calbench.metrics.bootstrap import TABLE_RESAMPLES
     from calbench.persist import load
 
     cal_model = load(calibrator)
@@ -99,12 +105,18 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     cal_probs = cal_model.predict_proba(Scores(cal["logits"], cal.get("embeddings")))
     probs, labels = out["probs"], out["labels"]
     base = LabelShiftInputs.from_calibration(cal_probs, cal["labels"], None)
-    values = {}
+    values, resampled = {}, {}
     for name in set_names(spec):
         rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
-        values[name] = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals,
-                                label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")
-    return values
+        counts = resample_counts(name, labels[rows], seed, TABLE_RESAMPLES)
+        values[name], draws = evaluate_resampled(
+            probs[rows], labels[rows], spec["metrics"], counts, seed=seed, **intervals,
+            label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")
+        kind, strength, _ = parse_name(name)
+        for metric_id, draw in draws.items():
+            resampled.setdefault(f"{kind}{strength:g}", {}).setdefault(metric_id, []).append(draw)
+    means = {strength: {m: np.mean(d, axis=0).tolist() for m, d in per.items()} for strength, per in resampled.items()}
+    return values, means
 
 
 def peak_rss_mb() -> float:

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 
 import calbench
 from calbench.data import store
-from calbench.jobs.models import _normalisation, _prepare
+from calbench.jobs.models import batch_preparation, input_normalisation
 from calbench.models import architectures, datasets
 from calbench.models.errors import load_tensors
 from calbench.models.training import resolve_device
@@ -38,10 +38,10 @@ def _load_model(entry: dict, data: datasets.ImageData, weights, where: str):
         raise ValueError(f"{where}: {entry['model']} outputs {architectures.num_outputs(model)} classes but "
                          f"{entry['dataset']} has {data.num_classes}; a `pretrained` source evaluates a model made "
                          "for this dataset (to fine-tune one, use `type: train` with `pretrained: true`)")
-    return model, *_normalisation(entry, data, channels), channels
+    return model, *input_normalisation(entry, data, channels), channels
 
 
-def _outputs(model, prepare, chunks, batch_size: int, desc: str, progress: bool) -> dict[str, np.ndarray]:
+def model_outputs(model, prepare, chunks, batch_size: int, desc: str, progress: bool) -> dict[str, np.ndarray]:
     """Embeddings, logits and labels of ``chunks`` of ``(uint8 images, labels)``, run ``batch_size`` at a time."""
     parts = {"embeddings": [], "logits": [], "labels": []}
     for images, labels in tqdm(chunks, desc=desc, disable=None if progress else True):
@@ -55,7 +55,7 @@ def _outputs(model, prepare, chunks, batch_size: int, desc: str, progress: bool)
     return out
 
 
-def _loaded(source: str, entry: dict, weights, cache_dir, threads: int):
+def load_source_model(source: str, entry: dict, weights, cache_dir, threads: int):
     """The source's data, its model in eval mode on the device, the batch preparation and the batch size."""
     where = f"sources.{source}"
     torch.set_num_threads(threads)
@@ -63,7 +63,7 @@ def _loaded(source: str, entry: dict, weights, cache_dir, threads: int):
     data = datasets.load(entry, where, cache_dir)
     model, mean, std, channels = _load_model(entry, data, weights, where)
     model.to(device).eval()
-    return data, model, _prepare(entry, mean, std, channels, device), int(entry["eval_batch_size"])
+    return data, model, batch_preparation(entry, mean, std, channels, device), int(entry["eval_batch_size"])
 
 
 def dump_model_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
@@ -73,8 +73,8 @@ def dump_model_job(source: str, entry: dict, output, weights=None, *, cache_dir,
     ``weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
     comes from its published weights (``pretrained``) or a local file (``weights`` in the entry).
     """
-    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
-    groups = {split: _outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
+    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
+    groups = {split: model_outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
                               f"dump {split}", progress)
               for split, dataset in data.splits.items() if len(dataset)}
     if entry.get("split"):  # one held-out pool, re-split per seed

@@ -12,7 +12,7 @@ import calbench
 from calbench.corruptions import corrupt
 from calbench.data import store
 from calbench.data.shifts import shift_sets
-from calbench.jobs.model_dump import _loaded, _outputs
+from calbench.jobs.model_dump import load_source_model, model_outputs
 
 #: Rows corrupted together: up to 1,024 images and 2²² pixel values (the elastic deformation holds a few float64
 #: copies of a chunk: ~27 ImageNet-sized images). Each chunk's random draws are seeded by (split_seed, chunk
@@ -28,7 +28,7 @@ def dump_model_shifts_job(source: str, entry: dict, output, weights=None, *, cac
     (cal then test, as the dump's ``all``) of a pooled source, whose evaluation takes each seed's test rows, else
     the test split (root attribute ``rows_of``: ``all`` or ``test``).
     """
-    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
+    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
     rows_of = "all" if entry.get("split") else "test"
     held_out = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("test",))])
     seed = int(entry["split_seed"])
@@ -38,6 +38,6 @@ def dump_model_shifts_job(source: str, entry: dict, output, weights=None, *, cac
         family, severity = name.split("/")
         chunks = ((torch.from_numpy(corrupt(images.numpy(), family, int(severity), seed=[seed, k])), labels)
                   for k, (images, labels) in enumerate(DataLoader(held_out, batch_size=chunk)))
-        groups[f"shift/{name}"] = _outputs(model, prepare, chunks, batch_size, f"shift {name}", progress)
+        groups[f"shift/{name}"] = model_outputs(model, prepare, chunks, batch_size, f"shift {name}", progress)
     store.write_dump(output, groups, {"source": entry, "source_name": source, "rows_of": rows_of,
                                       "calbench_version": calbench.__version__})

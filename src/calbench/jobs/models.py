@@ -26,7 +26,7 @@ from calbench.models.training import Recipe, resolve_device, seed_everything, tr
 log = logging.getLogger("calbench")
 
 
-def _normalisation(entry: dict, data: datasets.ImageData, channels: int) -> tuple[list, list]:
+def input_normalisation(entry: dict, data: datasets.ImageData, channels: int) -> tuple[list, list]:
     """Mean/std of the model input: `normalize` (dataset | imagenet | {mean, std}; its default depends on the
     entry, :func:`calbench.config.load` fills it)."""
     how = entry["normalize"]
@@ -41,7 +41,11 @@ def _normalisation(entry: dict, data: datasets.ImageData, channels: int) -> tupl
     return mean, std
 
 
-def _prepare(entry: dict, mean, std, channels: int, device):
+def batch_preparation(entry: dict, mean, std, channels: int, device):
+    """The function that turns a batch of uint8 images into the model's input on ``device``: normalised by
+    ``mean``/``std``, ``channels`` channels, resized to the entry's ``image_size`` and, in training, augmented
+    (:func:`calbench.models.datasets.prepare_batch`)."""
+
     def prepare(images, augment="none", generator=None):
         return datasets.prepare_batch(images.to(device), mean, std, channels, entry.get("image_size"), augment,
                                       generator)
@@ -65,7 +69,7 @@ def train_job(source: str, entry: dict, output, *, cache_dir, threads: int, prog
     data = datasets.load(entry, where, cache_dir)
     kwargs = entry["model_kwargs"]
     channels = architectures.input_channels(entry["model"], kwargs)
-    mean, std = _normalisation(entry, data, channels)
+    mean, std = input_normalisation(entry, data, channels)
     seed_everything(recipe.seed)
     model = architectures.build(entry["model"], data.num_classes, pretrained=entry["pretrained"],
                                 weights=entry.get("weights"), kwargs=kwargs, where=where)
@@ -73,7 +77,7 @@ def train_job(source: str, entry: dict, output, *, cache_dir, threads: int, prog
              len(data.splits["train"]), data.num_classes, device)
     identity = {k: entry.get(k) for k in ("model", "model_kwargs", "dataset", "sizes", "split_seed", "image_size",
                                           "pretrained", "weights", "normalize")}
-    train(model, data.splits["train"], _prepare(entry, mean, std, channels, device), recipe, device,
+    train(model, data.splits["train"], batch_preparation(entry, mean, std, channels, device), recipe, device,
           output.with_name("checkpoint.pt"), identity, progress)
     with atomic_path(output) as tmp:
         torch.save({"model": model.cpu().state_dict(), "mean": mean, "std": std, "num_classes": data.num_classes,

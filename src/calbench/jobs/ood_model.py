@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
 import calbench
-from calbench.jobs.model_dump import _loaded, _outputs
+from calbench.jobs.model_dump import load_source_model, model_outputs
 from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS
 from calbench.jobs.ood import write_ood
 from calbench.models import datasets
@@ -50,13 +50,13 @@ def dump_model_ood_job(source: str, entry: dict, output, weights=None, *, cache_
                        progress: bool = False) -> None:
     """The model's logits and embeddings on each OOD set of ``source`` (``ood: {name: {dataset: D} | {noise:
     uniform}}``, ``rows``: default the number of held-out rows) to ``output``."""
-    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
+    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
     held_out = [data.splits[s] for s in (("cal", "test") if entry.get("split") else ("test",))]
     shape = tuple(held_out[0][0][0].shape)
     sets = {}
     for name, spec in entry["ood"].items():
         images = _ood_images(source, name, spec, shape, sum(map(len, held_out)), int(entry["split_seed"]), cache_dir)
         chunks = ((chunk, torch.zeros(len(chunk), dtype=torch.long)) for chunk in images.split(SHIFT_CHUNK_ROWS))
-        outputs = _outputs(model, prepare, chunks, batch_size, f"ood {name}", progress)
+        outputs = model_outputs(model, prepare, chunks, batch_size, f"ood {name}", progress)
         sets[name] = {"logits": outputs["logits"], "embeddings": outputs["embeddings"]}
     write_ood(output, sets, {"source_name": source, "ood": entry["ood"], "calbench_version": calbench.__version__})

@@ -16,7 +16,7 @@ from torch.utils.data import ConcatDataset, DataLoader, Subset
 import calbench
 from calbench.corruptions import gaussian_perturbation
 from calbench.data import store
-from calbench.jobs.model_dump import _loaded, _outputs
+from calbench.jobs.model_dump import load_source_model, model_outputs
 from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES
 
 log = logging.getLogger("calbench")
@@ -80,7 +80,7 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
     no test row takes part in tuning ε: a pooled source's pool less ``test_rows`` (the seed's drawn test rows,
     rule draw_split), else the calibration split.
     """
-    data, model, prepare, batch_size = _loaded(source, entry, weights, cache_dir, threads)
+    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
     if entry.get("split"):
         pool = ConcatDataset([data.splits["cal"], data.splits["test"]])
         rows = Subset(pool, np.setdiff1d(np.arange(len(pool)), np.load(test_rows)).tolist())
@@ -93,7 +93,7 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
         chunks = ((torch.from_numpy(gaussian_perturbation(images.numpy(), epsilon, clip=clip,
                                                           seed=[split_seed, seed, k, PERTURB_STREAM])), labels)
                   for k, (images, labels) in enumerate(DataLoader(rows, batch_size=chunk)))
-        return _outputs(model, prepare, chunks, batch_size, f"perturbed cal, epsilon {epsilon:.4g}", progress)
+        return model_outputs(model, prepare, chunks, batch_size, f"perturbed cal, epsilon {epsilon:.4g}", progress)
 
     clean = run(0.0)
     clean_accuracy = _accuracy(clean)

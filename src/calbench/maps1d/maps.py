@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, logit
 
+from calbench.fitted_state import Array, Scalar
 from calbench.scores import PROB_EPS
 
 #: Ridge penalty on the slopes of the logistic fits: negligible, but keeps separable data finite.
@@ -66,6 +67,8 @@ def fit_logistic(features: np.ndarray, y: np.ndarray, max_iter: int = 100, tol: 
 class Platt:
     """ĉ(p) = σ(a·logit(p) + b) fitted by log-loss."""
 
+    _fitted_state = {"a_": Scalar(float), "b_": Scalar(float)}
+
     def fit(self, p, y) -> "Platt":
         p, y = check_binary(p, y)
         self.a_, self.b_ = fit_logistic(logit(_clip(p))[:, None], y)
@@ -96,6 +99,8 @@ class Quadratic:
     2025), fitted by log-loss plus ``lambda_intercept``/2·a² + ``lambda_quadratic``/2·c² (the ridge form of
     probmetrics' ``RegularizedQuadraticScalingCalibrator``; 0 and 0: its unregularised ``quadratic-scaling``)."""
 
+    _fitted_state = {"a_": Scalar(float), "b_": Scalar(float), "c_": Scalar(float)}
+
     def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
         self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
 
@@ -118,6 +123,8 @@ class Quadratic:
 
 class Beta:
     """Beta calibration ĉ(p) = σ(a·ln p − b·ln(1 − p) + c), a, b ≥ 0 (Kull et al. 2017, "abm")."""
+
+    _fitted_state = {"a_": Scalar(float), "b_": Scalar(float), "c_": Scalar(float)}
 
     def fit(self, p, y) -> "Beta":
         p, y = check_binary(p, y)
@@ -189,6 +196,9 @@ class Isotonic:
     as scikit-learn's ``IsotonicRegression(y_min=0, y_max=1, out_of_bounds="clip")``, which this equals
     (tested) without its ~1 s import. PAV itself is ``scipy.optimize.isotonic_regression``.
     """
+
+    #: The knots of the step function, as many x as y (rebuilt from the saved ``x``, ``y`` by ``_set_state``).
+    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",))}
 
     def fit(self, p, y) -> "Isotonic":
         return self.fit_checked(*check_binary(p, y))

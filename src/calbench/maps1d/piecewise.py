@@ -40,6 +40,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from calbench.convergence import NotConvergedWarning
+from calbench.fitted_state import Array, Instance, ListOf, Scalar
 from calbench.folds import kfold_splits
 from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
@@ -93,6 +94,9 @@ class _Folds:
 
 class PiecewiseLinear:
     """One PL (``logit_space=False``) or PL3 (``logit_space=True``) map with ``n_pieces`` pieces."""
+
+    #: The slope and knot parameters: 2B + 1 of them for B pieces.
+    _fitted_state = {"theta_": Array(float, ("2*n_pieces+1",))}
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
                  seed: int = 0, max_iter: int = 1000):
@@ -238,6 +242,9 @@ class PiecewiseLinear:
 
 class PiecewiseLinearCV:
     """The fit-on-test paper's PL / PL3 estimator: B by k-fold CV (Brier, 0.1 % rule), fold models averaged."""
+
+    _fitted_state = {"cv_scores_": Array(float, ("k",)), "n_pieces_": Scalar(int),
+                     "models_": ListOf(Instance(PiecewiseLinear))}
 
     def __init__(self, logit_space: bool = False, loss: str = "ce", seed: int = 0, n_folds: int = 10,
                  max_pieces: int | None = None, ensemble: bool = True, trick: bool = True,

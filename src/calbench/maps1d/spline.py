@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array
 from calbench.maps1d.maps import check_binary
 
 RUNOUTS = ("natural", "parabolic", "cubic")
@@ -71,6 +72,11 @@ def basis(t: np.ndarray, knots: int, runout: str) -> tuple[np.ndarray, np.ndarra
 class Spline:
     """The spline recalibration map of one binary problem; ``knots`` ≥ 2 equally spaced knots, ``runout`` one of
     :data:`RUNOUTS`, ``interpolation`` one of :data:`INTERPOLATIONS`."""
+
+    #: Per distinct calibration value: the mean (``interpolation="linear"``), or else the first and last, of the
+    #: recalibrated values.
+    _fitted_state = {"x_": Array(float, ("n",)), "knot_values_": Array(float, ("knots",)),
+                     **{name: Array(float, ("n",), optional=True) for name in ("mean_", "first_", "last_")}}
 
     def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear"):
         self.knots, self.runout, self.interpolation = knots, runout, interpolation

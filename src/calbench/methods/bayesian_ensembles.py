@@ -18,22 +18,23 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d.bbq import BayesianBinning
 from calbench.maps1d.enir import NearIsotonicEnsemble
+from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
-from calbench.methods.tva import _BinaryTopVersusAll
+from calbench.methods.tva import BinaryTopVersusAll
 
 
 class _MapsOneVsRest(OneVsRest):
     def _new_map(self):
         raise NotImplementedError
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         return self._new_map().fit(p, hits)
 
-    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         return fitted.predict(p)
 
     def fitted_summary(self) -> dict:
@@ -45,10 +46,12 @@ class _MapsOneVsRest(OneVsRest):
 class BBQOneVsRest(_MapsOneVsRest):
     """BBQ per class on (p̂_j, 1[y = j]), renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(BayesianBinning), "C")}
+
     _parameter_constraints = {"strength": [Interval("real", 0, closed="neither")],
                               "elbow_alpha": [None, Interval("real", 0)]}
 
-    def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
+    def __init__(self, *, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha
 
     def _new_map(self):
@@ -56,13 +59,15 @@ class BBQOneVsRest(_MapsOneVsRest):
 
 
 @register("bbq_conf")
-class BBQConfidence(_BinaryTopVersusAll):
+class BBQConfidence(BinaryTopVersusAll):
     """BBQ of the confidence; the rest of the row as TvA."""
+
+    _fitted_state = {"map_": Instance(BayesianBinning)}
 
     binary_class = BBQOneVsRest
     _parameter_constraints = BBQOneVsRest._parameter_constraints
 
-    def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
+    def __init__(self, *, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha
 
     def fitted_summary(self) -> dict:
@@ -73,13 +78,17 @@ class BBQConfidence(_BinaryTopVersusAll):
 class ENIROneVsRest(_MapsOneVsRest):
     """ENIR per class on (p̂_j, 1[y = j]), renormalised."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(NearIsotonicEnsemble), "C")}
+
     def _new_map(self):
         return NearIsotonicEnsemble()
 
 
 @register("enir_conf")
-class ENIRConfidence(_BinaryTopVersusAll):
+class ENIRConfidence(BinaryTopVersusAll):
     """ENIR of the confidence; the rest of the row as TvA."""
+
+    _fitted_state = {"map_": Instance(NearIsotonicEnsemble)}
 
     binary_class = ENIROneVsRest
 

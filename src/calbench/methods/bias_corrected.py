@@ -39,7 +39,7 @@ class TiedDiagonalMap(AffineSoftmax):
     not_converged_advice = ("A class separated from the others by its own logit drives its parameters to infinity: "
                             "use more calibration data or ts; otherwise raise max_iter.")
 
-    def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter
         self.tol = tol
 

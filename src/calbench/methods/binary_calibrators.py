@@ -19,11 +19,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d import Beta, PiecewiseLinearCV, Platt, Quadratic
+from calbench.maps1d.one_vs_rest import fit_per_class, predict_per_class
 from calbench.maps1d.piecewise import LOSSES
-from calbench.methods.base import Calibrator
+from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval, Options
-from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -42,16 +43,39 @@ def with_confidence(logits: np.ndarray, new_conf: np.ndarray) -> np.ndarray:
     return out
 
 
+class OneVsRest(Calibrator):
+    """Base of the one-vs-rest calibrators (:mod:`calbench.maps1d.one_vs_rest`): a subclass defines the binary map
+    of one column by :meth:`fit_binary` and :meth:`apply_binary`, which the top-versus-all forms
+    (:class:`calbench.methods.tva.BinaryTopVersusAll`) apply to the confidence alone."""
+
+    #: A class without calibration examples gets a map fitted on all-zero targets: refused.
+    on_missing_class = MissingClass.REFUSE
+
+    def _fit(self, scores: Scores, y: np.ndarray) -> None:
+        self.binary_maps_ = fit_per_class(self.fit_binary, scores.probs, y)
+
+    def _predict_proba(self, scores: Scores) -> np.ndarray:
+        return predict_per_class(self.apply_binary, self.binary_maps_, scores.probs)
+
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
+        """The fitted map of one class (any object) from probabilities ``p`` [N] and binary targets ``hits`` [N]."""
+        raise NotImplementedError
+
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+        """The map ``fitted`` (from :meth:`fit_binary`) evaluated at the probabilities ``p`` [N]."""
+        raise NotImplementedError
+
+
 class _MapOneVsRest(OneVsRest):
-    _torch_mirrors = {**OneVsRest._torch_mirrors, "_new_map": "torch_stage", "_apply_binary": "torch_stage"}
+    _torch_mirrors = {**OneVsRest._torch_mirrors, "_new_map": "torch_stage", "apply_binary": "torch_stage"}
 
     def _new_map(self):
         raise NotImplementedError
 
-    def _fit_binary(self, p, hits):
+    def fit_binary(self, p, hits):
         return self._new_map().fit(p, hits)
 
-    def _apply_binary(self, fitted, p):
+    def apply_binary(self, fitted, p):
         return fitted.predict(p)
 
     def fitted_summary(self) -> dict:
@@ -61,6 +85,8 @@ class _MapOneVsRest(OneVsRest):
 @register("platt")
 class PlattOneVsRest(_MapOneVsRest):
     """Platt scaling per class on the logit of p̂_j, renormalised."""
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Platt), "C")}
 
     def _new_map(self):
         return Platt()
@@ -75,6 +101,8 @@ class PlattOneVsRest(_MapOneVsRest):
 @register("beta")
 class BetaOneVsRest(_MapOneVsRest):
     """Beta calibration per class (a, b ≥ 0), renormalised."""
+
+    _fitted_state = {"binary_maps_": ListOf(Instance(Beta), "C")}
 
     def _new_map(self):
         return Beta()
@@ -92,9 +120,11 @@ class QuadraticScalingOneVsRest(_MapOneVsRest):
     binary map per class as its one-vs-rest wrapper), renormalised; ridge strengths ``lambda_intercept`` on a
     and ``lambda_quadratic`` on c (0: unregularised, probmetrics' default)."""
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(Quadratic), "C")}
+
     _parameter_constraints = {"lambda_intercept": [Interval("real", 0)], "lambda_quadratic": [Interval("real", 0)]}
 
-    def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
+    def __init__(self, *, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
         self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
 
     def _new_map(self):
@@ -122,7 +152,9 @@ class _PiecewiseMixin:
 class PLOneVsRest(_PiecewiseMixin, _MapOneVsRest):
     """PL (fit-on-test §4.4) per class, renormalised."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+    _fitted_state = {"binary_maps_": ListOf(Instance(PiecewiseLinearCV), "C")}
+
+    def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
 
@@ -137,7 +169,9 @@ class PL3OneVsRest(PLOneVsRest):
 class PLConfidence(_PiecewiseMixin, Calibrator):
     """PL fitted on the confidence (top-label) task; the other classes are rescaled."""
 
-    def __init__(self, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
+    _fitted_state = {"map_": Instance(PiecewiseLinearCV)}
+
+    def __init__(self, *, loss: str = "ce", seed: int = 0, n_folds: int = 10, max_pieces: int | None = None):
         self.loss, self.seed, self.n_folds, self.max_pieces = loss, seed, n_folds, max_pieces
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

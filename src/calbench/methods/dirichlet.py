@@ -69,7 +69,7 @@ class Dirichlet(DirichletBase):
     #: Unregularised: a class without examples drives its bias to −∞ (refused; dir_l2, dir_odir cope).
     on_missing_class = MissingClass.REFUSE
 
-    def __init__(self, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.eps = eps
         self.max_iter = max_iter
         self.tol = tol
@@ -90,7 +90,7 @@ class DirichletL2(DirichletBase):
     default_grid = staticmethod(l2_default_grid)
     default_cv = {"folds": 5, "ensemble": True}
 
-    def __init__(self, reg_lambda: float = 0.0, reg_scale: str = "paper", shrink_to: str = "temperature",
+    def __init__(self, *, reg_lambda: float = 0.0, reg_scale: str = "paper", shrink_to: str = "temperature",
                  eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_scale = reg_scale
@@ -108,7 +108,7 @@ class DirichletODIR(ODIRTuned, DirichletBase):
     """Dir-ODIR: full Dirichlet calibration with the ODIR penalty (off-diagonal and intercept regularisation,
     Dirichlet paper §3), λ and μ tuned by cross-validation. The tuning is :class:`ODIRTuned`'s."""
 
-    def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
+    def __init__(self, *, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  shrink_to: str = "temperature", eps: float = PROB_EPS, max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from calbench.fitted_state import Array, Scalar
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Options
 from calbench.methods.registry import register
@@ -85,10 +86,12 @@ class EnsembleTemperatureScaling(Calibrator):
     and the uniform probabilities; preserves the argmax. Fitted ``temperature_`` and ``weights_`` (w₁
     temperature-scaled, w₂ raw, w₃ uniform)."""
 
+    _fitted_state = {"temperature_": Scalar(float), "weights_": Array(float, (3,))}
+
     preserves_argmax = True
     _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}
 
-    def __init__(self, loss: str = "mse", procedure: str = "joint"):
+    def __init__(self, *, loss: str = "mse", procedure: str = "joint"):
         self.loss = loss
         self.procedure = procedure
 

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array, ListOf, Record
+from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import OneVsRest
 from calbench.methods.registry import register
 from calbench.metrics.binning import bin_sums, equal_width_bins
 
@@ -30,12 +31,20 @@ def _check_bins(n_bins) -> None:
         raise ValueError(f"n_bins: expected a positive integer number of bins, got {n_bins!r}")
 
 
+#: The fitted bins of one binary map: ``n_bins`` bins (the setting of the calibrator, or of the binning kept beside
+#: the map: TLHB's), their ``n_bins - 1`` inner edges (None where the bins are fixed), which bins hold calibration
+#: values, and their mean prediction and label frequency.
+BINNED_MAP = Record({"edges": Array(float, ("n_bins-1",), none=True), "filled": Array(bool, ("n_bins",)),
+                     "p_mean": Array(float, ("n_bins",)), "y_mean": Array(float, ("n_bins",))})
+
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""
 
+    _fitted_state = {"binary_maps_": ListOf(BINNED_MAP, "C")}
+
     _parameter_constraints = {"n_bins": [Interval("int", 1)]}
 
-    def __init__(self, n_bins: int = 5):
+    def __init__(self, *, n_bins: int = 5):
         self.n_bins = n_bins
 
     def _fit(self, scores, y) -> None:
@@ -48,7 +57,7 @@ class _BinnedOneVsRest(OneVsRest):
     def _edges(self, p: np.ndarray):
         return None
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         edges = self._edges(p)
         counts, p_sum, hit_sum = bin_sums(self._bins(edges, p), self.n_bins, p, hits)
         filled = counts > 0
@@ -59,7 +68,7 @@ class _BinnedOneVsRest(OneVsRest):
         """ĉ_j of the class's binary map at ``p`` with bin indices ``b``."""
         return fitted["y_mean"][b]
 
-    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         b = self._bins(fitted["edges"], p)
         return np.where(fitted["filled"][b], self._estimate(fitted, p, b), p)
 
@@ -85,7 +94,7 @@ class HistogramLECE(HistogramLECD):
 
     _parameter_constraints = {**_BinnedOneVsRest._parameter_constraints, "eps": [Interval("real", 0)]}
 
-    def __init__(self, n_bins: int = 5, eps: float = 1e-9):
+    def __init__(self, *, n_bins: int = 5, eps: float = 1e-9):
         self.n_bins = n_bins
         self.eps = eps
 
@@ -102,7 +111,7 @@ class HistogramBinning(_BinnedOneVsRest):
     whose largest calibration value is ≥ it (values above every bin go to the last).
     """
 
-    def __init__(self, n_bins: int = 10):
+    def __init__(self, *, n_bins: int = 10):
         self.n_bins = n_bins
 
     def _edges(self, p: np.ndarray) -> np.ndarray:

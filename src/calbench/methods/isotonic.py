@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.maps1d.maps import CenteredIsotonic, Isotonic
+from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator
+from calbench.methods.binary_calibrators import OneVsRest
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import OneVsRest, renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -44,21 +46,23 @@ class IsotonicOneVsRest(OneVsRest):
     zeros on the true class of some test rows (1–2 % on 100-class sets: an infinite log-loss).
     """
 
+    _fitted_state = {"binary_maps_": ListOf(Instance(Isotonic), "C")}
+
     _parameter_constraints = {"eps": [Interval("real", 0)]}
     #: Shown in the tables' notes (:mod:`calbench.report.tables`).
     floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the paper's unfloored map)"
 
-    def __init__(self, eps: float = 1e-9):
+    def __init__(self, *, eps: float = 1e-9):
         self.eps = eps
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _check_eps(self.eps, positive=False)
         super()._fit(scores, y)
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         return Isotonic().fit(p, hits)
 
-    def _apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
+    def apply_binary(self, fitted, p: np.ndarray) -> np.ndarray:
         return fitted.predict(p) + self.eps * p
 
 
@@ -70,7 +74,7 @@ class CenteredIsotonicOneVsRest(IsotonicOneVsRest):
 
     floor_note = "ĉ_j + 1e-9·p̂_j (eps; `eps: 0` is the unfloored map)"
 
-    def _fit_binary(self, p: np.ndarray, hits: np.ndarray):
+    def fit_binary(self, p: np.ndarray, hits: np.ndarray):
         return CenteredIsotonic().fit(p, hits)
 
 
@@ -81,10 +85,12 @@ class IsotonicMulticlass(Calibrator):
     ``eps`` is ε, "a very small positive number" in the paper, 1e-9 in the authors' code.
     """
 
+    _fitted_state = {"isotonic_": Instance(Isotonic)}
+
     preserves_argmax = True
     _parameter_constraints = {"eps": [Interval("real", 0, closed="neither")]}
 
-    def __init__(self, eps: float = 1e-9):
+    def __init__(self, *, eps: float = 1e-9):
         self.eps = eps
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

@@ -31,6 +31,7 @@ import contextlib
 
 import numpy as np
 
+from calbench.fitted_state import Array, DictOf, ListOf, Scalar, Setting
 from calbench.folds import fold_ids
 from calbench.kernels.kernel_sums import class_mass
 from calbench.methods.base import Calibrator, MissingClass
@@ -249,6 +250,12 @@ class KCal(Calibrator):
     threads : torch CPU threads while training.
     """
 
+    #: Π's parameters (their shapes follow ``projection``), Π of the n calibration points (width D) and their labels,
+    #: the chosen bandwidth and the training history.
+    _fitted_state = {"params_": DictOf(str, Array(float, None)), "history_": ListOf(DictOf(str, Setting())),
+                     "support_": Array(float, ("n", "D")), "support_labels_": Array(int, ("n",)),
+                     "bandwidth_": Scalar(float), "bandwidth_evaluations_": Scalar(int)}
+
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.
     on_missing_class = MissingClass.REFUSE
@@ -263,7 +270,7 @@ class KCal(Calibrator):
         "bandwidth_range": [IncreasingPair(Interval("real", 0, closed="neither"))],
         "device": [Pattern(r"auto|cpu|mps|cuda(:[0-9]+)?", "auto, cpu, mps, cuda or cuda:N")]}
 
-    def __init__(self, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
+    def __init__(self, *, dim=32, projection="skip_elu", m=20, batch_size=64, optimizer="adam", lr=1e-3,
                  steps_per_epoch=50, max_epochs=30, patience=2, min_lr=1e-4, keep="last",
                  bandwidth_range=(0.1, 10.0), tol=1e-4, n_folds=20, seed=0, device="auto", threads=1):
         self.dim = dim

@@ -29,10 +29,11 @@ import copy
 
 import numpy as np
 
+from calbench.fitted_state import Array, Instance, Scalar
 from calbench.kernels import neighbour_sums
+from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator
 from calbench.methods.constraints import Interval, Options, check_settings
-from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.metrics.proper import NLL_EPS
 from calbench.parallel import thread_map
@@ -213,7 +214,7 @@ def thresholded_losses(p: np.ndarray, estimate: np.ndarray, y: np.ndarray, thres
     :func:`threshold_and_renormalise`) at each threshold t, without forming the outputs.
 
     Class j takes ĉⱼ instead of p̂ⱼ exactly where u = min(p̂ⱼ, ĉⱼ) > t (then ĉⱼ > 0, so the clipping of
-    :func:`~calbench.methods.ovr.renormalise` never applies to non-negative p̂): the row sum is
+    :func:`~calbench.maps1d.one_vs_rest.renormalise` never applies to non-negative p̂): the row sum is
     Σ p̂ + Σ_{u > t} (ĉ − p̂), and Σ out² likewise. Thresholds after the smallest use only the entries
     with u above the second smallest (few for peaked predictions: u ≤ p̂).
     """
@@ -269,12 +270,16 @@ class LECE(Calibrator):
     Tuned by 10-fold CV on log-loss over the paper's (q, t) grid unless the config sets ``grid``.
     """
 
+    #: The neighbour count and the pool of the n calibration rows (None where t = 1: the identity).
+    _fitted_state = {"k_": Scalar(int), "pool_": Instance(NeighbourPool, none=True, fields={
+        "labels": Array(int, ("n",)), "logits": Array(float, ("n", "C"))})}
+
     default_grid = PAPER_GRID
     default_cv = {"folds": 10, "scoring": "nll"}
     _parameter_constraints = {"q": [Interval("real", 0, 1, closed="right")], "t": [Interval("real", 0, 1)],
                               "distance": [Options(*DISTANCES)], "eps": [Interval("real", 0, 1, closed="right")]}
 
-    def __init__(self, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
+    def __init__(self, *, q: float = 0.1, t: float = 0.0, distance: str = "kl", eps: float = 1e-30):
         self.q = q
         self.t = t
         self.distance = distance

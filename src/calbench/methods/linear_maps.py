@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import log_softmax
 
 from calbench.convergence import NoFiniteOptimumWarning, NotConvergedWarning
+from calbench.fitted_state import Array, Record, Scalar
 from calbench.methods.base import Calibrator, clone
 from calbench.methods.constraints import Interval, Options
 from calbench.scores import Scores
@@ -55,6 +56,9 @@ def separated_classes(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.flatnonzero(present & ((own_low > other_high) | (own_high < other_low)))
 
 
+#: The solver's report of a fit (:meth:`AffineSoftmax.fitted_summary` shows it).
+FIT_INFO = Record({"iterations": Scalar(int), "converged": Scalar(bool), "loss": Scalar(float), "solver": Scalar(str)})
+
 class AffineSoftmax(Calibrator):
     """Base class: σ(W x + b) with x the logits (``uses_log_probs = False``) or the clipped ln q̂.
 
@@ -63,6 +67,11 @@ class AffineSoftmax(Calibrator):
     and override :meth:`penalty`. Fitted attributes: ``weights_`` [k, k], ``intercept_`` [k], ``fit_info_``
     (and its ``n_iter_``, scikit-learn's name for the solver's iteration count).
     """
+
+    #: The map's parameters (W is C × C also where it is diagonal), the L2 penalty's centre when it shrinks towards
+    #: the temperature-scaled diagonal (``shrink_to``), and the solver's report.
+    _fitted_state = {"weights_": Array(float, ("C", "C")), "intercept_": Array(float, ("C",)),
+                     "penalty_centre_": Scalar(float, none=True), "fit_info_": FIT_INFO}
 
     diagonal: bool = False
     uses_log_probs: bool = False

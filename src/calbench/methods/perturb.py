@@ -25,6 +25,6 @@ class PerturbedCalibrationData(IdentityMap):
     needs = frozenset({"logits", "perturbed_cal"})
     _parameter_constraints = {"levels": [Interval("int", 2, None)], "clip": [Options(True, False)]}
 
-    def __init__(self, levels: int = 6, clip: bool = False):
+    def __init__(self, *, levels: int = 6, clip: bool = False):
         self.levels = levels
         self.clip = clip

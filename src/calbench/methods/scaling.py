@@ -20,7 +20,7 @@ class MatrixScaling(AffineSoftmax):
     #: Unregularised: a class without examples drives its bias to −∞ (refused; ms_odir copes).
     on_missing_class = MissingClass.REFUSE
 
-    def __init__(self, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter
         self.tol = tol
 
@@ -37,7 +37,7 @@ class MatrixScalingODIR(ODIRTuned, AffineSoftmax):
     """σ(W z + b) on logits with the ODIR penalty (Dirichlet paper §3), λ and μ tuned by cross-validation.
     The tuning is :class:`ODIRTuned`'s."""
 
-    def __init__(self, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
+    def __init__(self, *, reg_lambda: float = 0.0, reg_mu: float = 0.0, reg_scale: str = "paper",
                  shrink_to: str = "temperature", max_iter: int = 1000, tol: float = 1e-10):
         self.reg_lambda = reg_lambda
         self.reg_mu = reg_mu

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Scalar
 from calbench.methods.base import Calibrator
 from calbench.methods.registry import register
 from calbench.scores import Scores
@@ -22,6 +23,8 @@ class TemperatureScaling(Calibrator):
 
     Fitted attribute ``temperature_`` (T > 1 softens, T < 1 sharpens).
     """
+
+    _fitted_state = {"temperature_": Scalar(float)}
 
     preserves_argmax = True
 

@@ -27,6 +27,7 @@ import warnings
 
 import numpy as np
 
+from calbench.fitted_state import Array, DictOf, Instance, ListOf, OneOf, Scalar, Setting
 from calbench.folds import kfold_splits, stratified_kfold_splits
 from calbench.methods.base import Calibrator, MissingClass, clone
 from calbench.methods.constraints import Interval, InvalidSetting, Options, check_grid, check_settings
@@ -143,13 +144,21 @@ class GridSearch(Calibrator):
     the grid leaves alone) and ``estimators_`` (one refitted model, or the ``folds`` fold models with ``ensemble``).
     """
 
+    #: G grid points: the CV table has one entry per point (arrays, or lists of the points' settings).
+    _fitted_state = {"cv_losses_": Array(float, ("G",)), "best_index_": Scalar(int), "best_score_": Scalar(float),
+                     "best_params_": DictOf(str, Setting()), "fixed_params_": DictOf(str, Setting()),
+                     "cv_results_": DictOf(str, OneOf(Array(float, ("G",)), Array(int, ("G",)),
+                                                      ListOf(Setting(), "G"))),
+                     "added_points_": ListOf(DictOf(str, Setting())),
+                     "estimators_": ListOf(Instance(Calibrator, classes="C"))}
+
     #: The settings a config's ``cv`` may give (``estimator`` and ``grid`` come from the method and its ``grid``).
     _parameter_constraints = {"folds": [Interval("int", 2)], "scoring": [Options("nll", "brier")],
                               "ensemble": [Options(True, False)], "seed": [Interval("int", 0)],
                               "extend": [Options(True, False)]}
     _settings_prefix = "cv."
 
-    def __init__(self, estimator, grid, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
+    def __init__(self, estimator, grid, *, folds: int = 10, scoring: str = "nll", ensemble: bool = False, seed: int = 0,
                  extend: bool = False):
         self.estimator = estimator
         self.grid = grid

@@ -25,10 +25,12 @@ import warnings
 import numpy as np
 from scipy.special import logsumexp
 
+from calbench.fitted_state import Array, DictOf, Instance, Items, Record, Scalar
+from calbench.maps1d.maps import Isotonic
 from calbench.methods.base import Calibrator
 from calbench.methods.binary_calibrators import with_confidence
 from calbench.methods.constraints import Interval
-from calbench.methods.histogram import HistogramBinning
+from calbench.methods.histogram import BINNED_MAP, HistogramBinning
 from calbench.methods.isotonic import IsotonicOneVsRest
 from calbench.methods.registry import register
 from calbench.methods.temperature import TemperatureScaling
@@ -98,10 +100,13 @@ class TopVersusAllVS(Calibrator):
     """TvA vector scaling: (w, b) minimise the BCE of σ(w ⊙ z + b)_ŷ (ŷ the original prediction) plus
     ``reg``·(‖w − w̄‖² + ‖b‖²); the calibrated confidence replaces max p̂."""
 
+    _fitted_state = {"weights_": Array(float, ("C",)), "intercept_": Array(float, ("C",)),
+                     "fit_info_": Record({"iterations": Scalar(int), "converged": Scalar(bool), "loss": Scalar(float)})}
+
     _parameter_constraints = {"reg": [Interval("real", 0)], "max_iter": [Interval("int", 1)],
                               "tol": [Interval("real", 0)]}
 
-    def __init__(self, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
+    def __init__(self, *, reg: float = 1e-3, max_iter: int = 1000, tol: float = 1e-10):
         self.reg = reg
         self.max_iter = max_iter
         self.tol = tol
@@ -149,8 +154,11 @@ class TopVersusAllVS(Calibrator):
                 "intercept_abs_max": float(np.abs(self.intercept_).max())}
 
 
-class _BinaryTopVersusAll(Calibrator):
+class BinaryTopVersusAll(Calibrator):
     """TvA of a one-vs-rest calibrator's binary map (``binary_class``): fitted once on (max p̂, correct)."""
+
+    #: The unfitted one-vs-rest calibrator whose binary map ``map_`` is (each subclass declares its map's kind).
+    _fitted_state = {"binary_": Instance(Calibrator, fitted=False)}
 
     binary_class: type
 
@@ -160,29 +168,33 @@ class _BinaryTopVersusAll(Calibrator):
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         _, conf, t = top_label_problem(scores, y)
         self.binary_ = self._binary()
-        self.map_ = self.binary_._fit_binary(conf, t)
+        self.map_ = self.binary_.fit_binary(conf, t)
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
-        conf = self.binary_._apply_binary(self.map_, probs.max(axis=1))
+        conf = self.binary_.apply_binary(self.map_, probs.max(axis=1))
         return keep_prediction(scores.logits, np.clip(conf, 0.0, 1.0))
 
 
 @register("tva_hist")
-class TopVersusAllHistogram(_BinaryTopVersusAll):
+class TopVersusAllHistogram(BinaryTopVersusAll):
     """TvA histogram binning: ``n_bins`` equal-mass bins of the confidence, ĉ = accuracy of the bin
     (an empty bin keeps the confidence), binned as ``hist`` bins."""
+
+    _fitted_state = {"map_": BINNED_MAP}
 
     binary_class = HistogramBinning
     _parameter_constraints = {"n_bins": HistogramBinning._parameter_constraints["n_bins"]}
 
-    def __init__(self, n_bins: int = 15):
+    def __init__(self, *, n_bins: int = 15):
         self.n_bins = n_bins
 
 
 @register("tva_iso")
-class TopVersusAllIsotonic(_BinaryTopVersusAll):
+class TopVersusAllIsotonic(BinaryTopVersusAll):
     """TvA isotonic regression: PAV on (max p̂, correct), interpolated and clipped as ``irova``."""
+
+    _fitted_state = {"map_": Instance(Isotonic)}
 
     binary_class = IsotonicOneVsRest
 
@@ -193,9 +205,12 @@ class TopLabelHistogramBinning(Calibrator):
     the rows predicted l are binned by confidence into ⌊n_l / ``points_per_bin``⌋ (≥ 1) equal-mass bins and
     ĉ = the frequency of y = l in the bin (``hist``'s binning); a class never predicted keeps its confidence."""
 
+    #: Per predicted class: the (unfitted) histogram binning with that class's bin count, and its fitted bins.
+    _fitted_state = {"maps_": DictOf(int, Items(Instance(HistogramBinning, fitted=False), BINNED_MAP))}
+
     _parameter_constraints = {"points_per_bin": [Interval("int", 1)]}
 
-    def __init__(self, points_per_bin: int = 50):
+    def __init__(self, *, points_per_bin: int = 50):
         self.points_per_bin = points_per_bin
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
@@ -204,7 +219,7 @@ class TopLabelHistogramBinning(Calibrator):
         for label in np.unique(top):
             rows = top == label
             binner = HistogramBinning(n_bins=max(1, int(rows.sum()) // self.points_per_bin))
-            self.maps_[int(label)] = (binner, binner._fit_binary(conf[rows], t[rows]))
+            self.maps_[int(label)] = (binner, binner.fit_binary(conf[rows], t[rows]))
 
     def _predict_proba(self, scores: Scores) -> np.ndarray:
         probs = scores.probs
@@ -212,7 +227,7 @@ class TopLabelHistogramBinning(Calibrator):
         new_conf = probs[np.arange(top.size), top].copy()
         for label, (binner, fitted) in self.maps_.items():
             rows = top == label
-            new_conf[rows] = binner._apply_binary(fitted, new_conf[rows])
+            new_conf[rows] = binner.apply_binary(fitted, new_conf[rows])
         return keep_prediction(scores.logits, new_conf)
 
     def fitted_summary(self) -> dict:

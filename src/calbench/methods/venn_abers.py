@@ -20,9 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Array
+from calbench.maps1d.one_vs_rest import renormalise
 from calbench.methods.base import Calibrator, MissingClass
 from calbench.methods.constraints import Interval
-from calbench.methods.ovr import renormalise
 from calbench.methods.registry import register
 from calbench.scores import Scores
 
@@ -98,6 +99,11 @@ def merge(p0: np.ndarray, p1: np.ndarray) -> np.ndarray:
 class VennAbers(Calibrator):
     """Inductive Venn-Abers predictor per class (one-vs-rest on p̂_j), merged p₁/(1 − p₀ + p₁), normalised."""
 
+    #: Per class j, its m_j sorted distinct scores in ``knots_`` from ``offsets_[j]`` and m_j + 1 entries of each
+    #: table: m knots in all and m + C table entries.
+    _fitted_state = {"offsets_": Array(int, ("C+1",)), "knots_": Array(float, ("m",)),
+                     "p0_table_": Array(float, ("m+C",)), "p1_table_": Array(float, ("m+C",))}
+
     #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
     #: No settings, so the inherited empty ``_parameter_constraints``.
     on_missing_class = MissingClass.REFUSE
@@ -145,13 +151,17 @@ class VennAbersOneVsOne(Calibrator):
     ImageNet's 1,000 classes (499,500 pairs) fitting would take ~4 CPU-minutes and predicting 25,000 rows ~25.
     Prediction runs in chunks of rows, so its memory stays bounded at any size."""
 
+    #: As :class:`VennAbers`'s, per pair of classes (P pairs) instead of per class.
+    _fitted_state = {"pairs_": Array(int, ("P", 2)), "offsets_": Array(int, ("P+1",)), "knots_": Array(float, ("m",)),
+                     "p0_table_": Array(float, ("m+P",)), "p1_table_": Array(float, ("m+P",))}
+
     #: A pair without calibration examples of one class would rest on the extra test point alone: refused.
     on_missing_class = MissingClass.REFUSE
     _parameter_constraints = {"max_classes": [Interval("int", 3)]}
     #: Rows × pairs of the pairwise matrix held at once in prediction (128 MB of float64).
     CHUNK_ENTRIES = 2**24
 
-    def __init__(self, max_classes: int = 200):
+    def __init__(self, *, max_classes: int = 200):
         self.max_classes = max_classes
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from calbench.metrics import definitions as _definitions  # noqa: F401  (registers the metric ids)
-from calbench.metrics.bootstrap import bootstrap_intervals
+from calbench.metrics.bootstrap import bootstrap_intervals, values_from_counts
 from calbench.metrics.registry import MetricContext, known_patterns, lookup
 from calbench.scores import check_labels, check_logits
 
@@ -63,11 +63,22 @@ def evaluate(probs, labels, ids, true_probs=None, seed: int = 0, uncal_probs=Non
     the calibrator in its error). ``label_shift`` (:class:`calbench.metrics.label_shift.LabelShiftInputs`) is
     needed by the adaptation metrics of a label-shifted set (``nll.em``, ``prior_mse.bbse``, ...).
     """
+    return evaluate_resampled(probs, labels, ids, None, true_probs, seed, uncal_probs, bootstrap, level, interval,
+                              method, label_shift)[0]
+
+
+def evaluate_resampled(probs, labels, ids, counts, true_probs=None, seed: int = 0, uncal_probs=None,
+                       bootstrap: int = 0, level: float = 0.95, interval: str = "basic", method: str | None = None,
+                       label_shift=None) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """(:func:`evaluate`'s values, ``{id: values on each resample}``) for bootstrap row counts ``counts`` [R, N]
+    given by the caller (the paired bootstrap of :mod:`calbench.report.paired_bootstrap` draws the same counts for
+    every method), for the ids with a row-weighted form (:func:`calbench.metrics.bootstrap.values_from_counts`);
+    ``counts`` None: no resamples. The estimates and the resamples share one context (an adaptation's EM once)."""
     ctx, families = _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift)
     out = {metric_id: float(family.function(ctx, **groups)) for metric_id, family, groups in families}
     if bootstrap:
         out.update(bootstrap_intervals(ctx, families, dict(out), bootstrap, level, interval))
-    return out
+    return out, ({} if counts is None else values_from_counts(ctx, families, counts, recompute=False))
 
 
 def _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift):
@@ -96,4 +107,4 @@ def check_metric_ids(ids) -> None:
         lookup(metric_id)
 
 
-__all__ = ["evaluate", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
+__all__ = ["evaluate", "evaluate_resampled", "check_probs", "check_metric_ids", "known_patterns", "lookup"]

@@ -1,19 +1,32 @@
-"""Tables of calibration and prior adaptation under label shift (docs/label_shift.md), from the long metrics table.
+"""Tables of calibration and prior adaptation under label shift (docs/label_shift.md), from the long metrics table
+and the evaluate jobs' bootstrap resamples.
 
 As Alexandari, Kundaje & Shrikumar (ICML 2020, Tables 1–2) report, per calibrator and shift strength (a Dirichlet
-α or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with a t-interval over the seeds (the
-calibration split is what differs between seeds; the draws of one seed share its test rows).
+α or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with the paired bootstrap of
+:mod:`calbench.report.paired_bootstrap`. A seed's estimate is the mean over its draws of that strength; its
+resamples are the means over the draws of the metric on resamples of each set's rows, drawn within classes
+(:func:`calbench.data.label_shift.resample_counts`, the same for every method), with the target priors
+re-estimated on every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage
+carries what the rows do not explain (the calibration split and the drawn priors, which differ per seed).
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calbench.data.label_shift import PREFIX, parse_name
+from calbench.data.store import LABEL_SHIFT_RESAMPLES
 from calbench.metrics import lookup
+from calbench.report.paired_bootstrap import SourceDraws, compare, seed_picks
 
 LEVEL = 0.95
+NO_INTERVAL = ("A cell without an interval has no resamples: a signed metric (0 is best, not tested), a metric "
+               "without a row-weighted form, or metrics JSONs without `label_shift_resamples` (rerun the evaluate "
+               "jobs).")
 
 
 def is_label_shifted(test_sets: pd.Series) -> pd.Series:
@@ -35,50 +48,83 @@ def label_shift_rows(long: pd.DataFrame) -> pd.DataFrame:
     return shifted.groupby(["source", "method", "seed", "metric"], as_index=False)["value"].mean()
 
 
-def strength_means(long: pd.DataFrame, metric_id: str) -> pd.DataFrame:
-    """Rows (source, method, kind, strength): ``mean`` over draws and seeds, ``half`` the half-width of the
-    t-interval over the seeds' means (NaN with one seed), ``seeds``."""
-    from scipy import stats  # lazy: only the label-shift report needs it
-
-    sub = long[(long["metric"] == metric_id) & is_label_shifted(long["test_set"])]
-    parsed = pd.DataFrame([parse_name(n)[:2] for n in sub["test_set"]], columns=["kind", "strength"], index=sub.index)
-    per_seed = sub.join(parsed).groupby(["source", "method", "kind", "strength", "seed"])["value"].mean()
-    grouped = per_seed.groupby(["source", "method", "kind", "strength"])
-    out = pd.DataFrame({"mean": grouped.mean(), "std": grouped.std(ddof=1), "seeds": grouped.count()})
-    t = stats.t.ppf(0.5 + LEVEL / 2, np.maximum(out["seeds"] - 1, 1))
-    out["half"] = np.where(out["seeds"] > 1, t * out["std"] / np.sqrt(out["seeds"]), np.nan)
-    return out.drop(columns="std")
+def read_resamples(metric_files) -> dict[tuple[str, str, int], dict]:
+    """(source, method, seed) → the metrics JSON's resamples ``{kind+strength: {metric: [R]}}``."""
+    out = {}
+    for path in metric_files:
+        record = json.loads(Path(path).read_text())
+        if LABEL_SHIFT_RESAMPLES in record:
+            out[record["source"], record["method"], int(record["seed"])] = record[LABEL_SHIFT_RESAMPLES]
+    return out
 
 
-def strength_markdown(long: pd.DataFrame, metric_id: str, method_order=None) -> str:
-    """Per source: methods × shift strength of ``metric_id``, mean ± half-width of the 95 % t-interval over
-    seeds."""
+def label_shift_draws(source: str, rows: pd.DataFrame, metrics, resamples: dict, strengths=None) -> SourceDraws:
+    """The engine's :class:`SourceDraws` of ``source`` from per-seed values ``rows`` (``method, seed, metric,
+    value``: means over the label-shifted sets in question) and the resamples of :func:`read_resamples` averaged
+    over ``strengths`` (keys such as ``dirichlet0.1``; None: all, each strength having the same number of draws, so
+    that this is the mean over every set). A metric without resamples for every method and seed gets none."""
+    seeds = sorted(int(s) for s in rows["seed"].unique())
+    methods = list(dict.fromkeys(rows["method"]))
+    estimates, draws = {}, {}
+    counts = set()
+    for metric_id in metrics:
+        table = rows[rows["metric"] == metric_id].pivot_table(index="method", columns="seed", values="value")
+        estimates[metric_id] = table.reindex(index=methods, columns=seeds).to_numpy(dtype=np.float64)
+        found = [[_mean_resamples(resamples.get((source, m, s), {}), metric_id, strengths) for s in seeds]
+                 for m in methods]
+        if all(f is not None for per in found for f in per):
+            draws[metric_id] = np.array(found)
+            counts.add(draws[metric_id].shape[-1])
+    total = counts.pop() if len(counts) == 1 else 0
+    draws = draws if total else {}
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, total), [0] * len(seeds))
+
+
+def _mean_resamples(per_strength: dict, metric_id: str, strengths) -> np.ndarray | None:
+    keys = list(per_strength) if strengths is None else strengths
+    found = [per_strength.get(k, {}).get(metric_id) for k in keys]
+    return None if not found or any(f is None for f in found) else np.mean(found, axis=0)
+
+
+def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, method_order=None) -> str:
+    """Per source: methods × shift strength of ``metric_id``: the mean over draws and seeds [the 95 % percentile
+    interval of the paired bootstrap], in bold the best and the methods tied with it (Holm, α = 0.05)."""
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
-    direction = "higher is better" if family.higher_is_better else "lower is better"
-    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({direction}; mean over "
-             f"draws and seeds ± half-width of the {LEVEL:.0%} t-interval over seeds)", ""]
-    means = strength_means(long, metric_id)
-    if means.empty:
+    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({family.direction}; mean "
+             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap of each set's rows, drawn "
+             "within classes, priors re-estimated on every resample, seeds pooled]; **bold**: the best and the "
+             "methods a paired test cannot tell from it, Holm-adjusted at α = 0.05)", ""]
+    sub = long[(long["metric"] == metric_id) & is_label_shifted(long["test_set"])]
+    if sub.empty:
         return "\n".join(lines + ["No label-shifted set has this metric.", ""])
-    for source, table in means.groupby(level="source"):
-        table = table.droplevel("source")
-        columns = sorted({(kind, strength) for _, kind, strength in table.index},
+    parsed = pd.DataFrame([parse_name(n)[:2] for n in sub["test_set"]], columns=["kind", "strength"], index=sub.index)
+    per_seed = sub.join(parsed).groupby(["source", "kind", "strength", "method", "seed", "metric"],
+                                        as_index=False)["value"].mean()
+    for source, by_source in per_seed.groupby("source", sort=True):
+        columns = sorted({(k, s) for k, s in zip(by_source["kind"], by_source["strength"])},
                          key=lambda c: (c[0], c[1] if c[0] == "tweak_one" else -c[1]))
-        methods = table.index.get_level_values("method").unique()
+        methods = list(dict.fromkeys(by_source["method"]))
         methods = [m for m in (method_order or methods) if m in methods]
+        cells, bare = {}, False
+        for kind, strength in columns:
+            part = by_source[(by_source["kind"] == kind) & (by_source["strength"] == strength)]
+            draws = label_shift_draws(source, part, [metric_id], resamples, [f"{kind}{strength:g}"])
+            if family.signed:  # 0 is best: the paired tests compare in one direction (compare refuses it)
+                bare = True
+                cells.update(((m, kind, strength), f"{v * scale:.{dec}f}")
+                             for m, v in zip(draws.methods, draws.estimates[metric_id].mean(axis=1)) if np.isfinite(v))
+                continue
+            for v in compare(draws, metric_id, LEVEL):
+                bare = bare or np.isnan(v.low)
+                text = f"{v.estimate * scale:.{dec}f}" + ("" if np.isnan(v.low) else
+                                                          f" [{v.low * scale:.{dec}f}, {v.high * scale:.{dec}f}]")
+                cells[v.method, kind, strength] = f"**{text}**" if v.tied_with_best else text
         lines += [f"**{source}**", "", "| method | " + " | ".join(
             f"Dirichlet α={s:g}" if k == "dirichlet" else f"tweak-one ρ={s:g}" for k, s in columns) + " |",
             "|---|" + "---|" * len(columns)]
-        for method in methods:
-            cells = []
-            for kind, strength in columns:
-                key = (method, kind, strength)
-                if key not in table.index:
-                    cells.append("–")
-                    continue
-                mean, half = table.at[key, "mean"] * scale, table.at[key, "half"] * scale
-                cells.append(f"{mean:.{dec}f}" + ("" if np.isnan(half) else f" ± {half:.{dec}f}"))
-            lines.append(f"| {method} | " + " | ".join(cells) + " |")
+        lines += [f"| {m} | " + " | ".join(cells.get((m, k, s), "–") for k, s in columns) + " |" for m in methods]
         lines.append("")
+        if bare:
+            lines += [NO_INTERVAL, ""]
     return "\n".join(lines)

@@ -50,14 +50,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from calbench.metrics import lookup
-from calbench.metrics.bootstrap import counts_of, values_from_counts
+from calbench.metrics.bootstrap import TABLE_RESAMPLES, counts_of, values_from_counts  # noqa: F401 (re-exported)
 from calbench.metrics.registry import MetricContext
 
 #: Resamples of the test rows by default (``calbench recommend``).
 RESAMPLES = 1000
-#: Resamples of the tables' marks and intervals.csv: every source × method × metric of a run, within the
-#: aggregate job's budget (the p-values do not need more; the percentile intervals' ends move by about 1 %).
-TABLE_RESAMPLES = 200
 #: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
 COUNTS_BUDGET = 2**24
 #: CPU seconds that recomputing the metrics without a row-weighted form may take per call of :func:`source_draws`
@@ -200,8 +197,12 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     for ((i, j), _), found in zip(todo, thread_map(recomputed, todo)):
         for metric_id, values in found.items():
             _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
-    picks = np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
-    return SourceDraws(source, seeds, methods, estimates, draws, picks, rows, omitted)
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, resamples), rows, omitted)
+
+
+def seed_picks(seeds: Sequence[int], resamples: int) -> np.ndarray:
+    """[R, S] the seeds drawn by the seed stage (indices into ``seeds``), the same for every method."""
+    return np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
 
 
 def _first_outputs(methods, seed, load):

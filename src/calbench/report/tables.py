@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
-from calbench.data.store import PEAK_KEY
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.metrics import lookup
 
 ID_COLUMNS = ("source", "method", "seed")
@@ -31,7 +31,8 @@ def long_table(metric_files) -> pd.DataFrame:
     for path in metric_files:
         record = json.loads(Path(path).read_text())
         ids = {k: record[k] for k in ID_COLUMNS}
-        sets = {CLEAN: {k: v for k, v in record.items() if k not in (*ID_COLUMNS, "shifts", PEAK_KEY)},
+        sets = {CLEAN: {k: v for k, v in record.items() if k not in (*ID_COLUMNS, "shifts", PEAK_KEY,
+                                                                            LABEL_SHIFT_RESAMPLES)},
                 **record.get("shifts", {})}
         rows += [{**ids, "test_set": name, "metric": k, "value": v} for name, values in sets.items()
                  for k, v in values.items()]

@@ -20,6 +20,27 @@ PAIR_PRODUCT_ROWS = 256
 # Newton's Hessian of a full map (:func:`loss_hessian`) sums its products over row blocks of about this many
 # entries of G (256 KB of float64: the temporaries stay in cache and are not fresh pages each time).
 NEWTON_BLOCK_ENTRIES = 2**15
+# Probabilities below this are 0 in the Hessian's products (:func:`curvature_parts`): float32's smallest normal
+# number is 1.2·10⁻³⁸, and a product of such a probability with squared features must stay above it.
+TINY_PROBABILITY = 1e-30
+
+
+def curvature_parts(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(p, 1 − p) for the log-loss Hessian Σ (diag(p) − p pᵀ) ⊗ x̃ x̃ᵀ from class probabilities ``p`` [n, k], in
+    their dtype. The Hessian is positive semi-definite because 1 − pₐ = Σ_{b≠a} p_b; two roundings break that
+    in float32 (truncated Newton's preconditioners), and an unpenalised 1,000-class vector scaling's
+    preconditioner then failed even with a ridge: a probability that rounds to 1 (beyond 1 − 6·10⁻⁸) has 1 − p
+    = 0 while the others stay positive, so each row's largest entry's complement is taken as the sum of its
+    others; and a probability below :data:`TINY_PROBABILITY` loses its relative precision in products that fall
+    among float32's subnormals, so it is taken as 0 (its curvature is below 10⁻²⁰ of any other)."""
+    p = p * (p >= TINY_PROBABILITY)
+    rows, top = np.arange(len(p)), p.argmax(axis=1)
+    complement = 1.0 - p
+    largest = p[rows, top]
+    p[rows, top] = 0.0  # the others' sum without the largest: 1 − (its sum with it) cancels
+    complement[rows, top] = p.sum(axis=1)
+    p[rows, top] = largest
+    return p, complement
 
 
 def hessian(x: np.ndarray, weights: np.ndarray, intercept: np.ndarray, penalty: Penalty, diagonal: bool) -> np.ndarray:
@@ -49,12 +70,12 @@ def loss_hessian(x: np.ndarray, p: np.ndarray, diagonal: bool) -> np.ndarray:
     rows = max(1, NEWTON_BLOCK_ENTRIES // (k * m))
     features = np.ones((rows, m), dtype=x.dtype)
     for start in range(0, n, rows):
-        p_rows, x_rows = p[start:start + rows], x[start:start + rows]
+        (p_rows, complement), x_rows = curvature_parts(p[start:start + rows]), x[start:start + rows]
         f = features[: len(x_rows)]
         f[:, :k] = x_rows
         g = p_rows[:, :, None] * f[:, None, :]  # [rows, k, k + 1]: G's rows, class-major
         upper += _gram_upper(g.reshape(len(x_rows), -1))
-        g *= (1.0 - p_rows)[:, :, None]
+        g *= complement[:, :, None]
         blocks += g.reshape(len(x_rows), -1).T @ f
     classes = np.arange(k)
     # θ index of class a's j-th parameter: w_aj at a·k + j, b_a at k² + a
@@ -78,9 +99,9 @@ def class_features_hessian(p: np.ndarray, features: list[np.ndarray]) -> np.ndar
     upper, blocks = np.zeros((k * m, k * m)), np.zeros((k, m, m))
     for start in range(0, n, HESSIAN_BLOCK_ROWS):
         rows = slice(start, start + HESSIAN_BLOCK_ROWS)
-        p_rows = p[rows]
+        p_rows, complement = curvature_parts(p[rows])
         f_rows = [np.broadcast_to(f[rows] if f.shape[0] == n else f, p_rows.shape) for f in features]
-        v_rows = p_rows * (1.0 - p_rows)
+        v_rows = p_rows * complement
         for i, f in enumerate(f_rows):
             for j, g in enumerate(f_rows[: i + 1]):
                 blocks[:, i, j] += np.einsum("na,na->a", v_rows * f, g, dtype=np.float64)
@@ -119,7 +140,7 @@ def hessian_blocks(x: np.ndarray, probs: np.ndarray, penalty: Penalty) -> np.nda
     n, k = x.shape
     m = k + 1
     upper = np.triu_indices(m)
-    weights = probs * (1.0 - probs)
+    weights = np.multiply(*curvature_parts(probs))
     sums = np.zeros((k, upper[0].size))
     features = np.ones((min(n, PAIR_PRODUCT_ROWS), m), dtype=x.dtype)
     for start in range(0, n, PAIR_PRODUCT_ROWS):

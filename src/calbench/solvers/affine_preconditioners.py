@@ -14,6 +14,7 @@ import numpy as np
 from calbench.solvers.affine_hessian import (
     HESSIAN_BLOCK_ROWS,
     class_features_hessian,
+    curvature_parts,
     hessian_blocks,
     loss_hessian,
     with_curvature,
@@ -170,7 +171,7 @@ def large_map_moments(x_single: np.ndarray, probs: np.ndarray) -> LargeMapMoment
     s1, s2, s_xt = np.zeros((k, k)), np.zeros((k, k)), np.zeros((k, k))
     for start in range(0, n, HESSIAN_BLOCK_ROWS):
         rows = slice(start, start + HESSIAN_BLOCK_ROWS)
-        v, x, t = probs[rows] * (1.0 - probs[rows]), x_single[rows], sums[rows]
+        v, x, t = np.multiply(*curvature_parts(probs[rows])), x_single[rows], sums[rows]
         s0 += v.sum(axis=0, dtype=np.float64)
         s1 += v.T @ x
         s2 += v.T @ (x * x)
