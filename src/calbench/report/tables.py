@@ -88,9 +88,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
-             "no marks: not tested here, as a signed metric, an estimator too costly to recompute on every "
-             f"resample within the budget (`calbench recommend --metric {metric_id} --recompute` tests it) or one "
-             "that needs the true calibration map" if verdicts is not None else "no marks")
+             "no marks: not tested here, as a signed metric, an estimator without a row-weighted form or beyond "
+             f"the budget of recomputing it (`calbench recommend --metric {metric_id} --recompute` tests it by "
+             "recomputing) or one that needs the true calibration map" if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
