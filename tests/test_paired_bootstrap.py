@@ -119,6 +119,8 @@ def test_critical_difference_labels_count_the_sources_tied_with_the_best():
     verdicts = pd.DataFrame({"source": ["a", "a", "b", "b"], "metric": "nll", "method": ["ts", "vs", "ts", "vs"],
                              "tied_with_best": [True, True, True, False], "p_value": [np.nan, 0.3, np.nan, 0.01]})
     assert best_group(verdicts, "nll") == {"ts": "2/2", "vs": "1/2"}
+    only_a = verdicts.drop(index=3)  # vs ran on source a only (a method that needs embeddings runs on fewer)
+    assert best_group(only_a, "nll") == {"ts": "2/2", "vs": "1/1"}
     assert best_group(verdicts.assign(p_value=np.nan), "nll") is None and best_group(verdicts, "acc") is None
 
 

@@ -100,8 +100,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
         text = f"{mean.at[source, method] * scale:.{dec}f}{spread}"
         return f"**{text}**" if tied is not None and (source, method) in tied else text
 
-    def count(method):
-        return str(sum((s, method) in tied for s in sources))
+    def count(method):  # "k/N": of the N sources the method ran on (one that needs embeddings runs on fewer)
+        ran = [s for s in sources if not np.isnan(mean.at[s, method])]
+        return f"{sum((s, method) in tied for s in ran)}/{len(ran)}"
 
     floor_cells = {s: f"{floors[s][0] * scale:.{dec}f} ± {floors[s][1] * scale:.{dec}f}" for s in sources
                    if floors and s in floors}
