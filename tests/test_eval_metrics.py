@@ -256,7 +256,8 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
 def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing_each_resample(monkeypatch):
     """Binned estimators from the row counts of all resamples at once (equal-width sums chunked
     over columns with a tiny block; equal-mass from cumulative counts) give the resample loop's values
-    within 1e-8; ties that would make the re-sort's order matter fall back to the loop."""
+    within 1e-8; ties that would make the re-sort's order matter fall back to the loop (classwise: in the columns
+    that tie alone)."""
     from calbench.metrics import binned
     from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices
     from calbench.metrics.registry import MetricContext, lookup
@@ -287,11 +288,17 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
     assert lookup("ece.conf.cv.l1")[0].resampled(ctx, counts, **lookup("ece.conf.cv.l1")[1]) is None
     labels[1] = (labels[0] + 1) % 4  # rows 0 and 1: same scores, different hits → the re-sort's tie order matters
     tied = MetricContext(probs, labels, seed=3)
-    assert family.resampled(tied, counts, **groups) is None
-    ties = bootstrap_intervals(tied, [("ece.cw.em15.l1", family, groups)], {"ece.cw.em15.l1": 0.0}, 40, 0.9,
+    conf, conf_groups = lookup("ece.conf.em10.l1")
+    assert conf.resampled(tied, counts, **conf_groups) is None
+    ties = bootstrap_intervals(tied, [("ece.conf.em10.l1", conf, conf_groups)], {"ece.conf.em10.l1": 0.0}, 40, 0.9,
                                "percentile")
-    loop = [family.function(MetricContext(probs[i], labels[i]), **groups) for i in resample_indices(300, 40, 3)]
-    assert ties["ece.cw.em15.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
+    loop = [conf.function(MetricContext(probs[i], labels[i]), **conf_groups) for i in resample_indices(300, 40, 3)]
+    assert ties["ece.conf.em10.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
+    # classwise: the two columns with the tie binned on the resample's rows (row i counts[0, i] times), the
+    # other two from the counts
+    drawn = np.repeat(np.arange(300), counts[0])
+    expected = family.function(MetricContext(probs[drawn], labels[drawn]), **groups)
+    np.testing.assert_allclose(family.resampled(tied, counts, **groups), expected, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("classes, bins, tiny", [(4, 7, False), (40, 15, False), (40, 15, True)])

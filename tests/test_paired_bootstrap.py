@@ -119,17 +119,21 @@ def test_critical_difference_labels_count_the_sources_tied_with_the_best():
     verdicts = pd.DataFrame({"source": ["a", "a", "b", "b"], "metric": "nll", "method": ["ts", "vs", "ts", "vs"],
                              "tied_with_best": [True, True, True, False], "p_value": [np.nan, 0.3, np.nan, 0.01]})
     assert best_group(verdicts, "nll") == {"ts": "2/2", "vs": "1/2"}
+    only_a = verdicts.drop(index=3)  # vs ran on source a only (a method that needs embeddings runs on fewer)
+    assert best_group(only_a, "nll") == {"ts": "2/2", "vs": "1/1"}
     assert best_group(verdicts.assign(p_value=np.nan), "nll") is None and best_group(verdicts, "acc") is None
 
 
 def test_estimators_without_a_row_weighted_form_are_resampled_only_when_asked():
-    """skce.ul has no row-weighted form: left unresampled (no interval, no test) unless ``recompute``."""
+    """skce.ul has no row-weighted form for any outputs: left unresampled (no interval, no test, a note saying
+    why) unless ``recompute``, whatever the budget."""
+    model, _, labels = _sample(np.random.default_rng(3), 200)
     for recompute in (False, True):
-        model, _, labels = _sample(np.random.default_rng(3), 200)
         draws = source_draws("s", [0], ["a", "b"], ["skce.ul", "nll"],
                              lambda m, seed: {"probs": model, "labels": labels, "index": np.arange(200)}, 30,
-                             recompute=recompute)
+                             recompute=recompute, budget=1e6)
         assert ("skce.ul" in draws.draws) == recompute and "nll" in draws.draws
         best, other = compare(draws, "skce.ul")
         assert np.isnan(best.low) != recompute and best.tied_with_best
         assert other.tied_with_best if recompute else other.tied_with_best is None  # untested, not "worse"
+        assert ("--recompute" in other.note) != recompute

@@ -236,7 +236,8 @@ def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(on
     assert 0 <= best.low <= best.estimate <= best.high
     tied, worse = lines[lines.index(line) + 1], lines[lines.index(line) + 2]
     for other in others:
-        text = f"{other.method} {100 * other.estimate:.2f} (p = {other.p_value:.2g})"
+        text = (f"{other.method} {100 * other.estimate:.2f} [{100 * other.low:.2f}, {100 * other.high:.2f}] "
+                f"(p = {other.p_value:.2g})")  # every number printed with its interval
         assert text in (tied if other.tied_with_best else worse), (text, tied, worse)
 
 

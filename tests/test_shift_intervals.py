@@ -54,10 +54,20 @@ def test_each_cell_is_the_tables_mean_with_an_interval_around_it(cells):
     assert (nll["low"] < nll["estimate"]).all() and (nll["estimate"] < nll["high"]).all()
     assert set(nll.index.get_level_values("column")) == {0, 1, 2, UNDER_SHIFT}
     assert cells.loc[cells["metric"] == "ece.conf.em15.l1", "low"].notna().all()  # bins' row-weighted form
-    # KS has no row-weighted form: no interval, and the title says why
-    assert cells.loc[cells["metric"] == "ks.conf", "low"].isna().all()
-    table = severity_markdown(long, "ks.conf", cells)
-    assert "no intervals or marks" in table and " [" not in table.split("| uncal |")[1].splitlines()[0]
+    assert cells.loc[cells["metric"] == "ks.conf", "low"].notna().all()  # KS's row-weighted form
+
+
+def test_a_cell_without_an_interval_is_marked_and_the_table_says_why():
+    """MMCE has no row-weighted form (recomputed on every resample only on request): no interval, marked †."""
+    outputs = _outputs(200)
+    long = _long(outputs)
+    long = long[long["metric"] == "nll"].assign(metric="mmce.conf", value=0.01)
+    cells = shift_cells(long, ["mmce.conf"], lambda source, name, method, seed: outputs.get((name, method, seed)),
+                        resamples=20)
+    assert cells["low"].isna().all() and cells["note"].str.contains("--recompute").all()
+    table = severity_markdown(long, "mmce.conf", cells)
+    assert "no intervals or marks" in table and table.split("| uncal |")[1].splitlines()[0].count("†") == 4
+    assert "† uncal, ts, soft (clean, severity 1, severity 2, under shift): no row-weighted form" in table
 
 
 def test_differences_from_uncal_are_paired_and_marked(cells):

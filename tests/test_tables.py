@@ -29,10 +29,10 @@ def test_a_cell_of_one_seed_shows_no_spread_and_two_seeds_show_their_std():
     assert "(1)" not in rows["a"]  # no ranks of noise
 
 
-def _verdicts(tied: set, metric="nll", p=0.5):
+def _verdicts(tied: set, metric="nll", p=0.5, methods=("ts", "uncal", "vs")):
     return pd.DataFrame([{"source": s, "metric": metric, "method": m, "estimate": 0, "low": 0, "high": 0,
                           "best": "", "tied_with_best": (s, m) in tied, "p_value": p}
-                         for s in ("a", "b") for m in ("ts", "uncal", "vs")])
+                         for s in ("a", "b") for m in methods])
 
 
 def test_the_best_group_is_bold_and_counted_and_methods_become_rows_when_they_outnumber_sources():
@@ -41,9 +41,18 @@ def test_the_best_group_is_bold_and_counted_and_methods_become_rows_when_they_ou
     text = markdown_table(long, "nll", verdicts=_verdicts({("a", "ts"), ("a", "uncal"), ("b", "ts")}))
     rows = _rows(text)
     assert rows["method"] == "| method | a | b | in best group |"  # 3 methods > 2 sources: methods as rows
-    assert rows["ts"] == "| ts | **0.100** | **0.200** | 2 |"
-    assert rows["uncal"] == "| uncal | **0.110** | 0.210 | 1 |" and rows["vs"] == "| vs | 0.120 | 0.220 | 0 |"
+    assert rows["ts"] == "| ts | **0.100** | **0.200** | 2/2 |"
+    assert rows["uncal"] == "| uncal | **0.110** | 0.210 | 1/2 |" and rows["vs"] == "| vs | 0.120 | 0.220 | 0/2 |"
     assert "Holm α = 0.05" in text.splitlines()[0]
+
+
+def test_the_best_group_counts_only_the_sources_a_method_ran_on():
+    """A method that needs embeddings (kcal) runs on fewer sources: its count is k/N of those."""
+    long = _long({("a", "ts"): [0.1], ("a", "uncal"): [0.2], ("a", "kcal"): [0.15], ("b", "ts"): [0.3],
+                  ("b", "uncal"): [0.4]})
+    rows = _rows(markdown_table(long, "nll", verdicts=_verdicts({("a", "ts"), ("a", "kcal"), ("b", "ts")},
+                                                                  methods=("ts", "uncal", "kcal"))))
+    assert rows["kcal"] == "| kcal | **0.150** | – | 1/1 |" and rows["uncal"].endswith("| 0/2 |")
 
 
 def test_without_resampled_verdicts_nothing_is_marked_and_the_table_says_why():

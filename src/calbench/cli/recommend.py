@@ -24,14 +24,15 @@ def add_parser(sub) -> None:
     rec.add_argument("--resamples", type=int, default=1000,
                      help="paired bootstrap resamples of the test rows (default 1000)")
     rec.add_argument("--recompute", action="store_true",
-                     help="also resample the estimators without a row-weighted form (KDE, kernel, fit-on-test, CV "
-                          "bins) by recomputing them on every resample: --resamples times their cost")
+                     help="recompute every estimator without a row-weighted form (KDE, kernel, fit-on-test, CV "
+                          "bins, KS) on every resample, whatever the cost (--resamples times theirs); without it, "
+                          "only those that fit the engine's budget of recomputation per source")
     rec.add_argument("--under-shift", action="store_true",
                      help="rank by the mean over the shifted test sets instead of the clean test split")
     recommend_label_shift.add_argument(rec)
     rec.add_argument("--json", action="store_true",
                      help="print a JSON list of records {source, metric, method, estimate, low, high, best, "
-                          "tied_with_best, p_value, acc_change, calibrator} instead of text")
+                          "tied_with_best, p_value, note, acc_change, calibrator} instead of text")
     rec.set_defaults(handler=run)
 
 
@@ -49,10 +50,11 @@ def run(args) -> int:
     if not table.is_file():
         raise FileNotFoundError(f"{table}: not found; run the workflow first (snakemake --cores N), or pass the "
                                 "results directory of a finished run")
+    everything = pd.read_csv(table)
     if args.under_label_shift:
-        long = recommend_label_shift.label_shift_view(pd.read_csv(table), args)
+        long = recommend_label_shift.label_shift_view(everything, args)
     else:
-        long = ranking_rows(pd.read_csv(table), args.under_shift)
+        long = ranking_rows(everything, args.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
     wanted = available if args.all_metrics else [args.metric]
     for metric in wanted:
@@ -68,7 +70,8 @@ def run(args) -> int:
     wanted = [m for m in wanted if m not in signed]
     records = []
     for source, rows in long.groupby("source", sort=True):
-        draws = _source_draws(source, rows, wanted, results, args)
+        draws = (_shifted_draws(source, everything, wanted, results, args) if args.under_shift else None) \
+            or _source_draws(source, rows, wanted, results, args)
         records += _records(draws, wanted, results, args)
     if args.json:
         print(json.dumps(records, indent=1))
@@ -80,9 +83,10 @@ def run(args) -> int:
 
 
 def _source_draws(source: str, rows, metrics, results: Path, args):
-    """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy; under shift (whose calibrated
-    outputs are not kept), or where a calibrated output is missing, the per-seed values of the long table without
-    resamples."""
+    """The paired bootstrap of ``source``'s test rows for ``metrics`` and accuracy (under label shift, of the
+    resamples the evaluate jobs kept); under shift without the saved calibrators or shifted sets
+    (:func:`_shifted_draws`), or where a calibrated output is missing, the per-seed values of the long table
+    without resamples."""
     from calbench.data.store import read_calibrated
     from calbench.jobs import paths
     from calbench.report.paired_bootstrap import estimates_only, source_draws
@@ -95,11 +99,35 @@ def _source_draws(source: str, rows, metrics, results: Path, args):
     if args.under_label_shift:
         return recommend_label_shift.label_shift_draws_of(source, rows, wanted, [
             _under(results, paths.METRICS, source=source, method=m, seed=s) for m in methods for s in seeds])
-    if args.under_shift or not all(path.is_file() for path in files.values()):
-        return estimates_only(source, rows, wanted)
+    if args.under_shift:
+        return estimates_only(source, rows, wanted, "the saved calibrators, calibrated test outputs or shifted "
+                                                     "sets are missing (rerun the workflow)")
+    if not all(path.is_file() for path in files.values()):
+        return estimates_only(source, rows, wanted, "the calibrated test outputs are missing (rerun the workflow)")
     values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
     return source_draws(source, seeds, methods, wanted, lambda m, s: read_calibrated(files[m, s], "test"),
                         args.resamples, recompute=args.recompute, known=lambda m, s, metric: values.get((m, s, metric)))
+
+
+def _shifted_draws(source: str, everything, metrics, results: Path, args):
+    """The paired bootstrap of the mean over ``source``'s shifted test sets (the shift tables' ``under shift``
+    column, :func:`calbench.report.shift.column_draws`): each saved calibrator applied to each shifted set; None
+    where a calibrated output, saved calibrator or the shifted sets' file is missing."""
+    from calbench.jobs import paths
+    from calbench.jobs.shift import shifted_outputs
+    from calbench.report.shift import UNDER_SHIFT, column_draws, with_severity
+
+    rows = with_severity(everything[everything["source"] == source])
+    wanted = [m for m in dict.fromkeys([*metrics, "acc"]) if m in set(rows["metric"])]
+    rows = rows[rows["metric"].isin(wanted)]
+    keys = rows[["method", "seed"]].drop_duplicates().itertuples(index=False)
+    outputs = [tuple(_under(results, template, source=source, method=m, seed=int(s))
+                     for template in (paths.METRICS, paths.CALIBRATED, paths.CALIBRATOR)) for m, s in keys]
+    shifts = _under(results, paths.SHIFTS, source=source)
+    if not shifts.is_file() or not all(path.is_file() for files in outputs for path in files):
+        return None
+    load = shifted_outputs(outputs, {source: str(shifts)})
+    return column_draws(source, rows, wanted, load, args.resamples, [UNDER_SHIFT], args.recompute)[UNDER_SHIFT]
 
 
 def _records(draws, metrics, results: Path, args) -> list[dict]:
@@ -160,8 +188,9 @@ def _print_text(records: list[dict], metrics, args) -> None:
           f"best': a paired test against the best cannot reject 'no difference' at family-wise α = {args.alpha:g} "
           "(Holm-adjusted p shown), 'worse': it can")
     if args.under_shift:
-        print("ranked by the mean over the shifted test sets of each seed (docs/shift.md); no intervals or tests: "
-              "the shifted sets' calibrated outputs are not kept")
+        print("ranked by the mean over the shifted test sets (docs/shift.md), the shift tables' 'under shift' "
+              "column: each saved calibrator applied to each shifted set, every set's test rows resampled within "
+              "each seed (shifted copies of the same rows together)")
     if args.under_label_shift:
         print(recommend_label_shift.NOTE)
     for metric in metrics:
@@ -176,23 +205,22 @@ def _print_source(records: list[dict], family) -> None:
     """The best method with its interval; the methods tied with it and those worse (with adjusted p-values);
     its change of accuracy where it leaves uncal's interval; its saved calibrator."""
     best = records[0]
-    line = f"{best['source']}: {best['method']} {_shown(family, best['estimate'])}"
-    if best["low"] is not None:
-        line += f" [{_shown(family, best['low'])}, {_shown(family, best['high'])}]"
-    else:
-        line += (" (no interval: the calibrated test outputs are missing, or the estimator has no row-weighted form "
-                 "and --recompute was not given)")
+    line = f"{best['source']}: {best['method']} {_shown(family, best['estimate'])}{_interval(family, best)}"
+    if best["low"] is None:
+        line += f" (no interval: {best['note']})"
     print(line + ("; the only method" if len(records) == 1 else ""))
     others = records[1:]
-    if others and others[0]["p_value"] is None:
-        print("    untested: " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}" for r in others))
-    elif others:
-        tied = [r for r in others if r["tied_with_best"]]
-        worse = [r for r in others if not r["tied_with_best"]]
-        listed = lambda group: ", ".join(f"{r['method']} {_shown(family, r['estimate'])} (p = {r['p_value']:.2g})"  # noqa: E731
-                                         for r in group) or "none"
-        print(f"    tied with the best: {listed(tied)}")
-        print(f"    worse than {best['method']}: {listed(worse)}")
+    tested = [r for r in others if r["tied_with_best"] is not None]
+    untested = [r for r in others if r["tied_with_best"] is None]
+    listed = lambda group: ", ".join(f"{r['method']} {_shown(family, r['estimate'])}{_interval(family, r)} "  # noqa: E731
+                                     f"(p = {r['p_value']:.2g})" for r in group) or "none"
+    if tested:
+        print(f"    tied with the best: {listed([r for r in tested if r['tied_with_best']])}")
+        print(f"    worse than {best['method']}: {listed([r for r in tested if not r['tied_with_best']])}")
+    if untested:
+        print("    untested: " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}{_interval(family, r)}"
+                                         for r in untested)
+              + "".join(f" ({note})" for note in dict.fromkeys(r.get("note") for r in untested) if note))
     if best.get("acc_flag"):
         print(f"    note: {best['method']} {best['acc_flag']} accuracy by {100 * abs(best['acc_change']):.1f} points, "
               "beyond the interval of uncal's accuracy: it changes the classifier's decisions, not only its "
@@ -204,6 +232,13 @@ def _print_source(records: list[dict], family) -> None:
 def _shown(family, value) -> str:
     """``value`` as the tables show the metric (e.g. ECE ×100, the table's decimals)."""
     return f"{value * family.scale:.{family.decimals}f}" if value is not None and np.isfinite(value) else "n/a"
+
+
+def _interval(family, record) -> str:
+    """`` [low, high]`` of ``record`` as the tables show the metric; empty without one."""
+    if record["low"] is None:
+        return ""
+    return f" [{_shown(family, record['low'])}, {_shown(family, record['high'])}]"
 
 
 def _scale_note(family) -> str:

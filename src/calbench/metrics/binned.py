@@ -228,13 +228,35 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
 
 def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
     """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
-    [R, M, n_bins]), or None where that would not be exact (see :func:`equal_mass_sums_resampled`)."""
+    [R, M, n_bins]), or None where no column would be exact (see :func:`equal_mass_sums_resampled`). Where only
+    some columns of several (classwise) have tied scores with different hits, those are binned on each
+    resample's rows (row i repeated counts[r, i] times, as recomputing the metric does) and the others from the
+    counts."""
+    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     sums = equal_mass_sums_resampled(scores, hits, n_bins, counts)
     if sums is None:
-        return None
+        return _partly_resampled_stats(scores, hits, n_bins, counts) if scores.shape[1] > 1 else None
     totals, s_sum, h_sum = sums
     safe = np.maximum(totals, 1)
     return totals, s_sum / safe, h_sum / safe
+
+
+def _partly_resampled_stats(scores, hits, n_bins, counts):
+    """:func:`equal_mass_stats_resampled` of columns [N, M] of which some tie in score but not in hit: those
+    binned by :func:`bin_stats` on each resample's rows (a loop over resamples of those columns alone), the
+    others from the counts; None where every column ties."""
+    ties = np.array([_sorted_kept(scores[:, [k]], hits[:, [k]], None) is None for k in range(scores.shape[1])])
+    if ties.all():
+        return None
+    stats = [np.zeros((counts.shape[0], scores.shape[1], n_bins)) for _ in range(3)]
+    for whole, part in zip(stats, equal_mass_stats_resampled(scores[:, ~ties], hits[:, ~ties], n_bins, counts)):
+        whole[:, ~ties] = part
+    rows = np.arange(scores.shape[0])
+    for r, weights in enumerate(counts):
+        drawn = np.repeat(rows, weights)
+        for whole, part in zip(stats, bin_stats(scores[drawn][:, ties], hits[drawn][:, ties], n_bins, "em")):
+            whole[r, ties] = part
+    return tuple(stats)
 
 
 def folded_normal_mean(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:

@@ -18,7 +18,7 @@ estimators and the p-ECE test). With q_lo, q_hi the (1 ∓ level)/2 quantiles of
 
 from __future__ import annotations
 
-from dataclasses import replace
+from functools import cached_property
 
 import numpy as np
 
@@ -35,15 +35,44 @@ def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _take(ctx: MetricContext, idx: np.ndarray, families) -> MetricContext:
-    """The resample ``idx`` of ``ctx``, with the optional arrays only where one of ``families`` reads them and
-    the confidence columns taken from ``ctx``'s (the same values: row maxima do not depend on other rows)."""
+    """The resample ``idx`` of ``ctx``, with the optional arrays only where one of ``families`` reads them, the
+    confidence columns taken from ``ctx``'s (the same values: row maxima do not depend on other rows) and the
+    probabilities gathered only when a metric reads them (:class:`_Resample`)."""
     pick = lambda a, needed: None if a is None or not needed else a[idx]  # noqa: E731
-    resampled = replace(ctx, probs=ctx.probs[idx], labels=ctx.labels[idx],
-                        true_probs=pick(ctx.true_probs, any(f.needs_true_probs for f in families)),
-                        uncal_probs=pick(ctx.uncal_probs, any(f.needs_uncal_probs for f in families)))
+    resampled = _Resample(parent=ctx, rows=idx, labels=ctx.labels[idx],
+                          true_probs=pick(ctx.true_probs, any(f.needs_true_probs for f in families)),
+                          uncal_probs=pick(ctx.uncal_probs, any(f.needs_uncal_probs for f in families)),
+                          seed=ctx.seed, label_shift=ctx.label_shift)
     scores, hits = ctx.confidence
     resampled.__dict__["confidence"] = (scores[idx], hits[idx])  # fills the cached property
     return resampled
+
+
+def recompute_entries(ctx: MetricContext, family, groups: dict) -> int:
+    """The array entries one recomputation of ``family`` on a resample of ``ctx`` reads: rows × classes where it
+    reads the probabilities, else the rows (the confidence metrics read only the confidence columns). Found by
+    evaluating it once on the rows as they are; a cost that, unlike a timing, is the same on every machine."""
+    resampled = _take(ctx, np.arange(ctx.labels.size), [family])
+    family.function(resampled, **groups)
+    rows, classes = ctx.probs.shape
+    return rows * (classes if "probs" in vars(resampled) else 1)
+
+
+class _Resample(MetricContext):
+    """A resample of a metric context whose probabilities ``[N, K]`` are gathered on first read: the confidence
+    metrics read only the confidence columns, and at 1,000 classes the copy would cost them 100 times their
+    own work. Made as a :class:`MetricContext` (e.g. by ``dataclasses.replace``) without ``parent``."""
+
+    def __init__(self, *fields, parent: MetricContext | None = None, rows: np.ndarray | None = None, **named):
+        if parent is None:
+            super().__init__(*fields, **named)
+            return
+        for name, value in {"_parent": parent, "_rows": rows, **named}.items():
+            object.__setattr__(self, name, value)  # a frozen dataclass
+
+    @cached_property
+    def probs(self) -> np.ndarray:
+        return self._parent.probs[self._rows]
 
 
 METHODS = ("basic", "percentile")

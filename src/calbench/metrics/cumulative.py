@@ -46,6 +46,32 @@ def cumulative_differences(scores: np.ndarray, hits: np.ndarray) -> tuple[np.nda
     return c, ends
 
 
+#: Elements (resamples × rows × columns) of the resampled cumulative sums of :func:`ks_error_resampled` at most.
+RESAMPLED_KS_BUDGET = 2**31
+
+
+def ks_error_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarray) -> np.ndarray | None:
+    """:func:`ks_error` averaged over the columns on R bootstrap resamples given as row counts ``[R, N]``
+    (``[R]``), or None above :data:`RESAMPLED_KS_BUDGET`. A resample's sorted rows are the rows in sorted order,
+    row i repeated counts[r, i] times; at the last row of each group of tied scores its C_k is the counts-weighted
+    cumulative sum of the original sort's (whose order within a group does not matter there), and a group that
+    the resample leaves out repeats the previous group's C_k: the maximum is the resample's, to rounding."""
+    scores, hits = np.atleast_2d(np.asarray(scores, dtype=np.float64).T), np.atleast_2d(np.asarray(hits).T)
+    m, n = scores.shape
+    if counts.size * m > RESAMPLED_KS_BUDGET:
+        return None
+    order = np.argsort(scores, axis=1)
+    s = np.take_along_axis(scores, order, axis=1)
+    gaps = np.take_along_axis(hits, order, axis=1) - s
+    ends = np.ones(s.shape, dtype=bool)
+    ends[:, :-1] = s[:, 1:] != s[:, :-1]
+    total = np.zeros(counts.shape[0])
+    for column in range(m):
+        cumulative = np.cumsum(counts[:, order[column]] * gaps[column], axis=1)
+        total += np.abs(cumulative[:, ends[column]]).max(axis=1) / n
+    return total / m
+
+
 def ks_error(scores: np.ndarray, hits: np.ndarray) -> np.ndarray:
     """Gupta et al.'s KS calibration error max_k |C_k| per column ([M]; [1] for one column)."""
     c, ends = cumulative_differences(scores, hits)

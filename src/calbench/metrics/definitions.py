@@ -251,7 +251,8 @@ def _mmce(ctx):
 
 @metric(r"ks\.(?P<target>conf|cw)", scale=100.0, decimals=2, usage="ks.{conf|cw}   e.g. ks.conf",
         description="KS calibration error (Gupta et al. 2021): max gap between cumulative hits and cumulative "
-                    "scores along the sorted scores, top-label (conf) or the mean over classes (cw)")
+                    "scores along the sorted scores, top-label (conf) or the mean over classes (cw)",
+        resampled=lambda ctx, counts, target: cumulative.ks_error_resampled(*_columns(ctx, target), counts))
 def _ks(ctx, target):
     return float(np.mean(cumulative.ks_error(*_columns(ctx, target))))
 

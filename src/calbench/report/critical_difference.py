@@ -112,15 +112,16 @@ def _cliques(avg: np.ndarray, cd: float) -> list[tuple[int, int]]:
 
 
 def best_group(verdicts: pd.DataFrame, metric_id: str) -> dict[str, str] | None:
-    """``{method: "k/N"}``: the sources (of N resampled) on which the paired bootstrap of the test rows
+    """``{method: "k/N"}``: the sources (of the N resampled sources the method ran on: a method that needs
+    embeddings runs on fewer) on which the paired bootstrap of the test rows
     (:mod:`calbench.report.paired_bootstrap`, the tables' ``intervals.csv``) ties the method with the best; None
     where ``metric_id`` was not resampled."""
     rows = verdicts[(verdicts["metric"] == metric_id)]
     if rows.empty or rows["p_value"].isna().all():
         return None
-    total = rows["source"].nunique()
-    tied = rows.groupby("method")["tied_with_best"].sum()
-    return {method: f"{int(count)}/{total}" for method, count in tied.items()}
+    per_method = rows.groupby("method")
+    tied, total = per_method["tied_with_best"].sum(), per_method["source"].nunique()
+    return {method: f"{int(tied[method])}/{int(total[method])}" for method in tied.index}
 
 
 def draw_cd(ax, result: RankTest, group: dict[str, str] | None = None) -> None:

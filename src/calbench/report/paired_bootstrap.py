@@ -29,23 +29,44 @@ difference (2 Φ(−|d| / se): unlike a count of resamples beyond 0, it resolves
 procedure needs over many methods with a few hundred resamples), adjusted over the comparisons with the best by
 Holm's step-down procedure (Holm 1979). A method is *tied with the best* when its adjusted p-value is at least
 α, else *worse than the best*: the family-wise error of calling a method worse is at most α.
+
+A metric whose row-weighted form is unavailable on some method's outputs (equal-mass bins whose edges fall on
+tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same resamples'
+rows for those methods, so that the pairing stays exact; one without such a form for any outputs (CV bins, KDE,
+kernels, fits on the test rows) only with ``recompute``. Its cost is counted in the array entries a
+recomputation reads (:func:`~calbench.metrics.bootstrap.recompute_entries`: rows × classes, or the rows where it
+reads only the confidence columns; resamples that read only those do not copy the probabilities) times the
+resamples and the methods and seeds that lack the form, the same on every machine, and the metrics are taken
+cheapest first while the source's total fits the budget (:data:`RECOMPUTE_ENTRIES`); a metric left out gets no
+interval for the methods that lack the form, and :attr:`SourceDraws.omitted` says why.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from calbench.metrics import lookup
-from calbench.metrics.bootstrap import TABLE_RESAMPLES, counts_of, values_from_counts  # noqa: F401 (re-exported)
+from calbench.metrics.bootstrap import (  # noqa: F401 (TABLE_RESAMPLES re-exported)
+    TABLE_RESAMPLES,
+    counts_of,
+    recompute_entries,
+    values_from_counts,
+)
 from calbench.metrics.registry import MetricContext
 
 #: Resamples of the test rows by default (``calbench recommend``).
 RESAMPLES = 1000
 #: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
 COUNTS_BUDGET = 2**24
+#: Array entries that recomputing the metrics without a row-weighted form may read per call of
+#: :func:`source_draws` (one source, or one shifted test set): a count, not a timing, so that which cells get an
+#: interval does not depend on the machine or its load. Recomputed binned ECEs read 5–10 million entries a CPU
+#: second on this project's 2-core reference machine (docs/metrics.md), so this is 20–40 CPU seconds.
+RECOMPUTE_ENTRIES = 2 * 10**8
 #: The method whose accuracy the others' is compared with (``acc_change``).
 REFERENCE = "uncal"
 
@@ -74,32 +95,40 @@ class SourceDraws:
     seed_picks: np.ndarray
     #: [seeds] test rows per seed
     rows: list[int]
+    #: metric → why it has no resamples for the methods whose outputs lack its row-weighted form
+    omitted: dict[str, str] = field(default_factory=dict)
 
 
 def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metrics: Sequence[str],
                  load: Callable[[str, int], dict | None], resamples: int = RESAMPLES,
-                 recompute: bool = True, known: Callable[[str, int, str], float | None] | None = None
-                 ) -> SourceDraws:
+                 recompute: bool = True, known: Callable[[str, int, str], float | None] | None = None,
+                 budget: float = RECOMPUTE_ENTRIES) -> SourceDraws:
     """Estimates and paired resamples of ``metrics`` for every method of ``source``.
 
     ``load(method, seed)`` returns the test outputs ``{"probs", "labels", "index"}`` (optionally
     ``"true_probs"``) or None where the method did not run. Metrics that need the uncalibrated probabilities take
-    those of :data:`REFERENCE` on the same seed. ``recompute=False`` leaves out the resamples of the metrics
-    without a row-weighted form (:func:`calbench.metrics.bootstrap.values_from_counts`) instead of recomputing
-    them R times. ``known(method, seed, metric)`` gives the estimates already computed (the metrics JSONs'
-    values; None where absent), so that costly estimators are not evaluated again. The methods of a seed are
-    resampled in threads (:func:`calbench.parallel.thread_map`).
+    those of :data:`REFERENCE` on the same seed. A metric without a row-weighted form on a method's outputs
+    (:func:`calbench.metrics.bootstrap.values_from_counts`) is recomputed on each resample's rows: every such
+    metric with ``recompute``; else one that has the form on other outputs, where the projected cost fits
+    ``budget`` array entries (module docstring). ``known(method,
+    seed, metric)`` gives the estimates already computed (the metrics JSONs' values; None where absent), so that
+    costly estimators are not evaluated again. The methods of a seed are resampled in threads
+    (:func:`calbench.parallel.thread_map`).
     """
     from calbench.parallel import thread_map
 
     methods, seeds = list(methods), list(seeds)
     estimates = {m: np.full((len(methods), len(seeds)), np.nan) for m in metrics}
     draws: dict[str, np.ndarray] = {}
-    rows = []
+    rows, firsts = [], []
+    entries: dict[str, int] = {}  # metric → array entries one recomputation on a resample reads
+    count: dict[str, int] = {}  # metric → the methods × seeds that lack its fast form
+    lock = threading.Lock()
+    omitted: dict[str, str] = {}
+    lacking: dict[tuple[int, int], list] = {}  # (method, seed) → its (metric, family, groups) without a fast form
     for j, seed in enumerate(seeds):
-        # the reference outputs (uncal's, else the first method's) fix the test rows; each method is loaded in turn
-        first_method, first = next(((m, out) for m in dict.fromkeys([REFERENCE, *methods]) if m in methods
-                                    for out in [load(m, seed)] if out is not None), (None, None))
+        first_method, first = _first_outputs(methods, seed, load)
+        firsts.append(first_method)
         if first is None:
             rows.append(0)
             continue
@@ -109,33 +138,71 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
         blocks = row_counts(n, resamples, (seed,))
 
         def one(i, seed=seed, uncal=uncal, blocks=blocks, first=first, first_method=first_method):
-            """Estimates and resamples of method ``i`` on this seed: ``{metric: (estimate, values or None)}``."""
+            """Estimates and fast resamples of method ``i`` on this seed, ``{metric: (estimate, values or None)}``,
+            and the metrics it lacks the fast form of (the first method and seed that lacks one times it)."""
             out = first if methods[i] == first_method else load(methods[i], seed)
             if out is None:
-                return {}
-            if not np.array_equal(out.get("index"), first.get("index")):
-                raise ValueError(f"{source}, seed {seed}: the test rows of {methods[i]} differ from those of "
-                                 f"{first_method}; rerun their calibrate jobs so that every method is tested on the "
-                                 "same rows")
-            ctx = MetricContext(np.asarray(out["probs"], dtype=np.float64), np.asarray(out["labels"]),
-                                out.get("true_probs"), seed, uncal)
-            families = [(m, *lookup(m)) for m in metrics]
-            families = [(m, f, g) for m, f, g in families
-                        if not (f.needs_true_probs and ctx.true_probs is None)
-                        and not (f.needs_uncal_probs and ctx.uncal_probs is None)]
+                return {}, {}
+            ctx, families = _context(source, seed, out, first, first_method, methods[i], uncal, metrics)
             values = [values_from_counts(ctx, families, counts, recompute=recompute) for counts in blocks]
             given = {m: known(methods[i], seed, m) for m, _, _ in families} if known else {}
-            return {m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
-                        np.concatenate([v[m] for v in values]) if m in values[0] else None)
-                    for m, family, groups in families}
+            probes = {}
+            for m, family, groups in families:
+                if m not in values[0] and (family.pointwise or family.resampled) is None:
+                    probes[m] = None  # no row-weighted form for any outputs: recomputed only when asked
+                elif m not in values[0]:
+                    with lock:  # one method and seed counts a metric's recomputation for all
+                        first = m not in entries
+                        entries.setdefault(m, 0)
+                    if first:
+                        entries[m] = recompute_entries(ctx, family, groups)
+                    probes[m] = (m, family, groups)
+            return ({m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
+                         np.concatenate([v[m] for v in values]) if m in values[0] else None)
+                     for m, family, groups in families}, probes)
 
-        for i, found in enumerate(thread_map(lambda i: one(i), range(len(methods)))):
+        for i, (found, probes) in enumerate(thread_map(lambda i: one(i), range(len(methods)))):
             for metric_id, (estimate, values) in found.items():
                 estimates[metric_id][i, j] = estimate
                 if values is not None:
-                    array = draws.setdefault(metric_id, np.full((len(methods), len(seeds), resamples), np.nan))
-                    array[i, j] = values
-    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, resamples), rows)
+                    _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
+            for metric_id, entry in probes.items():
+                if entry is None:
+                    omitted[metric_id] = ("no row-weighted form: recomputing it on every resample costs "
+                                          f"{resamples} times its evaluation, and is done on request "
+                                          "(`calbench recommend --recompute`)")
+                    continue
+                count[metric_id] = count.get(metric_id, 0) + 1
+                lacking.setdefault((i, j), []).append(entry)
+    cost = {m: entries[m] * resamples * k for m, k in count.items()}  # array entries recomputing them reads
+    chosen, spent = set(), 0.0
+    for metric_id in sorted(cost, key=cost.get):  # cheapest first
+        if spent + cost[metric_id] <= budget:
+            chosen.add(metric_id)
+            spent += cost[metric_id]
+        else:
+            omitted[metric_id] = (f"no row-weighted form on these outputs, and recomputing it on each of the "
+                                  f"{resamples} resamples would read {cost[metric_id]:.3g} array entries, beyond "
+                                  f"the {budget:.3g} budget of a source (`calbench recommend --recompute` does it)")
+
+    def recomputed(item):
+        """``{metric: resamples}`` of the chosen metrics that method i lacks the fast form of on seed j, on the
+        same row counts as every other method's resamples (the pairing stays exact)."""
+        (i, j), entries = item
+        seed = seeds[j]
+        first = load(firsts[j], seed)
+        out = first if methods[i] == firsts[j] else load(methods[i], seed)
+        uncal = first["probs"] if firsts[j] == REFERENCE else None
+        ctx, _ = _context(source, seed, out, first, firsts[j], methods[i], uncal, [])
+        parts = [values_from_counts(ctx, entries, counts) for counts in row_counts(rows[j], resamples, (seed,))]
+        return {metric_id: np.concatenate([v[metric_id] for v in parts]) for metric_id, _, _ in entries}
+
+    todo = [(key, chosen_entries) for key, entries in lacking.items()
+            for chosen_entries in [[e for e in entries if e[0] in chosen]] if chosen_entries]
+    for ((i, j), _), found in zip(todo, thread_map(recomputed, todo)):
+        for metric_id, values in found.items():
+            _store(draws, metric_id, i, j, values, (len(methods), len(seeds), resamples))
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, resamples), rows, omitted)
 
 
 def seed_picks(seeds: Sequence[int], resamples: int) -> np.ndarray:
@@ -143,10 +210,36 @@ def seed_picks(seeds: Sequence[int], resamples: int) -> np.ndarray:
     return np.random.default_rng([7919, len(seeds), *seeds]).integers(len(seeds), size=(resamples, len(seeds)))
 
 
-def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
-    """The per-seed values of a long table's ``rows`` (``method, seed, metric, value``; e.g. means over shifted
-    test sets, whose outputs are not kept) as :class:`SourceDraws` without resamples: :func:`compare` then gives
-    estimates and the best, with no intervals or tests."""
+def _first_outputs(methods, seed, load):
+    """The reference outputs of ``seed`` (uncal's, else the first method's that ran): ``(method, outputs)``, which
+    fix the test rows; ``(None, None)`` where no method ran."""
+    return next(((m, out) for m in dict.fromkeys([REFERENCE, *methods]) if m in methods
+                 for out in [load(m, seed)] if out is not None), (None, None))
+
+
+def _context(source, seed, out, first, first_method, method, uncal, metrics):
+    """The metric context of ``method``'s outputs ``out`` on ``seed`` and the ``(metric, family, groups)`` of
+    ``metrics`` it can compute; an error where its test rows differ from those of ``first_method``."""
+    if not np.array_equal(out.get("index"), first.get("index")):
+        raise ValueError(f"{source}, seed {seed}: the test rows of {method} differ from those of {first_method}; "
+                         "rerun their calibrate jobs so that every method is tested on the same rows")
+    ctx = MetricContext(np.asarray(out["probs"], dtype=np.float64), np.asarray(out["labels"]),
+                        out.get("true_probs"), seed, uncal)
+    families = [(m, *lookup(m)) for m in metrics]
+    return ctx, [(m, f, g) for m, f, g in families if not (f.needs_true_probs and ctx.true_probs is None)
+                 and not (f.needs_uncal_probs and ctx.uncal_probs is None)]
+
+
+def _store(draws, metric_id, i, j, values, shape):
+    """``draws[metric_id][i, j] = values``, the array made (NaN) on first use."""
+    draws.setdefault(metric_id, np.full(shape, np.nan))[i, j] = values
+
+
+def estimates_only(source: str, rows, metrics: Sequence[str], why: str = "no test outputs to resample"
+                   ) -> SourceDraws:
+    """The per-seed values of a long table's ``rows`` (``method, seed, metric, value``; e.g. of a run whose
+    outputs are gone) as :class:`SourceDraws` without resamples: :func:`compare` then gives estimates and the
+    best, with no intervals or tests, and ``why`` as each verdict's note."""
     seeds = sorted(int(s) for s in rows["seed"].unique())
     methods = list(dict.fromkeys(rows["method"]))
     estimates = {}
@@ -154,7 +247,7 @@ def estimates_only(source: str, rows, metrics: Sequence[str]) -> SourceDraws:
         table = rows[rows["metric"] == metric_id].pivot_table(index="method", columns="seed", values="value")
         estimates[metric_id] = table.reindex(index=methods, columns=seeds).to_numpy(dtype=np.float64)
     return SourceDraws(source, seeds, methods, estimates, {}, np.zeros((0, len(seeds)), dtype=int),
-                       [0] * len(seeds))
+                       [0] * len(seeds), dict.fromkeys(metrics, why))
 
 
 def pooled(estimates: np.ndarray, draws: np.ndarray, picks: np.ndarray) -> np.ndarray:
@@ -237,6 +330,8 @@ class Verdict:
     tied_with_best: bool | None
     #: Holm-adjusted paired p-value against the best (NaN for the best itself or without resamples)
     p_value: float
+    #: why the interval is missing (empty where it is shown)
+    note: str = ""
 
     def record(self) -> dict:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -244,9 +339,10 @@ class Verdict:
 
 def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: float = 0.05) -> list[Verdict]:
     """Every method with an estimate on each seed of ``draws.source``, best first: its estimate (the mean over
-    seeds), percentile interval and whether it is tied with the best (Holm-adjusted paired test at ``alpha``).
-    Without resamples of ``metric_id`` (no row-weighted form and ``recompute`` off) the intervals and p-values
-    are NaN, and ``tied_with_best`` is None but for the best itself."""
+    seeds), percentile interval and whether it is tied with the best (Holm-adjusted paired test at ``alpha``,
+    over the methods resampled). A method without resamples of ``metric_id`` (:attr:`SourceDraws.omitted`) has
+    NaN interval and p-value, ``tied_with_best`` None and a ``note`` saying why; where the best has none, no
+    method is tested."""
     family, _ = lookup(metric_id)
     if family.signed:
         raise ValueError(f"{metric_id} is signed (0 is best): the paired tests compare methods in one direction; "
@@ -259,20 +355,32 @@ def compare(draws: SourceDraws, metric_id: str, level: float = 0.95, alpha: floa
     means = estimates[index].mean(axis=1)
     order = index[np.argsort(-means if family.higher_is_better else means, kind="stable")]
     best = order[0]
-    resampled = draws.draws.get(metric_id)
-    if resampled is None or np.isnan(resampled[order]).any():
-        nan = np.full(len(order), np.nan)
-        low = high = p_adj = nan
-    else:
-        low, high = _intervals(estimates[order], resampled[order], draws.seed_picks, level)
-        _, gap = _paired_gaps(estimates[order[1:]], resampled[order[1:]], estimates[best], resampled[best],
+    resampled, sampled = _resampled(draws, metric_id, order)
+    low, high, p_adj = (np.full(len(order), np.nan) for _ in range(3))
+    if sampled.any():
+        low[sampled], high[sampled] = _intervals(estimates[order[sampled]], resampled[order[sampled]],
+                                                 draws.seed_picks, level)
+    tested = sampled & (np.arange(len(order)) > 0) & sampled[0]
+    if tested.any():
+        _, gap = _paired_gaps(estimates[order[tested]], resampled[order[tested]], estimates[best], resampled[best],
                               draws.seed_picks)
-        difference = estimates[order[1:]].mean(axis=1) - estimates[best].mean()
-        p_adj = np.concatenate([[np.nan], holm(paired_p_values(difference, gap))])
+        difference = estimates[order[tested]].mean(axis=1) - estimates[best].mean()
+        p_adj[tested] = holm(paired_p_values(difference, gap))
     names = [draws.methods[i] for i in order]
+    note = draws.omitted.get(metric_id, "no resamples")
     return [Verdict(draws.source, metric_id, name, float(estimates[i].mean()), float(lo), float(hi), names[0],
-                    True if k == 0 else None if np.isnan(p) else bool(p >= alpha), float(p))
-            for k, (name, i, lo, hi, p) in enumerate(zip(names, order, low, high, p_adj))]
+                    True if k == 0 else None if np.isnan(p) else bool(p >= alpha), float(p),
+                    "" if ok else note)
+            for k, (name, i, lo, hi, p, ok) in enumerate(zip(names, order, low, high, p_adj, sampled))]
+
+
+def _resampled(draws: SourceDraws, metric_id: str, rows: np.ndarray) -> tuple[np.ndarray | None, np.ndarray]:
+    """The resamples ``[M, S, R]`` of ``metric_id`` (None where it has none) and, per row of ``rows``, whether that
+    method has them on every seed."""
+    resampled = draws.draws.get(metric_id)
+    if resampled is None:
+        return None, np.zeros(len(rows), dtype=bool)
+    return resampled, ~np.isnan(resampled[rows]).any(axis=(1, 2))
 
 
 def frame(verdicts) -> "pd.DataFrame":  # noqa: F821 (pandas imported lazily)
@@ -293,45 +401,50 @@ def mean_over_sets(parts: Sequence[SourceDraws], source: str) -> SourceDraws:
     shared = [m for m in first.estimates if all(m in p.estimates for p in parts)]
     estimates = {m: np.mean([p.estimates[m] for p in parts], axis=0) for m in shared}
     draws = {m: np.mean([p.draws[m] for p in parts], axis=0) for m in shared if all(m in p.draws for p in parts)}
+    omitted = {m: reason for p in parts for m, reason in p.omitted.items()}  # a set's reason holds for the mean
     return SourceDraws(source, first.seeds, first.methods, estimates, draws, first.seed_picks,
-                       [int(np.sum([p.rows[j] for p in parts])) for j in range(len(first.seeds))])
+                       [int(np.sum([p.rows[j] for p in parts])) for j in range(len(first.seeds))], omitted)
 
 
 CONTRAST_COLUMNS = ["source", "metric", "method", "estimate", "low", "high", "reference", "difference",
-                    "difference_low", "difference_high", "p_value"]
+                    "difference_low", "difference_high", "p_value", "note"]
 
 
 def against_reference(draws: SourceDraws, metric_id: str, reference: str = REFERENCE, level: float = 0.95
                       ) -> "pd.DataFrame":  # noqa: F821 (pandas imported lazily)
     """Every method with an estimate on each seed: its estimate (mean over seeds) and percentile interval, and its
     paired difference from ``reference`` (method − reference; percentile interval of the paired resamples, the
-    two-sided p-value of :func:`paired_p_values` adjusted over the methods by :func:`holm`). NaN where a metric
-    has no resamples; the difference is NaN for the reference itself, for a signed metric (0 is best: a
-    difference of signed values says nothing of which is better) and where ``reference`` did not run."""
+    two-sided p-value of :func:`paired_p_values` adjusted over the methods by :func:`holm`). NaN, with a ``note``
+    saying why, for a method without resamples of the metric (:attr:`SourceDraws.omitted`); the difference is
+    NaN for the reference itself, for a signed metric (0 is best: a difference of signed values says nothing of
+    which is better) and where ``reference`` has no resamples."""
     import pandas as pd
 
     family, _ = lookup(metric_id)
     estimates = draws.estimates[metric_id]
     rows = np.flatnonzero(~np.isnan(estimates).any(axis=1))
+    resampled, sampled = _resampled(draws, metric_id, rows)
     out = pd.DataFrame({"source": draws.source, "metric": metric_id,
                         "method": [draws.methods[i] for i in rows], "estimate": estimates[rows].mean(axis=1),
-                        "reference": reference}, columns=CONTRAST_COLUMNS)
+                        "reference": reference,
+                        "note": np.where(sampled, "", draws.omitted.get(metric_id, "no resamples"))},
+                       columns=CONTRAST_COLUMNS)
     numbers = ["low", "high", "difference", "difference_low", "difference_high", "p_value"]
     out[numbers] = out[numbers].astype(np.float64)
-    resampled = draws.draws.get(metric_id)
-    if resampled is None or not len(rows) or np.isnan(resampled[rows]).any():
+    if not sampled.any():
         return out
-    out["low"], out["high"] = _intervals(estimates[rows], resampled[rows], draws.seed_picks, level)
-    if family.signed or reference not in out["method"].to_list():
+    out.loc[sampled, "low"], out.loc[sampled, "high"] = _intervals(estimates[rows[sampled]],
+                                                                   resampled[rows[sampled]], draws.seed_picks, level)
+    ref = draws.methods.index(reference) if reference in draws.methods else -1
+    if family.signed or ref not in rows[sampled]:
         return out
-    ref = draws.methods.index(reference)
-    others = rows[rows != ref]
+    where = sampled & (rows != ref)
+    others = rows[where]
     per_seed, gap = _paired_gaps(estimates[others], resampled[others], estimates[ref], resampled[ref],
                                  draws.seed_picks)
     difference = per_seed.mean(axis=1)
     gap = gap - (gap.mean(axis=-1) - difference)[:, None]  # less the bias, as the intervals of the values
     low, high = percentile_interval(gap, level)
-    where = out["method"].ne(reference).to_numpy()
     out.loc[where, "difference"], out.loc[where, "difference_low"], out.loc[where, "difference_high"] = (
         difference, low, high)
     out.loc[where, "p_value"] = holm(paired_p_values(difference, gap))

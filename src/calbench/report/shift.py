@@ -21,6 +21,7 @@ import pandas as pd
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
 from calbench.report.paired_bootstrap import (
+    RECOMPUTE_ENTRIES,
     REFERENCE,
     TABLE_RESAMPLES,
     against_reference,
@@ -76,22 +77,34 @@ def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = TABLE_RES
     long = with_severity(long)
     for source in shifted_sources(long):
         rows = long[long["source"] == source]
-        seeds = sorted(int(s) for s in rows["seed"].unique())
-        methods = list(dict.fromkeys(rows["method"]))
         metrics = [m for m in metric_ids if m in set(rows["metric"])]
-        values = rows.set_index(["test_set", "method", "seed", "metric"])["value"].to_dict()
-        sets = rows.drop_duplicates("test_set").set_index("test_set")["severity"]
-        draws = {name: source_draws(source, seeds, methods, metrics,
-                                    lambda method, seed, name=name: load(source, name, method, seed), resamples,
-                                    recompute=False, known=lambda method, seed, metric, name=name: values.get(
-                                        (name, method, seed, metric)))
-                 for name in sets.index}
-        columns = {int(k): [draws[n] for n in sets.index[sets == k]] for k in sorted(sets.unique())}
-        columns[UNDER_SHIFT] = [draws[n] for n in sets.index[sets > 0]]
-        for column, parts in columns.items():
-            combined = mean_over_sets(parts, source)
+        for column, combined in column_draws(source, rows, metrics, load, resamples).items():
             frames += [against_reference(combined, m, level=level).assign(column=column) for m in metrics]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def column_draws(source: str, rows: pd.DataFrame, metrics, load, resamples: int, columns=None,
+                 recompute: bool = False) -> dict:
+    """``{column: SourceDraws}`` of ``source``'s severity-table ``columns`` (severities, 0 = clean, and
+    :data:`UNDER_SHIFT`; all by default): the paired bootstrap of each test set's rows
+    (:func:`~calbench.report.paired_bootstrap.source_draws`, the long table's ``rows`` (:func:`with_severity`)
+    giving the estimates, the recomputation budget of a source shared among its sets), averaged over the
+    column's sets (:func:`~calbench.report.paired_bootstrap.mean_over_sets`); ``recompute``: every estimator
+    without a row-weighted form recomputed, whatever the cost."""
+    seeds = sorted(int(s) for s in rows["seed"].unique())
+    methods = list(dict.fromkeys(rows["method"]))
+    values = rows.set_index(["test_set", "method", "seed", "metric"])["value"].to_dict()
+    sets = rows.drop_duplicates("test_set").set_index("test_set")["severity"]
+    members = {int(k): sets.index[sets == k] for k in sorted(sets.unique())}
+    members[UNDER_SHIFT] = sets.index[sets > 0]
+    wanted = list(members) if columns is None else columns
+    needed = sorted({name for column in wanted for name in members[column]})
+    draws = {name: source_draws(source, seeds, methods, metrics,
+                                lambda method, seed, name=name: load(source, name, method, seed), resamples,
+                                recompute=recompute, known=lambda method, seed, metric, name=name: values.get(
+                                    (name, method, seed, metric)), budget=RECOMPUTE_ENTRIES / len(needed))
+             for name in needed}
+    return {column: mean_over_sets([draws[n] for n in members[column]], source) for column in wanted}
 
 
 def cell_mark(row, family) -> str:
@@ -116,9 +129,7 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
              f"α = {ALPHA:g})")
     intervals = (f"[95 % interval]: paired bootstrap of the test rows, seeds pooled; {marks}"
                  if len(sub) and sub["low"].notna().any() else
-                 "no intervals or marks: as in the main tables, an estimator without a row-weighted form on these "
-                 "outputs is not resampled (e.g. KS, or equal-mass bins whose edges fall on tied scores; the "
-                 "equal-width ECEs always have one)")
+                 "no intervals or marks: the notes below say why")
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({family.direction}; mean over "
              f"corruption families and seeds per severity, 0 = clean test split; {intervals})", ""]
     sources = [s for s in shifted_sources(long) if len(sub) and s in set(sub["source"])]
@@ -137,15 +148,26 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
             if (method, column) not in table.index:
                 return "–"
             row = table.loc[(method, column)]
-            interval = "" if np.isnan(row.low) else f" [{row.low * scale:.{dec}f}, {row.high * scale:.{dec}f}]"
+            interval = " †" if np.isnan(row.low) else f" [{row.low * scale:.{dec}f}, {row.high * scale:.{dec}f}]"
             return f"{row.estimate * scale:.{dec}f}{interval}{cell_mark(row, family)}"
 
         lines += [f"**{source}**", "", "| method | " + " | ".join(map(column_name, columns)) + " |",
                   "|---|" + "---|" * len(columns)]
         lines += [f"| {m} | " + " | ".join(cell(m, c) for c in columns) + " |" for m in methods]
         lines += ["", *confidence_statements(table, methods, columns)] if family.signed else []
+        lines += ["", *missing_notes(table)] if table["low"].isna().any() else []
         lines.append("")
     return "\n".join(lines)
+
+
+def missing_notes(table: pd.DataFrame) -> list[str]:
+    """Lines saying why the cells marked † of one source's severity table have no interval (the engine's
+    ``note``)."""
+    missing = table[table["low"].isna()].reset_index()
+    missing = missing.assign(note=missing["note"].fillna("").replace("", "no resamples"))
+    names = lambda values: ", ".join(map(str, dict.fromkeys(values)))  # noqa: E731
+    return [f"† {names(group['method'])} ({names(map(column_name, group['column']))}): {note}"
+            for note, group in missing.groupby("note", sort=True)]
 
 
 def column_name(column) -> str:

@@ -88,9 +88,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     scale_note = f", ×{scale:g}" if scale != 1 else ""
     marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
              f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
-             "no marks: not tested here, as a signed metric, an estimator without a row-weighted form (`calbench "
-             f"recommend --metric {metric_id} --recompute` tests it by recomputing) or one that needs the true "
-             "calibration map" if verdicts is not None else "no marks")
+             "no marks: not tested here, as a signed metric, an estimator without a row-weighted form or beyond "
+             f"the budget of recomputing it (`calbench recommend --metric {metric_id} --recompute` tests it by "
+             "recomputing) or one that needs the true calibration map" if verdicts is not None else "no marks")
     title = f"{metric_id}{scale_note} ({direction}; mean ± std over seeds, no ± where one seed; {marks})"
 
     def cell(source, method):
@@ -100,8 +100,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
         text = f"{mean.at[source, method] * scale:.{dec}f}{spread}"
         return f"**{text}**" if tied is not None and (source, method) in tied else text
 
-    def count(method):
-        return str(sum((s, method) in tied for s in sources))
+    def count(method):  # "k/N": of the N sources the method ran on (one that needs embeddings runs on fewer)
+        ran = [s for s in sources if not np.isnan(mean.at[s, method])]
+        return f"{sum((s, method) in tied for s in ran)}/{len(ran)}"
 
     floor_cells = {s: f"{floors[s][0] * scale:.{dec}f} ± {floors[s][1] * scale:.{dec}f}" for s in sources
                    if floors and s in floors}
@@ -120,6 +121,7 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     lines = [f"### {title}", "", "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in body]
     lines += _floor_notes(metric_id, floors, mean, family) if floor_cells else []
+    lines += unresampled_notes(verdicts, metric_id)
     lines += floor_notes(methods)
     return "\n".join(lines) + "\n"
 
@@ -133,6 +135,20 @@ def _tied(verdicts: pd.DataFrame | None, metric_id: str) -> set | None:
         return None
     rows = rows[rows["tied_with_best"].eq(True)]
     return set(zip(rows["source"], rows["method"]))
+
+
+def unresampled_notes(verdicts: pd.DataFrame | None, metric_id: str) -> list[str]:
+    """Lines naming the cells of ``metric_id`` without an interval (hence untested) and why (the engine's
+    ``note``, :func:`calbench.report.paired_bootstrap.compare`); none where no cell has one (the title says why)."""
+    if verdicts is None or "note" not in verdicts:
+        return []
+    rows = verdicts[verdicts["metric"] == metric_id]
+    if rows["low"].isna().all():
+        return []
+    rows = rows[rows["note"].fillna("").ne("")]
+    lines = [f"- {source}: {', '.join(group['method'])}: {note}"
+             for (source, note), group in rows.groupby(["source", "note"], sort=True)]
+    return ["", "Without an interval or mark:", *lines] if lines else []
 
 
 def _floor_notes(metric_id: str, floors: dict, mean: pd.DataFrame, family) -> list[str]:
@@ -181,9 +197,10 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
     """The paired bootstrap's verdicts (:func:`calbench.report.paired_bootstrap.frame`) of every source ×
     metric × method, from the test predictions ``loader((source, method, seed))`` (None where absent), and the
     noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed
-    metrics are not tested (0 is best: a one-directional test does not apply); metrics
-    without a row-weighted form are not resampled (they would cost R recomputations each); the estimates are the
-    long table's (not computed again). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
+    metrics are not tested (0 is best: a one-directional test does not apply); the estimates are the
+    long table's (not computed again). Estimators without a row-weighted form on some outputs are recomputed on
+    the same resamples within the engine's budget (:data:`~calbench.report.paired_bootstrap.RECOMPUTE_ENTRIES`
+    per source). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
     by default."""
     from calbench.report.noise_floor import REFERENCE, is_calibration_error, noise_floor
     from calbench.report.paired_bootstrap import TABLE_RESAMPLES, compare, frame, source_draws

@@ -1,0 +1,139 @@
+"""The paired bootstrap's fallback for estimators without a row-weighted form on some outputs
+(calbench.report.paired_bootstrap, module docstring): recomputed on the same row counts as every other method's
+resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3) are those of
+``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the verdicts and
+the tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.special import softmax
+
+from calbench.metrics import evaluate
+from calbench.metrics.binned import equal_mass_stats_resampled
+from calbench.report.paired_bootstrap import compare, frame, row_counts, source_draws
+from calbench.report.tables import markdown_table
+
+ECE = "ece.conf.em15.l1"
+METRICS = [ECE, "ks.conf", "nll"]
+N, RESAMPLES = 600, 60
+
+
+def _outputs():
+    """Seed → method → outputs on 600 rows of 3 classes. ``saturated`` and ``rounded`` give half the rows the
+    confidence 1 (and 0.9), right on most of them but not all: the equal-mass bins' edges fall inside the ties of
+    different outcomes, where no row-count form is exact; ``smooth`` has distinct confidences."""
+    outputs = {}
+    for seed in (0, 1):
+        rng = np.random.default_rng([11, seed])
+        z = rng.normal(size=(N, 3)) * 2
+        labels = (softmax(z, axis=1).cumsum(axis=1) > rng.random((N, 1))).argmax(axis=1)
+        smooth = softmax(1.3 * z, axis=1)
+        saturated, rounded = smooth.copy(), smooth.copy()
+        tied = np.arange(N) % 2 == 0
+        top = smooth.argmax(axis=1)
+        saturated[tied] = np.eye(3)[top[tied]]
+        rounded[tied] = 0.05 + 0.85 * np.eye(3)[top[tied]]
+        outputs[seed] = {name: {"probs": p, "labels": labels, "index": np.arange(N)}
+                         for name, p in (("smooth", smooth), ("saturated", saturated), ("rounded", rounded))}
+    return outputs
+
+
+OUTPUTS = _outputs()
+METHODS = ["smooth", "saturated", "rounded"]
+
+
+def _draws(recompute=False, **options):
+    return source_draws("tied", [0, 1], METHODS, METRICS, lambda m, seed: OUTPUTS[seed][m], RESAMPLES,
+                        recompute=recompute, **options)
+
+
+def test_the_tied_outputs_have_no_row_count_form_and_the_smooth_ones_do():
+    counts = row_counts(N, 5, (0,))[0]
+    conf = {m: OUTPUTS[0][m]["probs"].max(axis=1)[:, None] for m in METHODS}
+    hits = {m: (OUTPUTS[0][m]["probs"].argmax(axis=1) == OUTPUTS[0][m]["labels"])[:, None] * 1.0 for m in METHODS}
+    assert equal_mass_stats_resampled(conf["smooth"], hits["smooth"], 15, counts) is not None
+    for m in ("saturated", "rounded"):
+        assert equal_mass_stats_resampled(conf[m], hits[m], 15, counts) is None
+
+
+def test_every_method_gets_the_intervals_and_tests_of_recompute_exactly():
+    """By default (within the budget) the draws, intervals and Holm-adjusted p-values of a tied-score source equal
+    those of ``recompute`` bit for bit: the same row counts for every method (§16.4), so the fallback changes
+    nothing but which methods are recomputed. Every method has an interval (§13.3) around its estimate."""
+    default, everything = _draws(), _draws(recompute=True)
+    assert default.omitted == {}
+    for metric in (ECE, "ks.conf"):  # KS: its row-count form on both (against recomputing: the test below)
+        np.testing.assert_array_equal(default.draws[metric], everything.draws[metric])
+        pd.testing.assert_frame_equal(frame(compare(default, metric)), frame(compare(everything, metric)))
+        for verdict in compare(default, metric):
+            assert verdict.low <= verdict.estimate <= verdict.high and verdict.note == ""
+            assert verdict.tied_with_best is not None
+
+
+def test_a_recomputed_resample_is_the_metric_of_the_rows_that_resample_drew():
+    """Resample r of seed s is the metric (as ``evaluate`` computes it) of the test rows drawn, row i taken
+    counts[r, i] times: the row counts every method shares (the pairing of §16.4). The ECE is recomputed; KS
+    (Gupta et al. 2021, §4: C_k at the last row of each group of tied scores) comes from its row-count form,
+    which ties do not break."""
+    draws = _draws()
+    counts = np.concatenate(row_counts(N, RESAMPLES, (1,)))
+    for r in (0, 17):
+        rows = np.repeat(np.arange(N), counts[r])
+        out = OUTPUTS[1]["saturated"]
+        expected = evaluate(out["probs"][rows], out["labels"][rows], [ECE, "ks.conf"], seed=1)
+        assert draws.draws[ECE][1, 1, r] == pytest.approx(expected[ECE], abs=1e-12)
+        assert draws.draws["ks.conf"][1, 1, r] == pytest.approx(expected["ks.conf"], abs=1e-12)
+
+
+def test_beyond_the_budget_the_methods_without_the_form_have_no_interval_and_the_table_says_why():
+    draws = _draws(budget=0.0)
+    assert set(draws.omitted) == {ECE} and "beyond the 0 budget" in draws.omitted[ECE]
+    verdicts = {v.method: v for v in compare(draws, ECE)}
+    assert np.isfinite(verdicts["smooth"].low)  # the row-count form: resampled whatever the budget
+    for m in ("saturated", "rounded"):
+        assert np.isnan(verdicts[m].low) and verdicts[m].note == draws.omitted[ECE]
+        assert verdicts[m].tied_with_best is None or verdicts[m].best == m  # untested, not "worse"
+    assert all(np.isfinite(v.low) for v in compare(draws, "ks.conf"))  # KS's form holds with ties (group ends)
+    long = pd.DataFrame([("tied", m, s, metric, draws.estimates[metric][i, j]) for metric in METRICS
+                         for i, m in enumerate(METHODS) for j, s in enumerate(draws.seeds)],
+                        columns=["source", "method", "seed", "metric", "value"]).assign(test_set="clean")
+    table = markdown_table(long, ECE, METHODS, frame([v for m in METRICS for v in compare(draws, m)]))
+    note = table.split("Without an interval or mark:")[1]
+    assert "- tied: saturated, rounded: no row-weighted form" in note or \
+        "- tied: rounded, saturated: no row-weighted form" in note
+    assert "smooth" not in note
+
+
+def test_classwise_columns_with_ties_are_binned_on_each_resample_and_the_others_from_counts():
+    """Equal-mass bin statistics of classwise columns where one column ties in score but not in hit: every
+    column's statistics on resample r equal those of ``bin_stats`` on the rows drawn (row i counts[r, i] times)."""
+    from calbench.metrics.binned import bin_stats
+
+    rng = np.random.default_rng(5)
+    scores = rng.random((300, 3))
+    scores[::3, 1] = 0.5  # a hundred tied scores of column 1
+    hits = (rng.random((300, 3)) < scores) * 1.0
+    counts = row_counts(300, 6, (0,))[0]
+    assert equal_mass_stats_resampled(scores[:, [1]], hits[:, [1]], 15, counts) is None
+    stats = equal_mass_stats_resampled(scores, hits, 15, counts)
+    for r in range(6):
+        drawn = np.repeat(np.arange(300), counts[r])
+        for got, expected in zip(stats, bin_stats(scores[drawn], hits[drawn], 15, "em")):
+            np.testing.assert_allclose(got[r], expected, rtol=0, atol=1e-12)
+
+
+def test_the_budget_counts_array_entries_so_the_same_cells_get_intervals_on_every_machine():
+    """The fallback's cost is the entries a recomputation reads (rows for a confidence metric, rows × classes for
+    a classwise one) × resamples × the method-seed pairs that lack the form: 600 rows × 60 resamples × 4 pairs
+    (saturated and rounded on 2 seeds) for the confidence ECE. A budget of exactly that recomputes it; one entry
+    less leaves it out, whatever the machine's speed."""
+    from calbench.metrics import lookup
+    from calbench.metrics.bootstrap import recompute_entries
+    from calbench.metrics.registry import MetricContext
+
+    ctx = MetricContext(OUTPUTS[0]["saturated"]["probs"], OUTPUTS[0]["saturated"]["labels"])
+    assert recompute_entries(ctx, *lookup(ECE)) == N
+    assert recompute_entries(ctx, *lookup("ece.cw.em15.l1")) == N * 3
+    cost = N * RESAMPLES * 4
+    assert ECE not in _draws(budget=cost).omitted and ECE in _draws(budget=cost - 1).omitted
