@@ -60,6 +60,24 @@ def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: 
     return result
 
 
+def stand_in_image_folders(config: dict, where: Path) -> dict:
+    """``config`` with each image-folder source's ``data_dir`` pointing at a stand-in under ``where``: two classes
+    of one 8 × 8 PNG each, so that a dry run or a lint can build the DAG of a config whose images (ImageNet's
+    validation set) are not on this machine; the images are inputs of its rules (docs/operations.md)."""
+    from PIL import Image
+
+    sources = {}
+    for name, entry in config["sources"].items():
+        if entry.get("dataset") == "imagefolder":
+            folder = where / "images" / name
+            for label in ("n01440764", "n01443537"):
+                (folder / label).mkdir(parents=True, exist_ok=True)
+                Image.new("RGB", (8, 8)).save(folder / label / "a.png")
+            entry = {**entry, "data_dir": str(folder)}
+        sources[name] = entry
+    return {**config, "sources": sources}
+
+
 def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str, int]:
     """Job counts per rule that ``snakemake -n`` would run (empty when nothing is to do)."""
     result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args, env=env)

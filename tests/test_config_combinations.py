@@ -8,7 +8,7 @@ import pytest
 
 from calbench.__main__ import main
 from calbench.config import ConfigError, load
-from conftest import REPO, run_snakemake
+from conftest import REPO, run_snakemake, stand_in_image_folders
 from test_config_load import user_config
 
 IMPOSSIBLE = {
@@ -71,5 +71,6 @@ def test_every_shipped_config_loads_and_passes_a_dry_run(path, tmp_path):
     import yaml
 
     load(path)
-    result = run_snakemake(tmp_path, yaml.safe_load(path.read_text()), "-n", check=False)
+    config = stand_in_image_folders(yaml.safe_load(path.read_text()), tmp_path)
+    result = run_snakemake(tmp_path, config, "-n", check=False)
     assert result.returncode == 0, result.stderr[-3000:]
