@@ -48,16 +48,6 @@ def _take(ctx: MetricContext, idx: np.ndarray, families) -> MetricContext:
     return resampled
 
 
-def recompute_entries(ctx: MetricContext, family, groups: dict) -> int:
-    """The array entries one recomputation of ``family`` on a resample of ``ctx`` reads: rows × classes where it
-    reads the probabilities, else the rows (the confidence metrics read only the confidence columns). Found by
-    evaluating it once on the rows as they are; a cost that, unlike a timing, is the same on every machine."""
-    resampled = _take(ctx, np.arange(ctx.labels.size), [family])
-    family.function(resampled, **groups)
-    rows, classes = ctx.probs.shape
-    return rows * (classes if "probs" in vars(resampled) else 1)
-
-
 class _Resample(MetricContext):
     """A resample of a metric context whose probabilities ``[N, K]`` are gathered on first read: the confidence
     metrics read only the confidence columns, and at 1,000 classes the copy would cost them 100 times their

@@ -31,7 +31,7 @@ METRICS = ["nll", "ece.conf.em15.l1", "ece.conf.ew15.l1", "ece.cw.em15.l1", "ece
 
 def _measure(outputs: dict, seeds, methods, metrics, resamples: int, repeat: int) -> dict:
     """Time the paired bootstrap of ``outputs[method, seed]`` and count what it recomputed and left out."""
-    from calbench.report.paired_bootstrap import RECOMPUTE_ENTRIES, source_draws
+    from calbench.report.paired_bootstrap import RECOMPUTE_SECONDS, source_draws
 
     load = lambda method, seed: outputs.get((method, seed))  # noqa: E731
     fast = source_draws("bench", seeds, methods, metrics, load, 2, recompute=False, budget=0.0)
@@ -45,7 +45,7 @@ def _measure(outputs: dict, seeds, methods, metrics, resamples: int, repeat: int
     return {"seconds": seconds, "cpu_seconds": (time.process_time() - cpu) / repeat, "resamples": resamples,
             "cells_without_fast_form": recomputed, "left_out": sorted(draws.omitted),
             "every_interval": all(np.isfinite(draws.draws[m]).all() for m in metrics if m in draws.draws)
-            and not draws.omitted, "budget_entries": RECOMPUTE_ENTRIES}
+            and not draws.omitted, "budget_seconds": RECOMPUTE_SECONDS}
 
 
 def _cifar(network: str):

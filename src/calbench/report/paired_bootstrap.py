@@ -33,40 +33,33 @@ Holm's step-down procedure (Holm 1979). A method is *tied with the best* when it
 A metric whose row-weighted form is unavailable on some method's outputs (equal-mass bins whose edges fall on
 tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same resamples'
 rows for those methods, so that the pairing stays exact; one without such a form for any outputs (CV bins, KDE,
-kernels, fits on the test rows) only with ``recompute``. Its cost is counted in the array entries a
-recomputation reads (:func:`~calbench.metrics.bootstrap.recompute_entries`: rows × classes, or the rows where it
-reads only the confidence columns; resamples that read only those do not copy the probabilities) times the
-resamples and the methods and seeds that lack the form, the same on every machine, and the metrics are taken
-cheapest first while the source's total fits the budget (:data:`RECOMPUTE_ENTRIES`); a metric left out gets no
-interval for the methods that lack the form, and :attr:`SourceDraws.omitted` says why.
+kernels, fits on the test rows) only with ``recompute``. Its cost is projected from one resample of one
+method and seed (resamples that read only the confidence columns do not copy the probabilities), and
+the metrics are taken cheapest first while the projected recomputation of the source fits the budget
+(:data:`RECOMPUTE_SECONDS`); a metric left out gets no interval for the methods that lack the form, and
+:attr:`SourceDraws.omitted` says why.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from calbench.metrics import lookup
-from calbench.metrics.bootstrap import (  # noqa: F401 (TABLE_RESAMPLES re-exported)
-    TABLE_RESAMPLES,
-    counts_of,
-    recompute_entries,
-    values_from_counts,
-)
+from calbench.metrics.bootstrap import TABLE_RESAMPLES, counts_of, values_from_counts  # noqa: F401 (re-exported)
 from calbench.metrics.registry import MetricContext
 
 #: Resamples of the test rows by default (``calbench recommend``).
 RESAMPLES = 1000
 #: Elements of the row counts [R, n] held at once; larger test sets are resampled in blocks of resamples.
 COUNTS_BUDGET = 2**24
-#: Array entries that recomputing the metrics without a row-weighted form may read per call of
-#: :func:`source_draws` (one source, or one shifted test set): a count, not a timing, so that which cells get an
-#: interval does not depend on the machine or its load. Recomputed binned ECEs read 5–10 million entries a CPU
-#: second on this project's 2-core reference machine (docs/metrics.md), so this is 20–40 CPU seconds.
-RECOMPUTE_ENTRIES = 2 * 10**8
+#: CPU seconds that recomputing the metrics without a row-weighted form may take per call of :func:`source_draws`
+#: (one source, or one shifted test set), projected from one resample of each method and seed.
+RECOMPUTE_SECONDS = 20.0
 #: The method whose accuracy the others' is compared with (``acc_change``).
 REFERENCE = "uncal"
 
@@ -102,7 +95,7 @@ class SourceDraws:
 def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metrics: Sequence[str],
                  load: Callable[[str, int], dict | None], resamples: int = RESAMPLES,
                  recompute: bool = True, known: Callable[[str, int, str], float | None] | None = None,
-                 budget: float = RECOMPUTE_ENTRIES) -> SourceDraws:
+                 budget: float = RECOMPUTE_SECONDS) -> SourceDraws:
     """Estimates and paired resamples of ``metrics`` for every method of ``source``.
 
     ``load(method, seed)`` returns the test outputs ``{"probs", "labels", "index"}`` (optionally
@@ -110,7 +103,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     those of :data:`REFERENCE` on the same seed. A metric without a row-weighted form on a method's outputs
     (:func:`calbench.metrics.bootstrap.values_from_counts`) is recomputed on each resample's rows: every such
     metric with ``recompute``; else one that has the form on other outputs, where the projected cost fits
-    ``budget`` array entries (module docstring). ``known(method,
+    ``budget`` CPU seconds (module docstring). ``known(method,
     seed, metric)`` gives the estimates already computed (the metrics JSONs' values; None where absent), so that
     costly estimators are not evaluated again. The methods of a seed are resampled in threads
     (:func:`calbench.parallel.thread_map`).
@@ -121,7 +114,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     estimates = {m: np.full((len(methods), len(seeds)), np.nan) for m in metrics}
     draws: dict[str, np.ndarray] = {}
     rows, firsts = [], []
-    entries: dict[str, int] = {}  # metric → array entries one recomputation on a resample reads
+    timing: dict[str, float] = {}  # metric → CPU seconds of one recomputed resample
     count: dict[str, int] = {}  # metric → the methods × seeds that lack its fast form
     lock = threading.Lock()
     omitted: dict[str, str] = {}
@@ -151,11 +144,13 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                 if m not in values[0] and (family.pointwise or family.resampled) is None:
                     probes[m] = None  # no row-weighted form for any outputs: recomputed only when asked
                 elif m not in values[0]:
-                    with lock:  # one method and seed counts a metric's recomputation for all
-                        first = m not in entries
-                        entries.setdefault(m, 0)
+                    with lock:  # one method and seed times a metric's recomputation for all
+                        first = m not in timing
+                        timing.setdefault(m, 0.0)
                     if first:
-                        entries[m] = recompute_entries(ctx, family, groups)
+                        clock = time.thread_time()
+                        values_from_counts(ctx, [(m, family, groups)], blocks[0][:1], recompute=True)
+                        timing[m] = time.thread_time() - clock
                     probes[m] = (m, family, groups)
             return ({m: (family.function(ctx, **groups) if given.get(m) is None else given[m],
                          np.concatenate([v[m] for v in values]) if m in values[0] else None)
@@ -174,7 +169,7 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
                     continue
                 count[metric_id] = count.get(metric_id, 0) + 1
                 lacking.setdefault((i, j), []).append(entry)
-    cost = {m: entries[m] * resamples * k for m, k in count.items()}  # array entries recomputing them reads
+    cost = {m: timing[m] * resamples * k for m, k in count.items()}  # projected CPU seconds of recomputing
     chosen, spent = set(), 0.0
     for metric_id in sorted(cost, key=cost.get):  # cheapest first
         if spent + cost[metric_id] <= budget:
@@ -182,8 +177,8 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
             spent += cost[metric_id]
         else:
             omitted[metric_id] = (f"no row-weighted form on these outputs, and recomputing it on each of the "
-                                  f"{resamples} resamples would read {cost[metric_id]:.3g} array entries, beyond "
-                                  f"the {budget:.3g} budget of a source (`calbench recommend --recompute` does it)")
+                                  f"{resamples} resamples would take about {cost[metric_id]:.0f} CPU s, beyond the "
+                                  f"{budget:g} s budget of a source (`calbench recommend --recompute` does it)")
 
     def recomputed(item):
         """``{metric: resamples}`` of the chosen metrics that method i lacks the fast form of on seed j, on the

@@ -21,7 +21,7 @@ import pandas as pd
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
 from calbench.report.paired_bootstrap import (
-    RECOMPUTE_ENTRIES,
+    RECOMPUTE_SECONDS,
     REFERENCE,
     TABLE_RESAMPLES,
     against_reference,
@@ -102,7 +102,7 @@ def column_draws(source: str, rows: pd.DataFrame, metrics, load, resamples: int,
     draws = {name: source_draws(source, seeds, methods, metrics,
                                 lambda method, seed, name=name: load(source, name, method, seed), resamples,
                                 recompute=recompute, known=lambda method, seed, metric, name=name: values.get(
-                                    (name, method, seed, metric)), budget=RECOMPUTE_ENTRIES / len(needed))
+                                    (name, method, seed, metric)), budget=RECOMPUTE_SECONDS / len(needed))
              for name in needed}
     return {column: mean_over_sets([draws[n] for n in members[column]], source) for column in wanted}
 

@@ -199,7 +199,7 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
     noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed
     metrics are not tested (0 is best: a one-directional test does not apply); the estimates are the
     long table's (not computed again). Estimators without a row-weighted form on some outputs are recomputed on
-    the same resamples within the engine's budget (:data:`~calbench.report.paired_bootstrap.RECOMPUTE_ENTRIES`
+    the same resamples within the engine's budget (:data:`~calbench.report.paired_bootstrap.RECOMPUTE_SECONDS`
     per source). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
     by default."""
     from calbench.report.noise_floor import REFERENCE, is_calibration_error, noise_floor
