@@ -86,7 +86,3 @@ def ood_figure(records, source: str, path, method_order=None) -> pd.DataFrame:
     fig.suptitle(f"{source}: confidence on test and out-of-distribution inputs (mean over seeds)")
     save_figure(fig, path)
     return frame.assign(source=source)[["source", "method", "ood", "threshold", "accuracy", "in_share", "out_share"]]
-
-
-def ood_sources(records) -> list[str]:
-    return sorted({source for source, _, _ in records})
