@@ -60,21 +60,27 @@ def run_snakemake(workdir: Path, config: dict | None = None, *args: str, check: 
     return result
 
 
-def stand_in_image_folders(config: dict, where: Path) -> dict:
-    """``config`` with each image-folder source's ``data_dir`` pointing at a stand-in under ``where``: two classes
-    of one 8 × 8 PNG each, so that a dry run or a lint can build the DAG of a config whose images (ImageNet's
-    validation set) are not on this machine; the images are inputs of its rules (docs/operations.md)."""
+def image_folder(root: Path, classes: int = 3, per_class: int = 6, size: int = 12) -> Path:
+    """A folder of ``classes`` class sub-folders (``n00``, ``n01``, …) of ``per_class`` random RGB PNGs of
+    ``size`` × ``size + 2`` pixels, as torchvision's ``ImageFolder`` reads ImageNet's validation set."""
+    import numpy as np
     from PIL import Image
 
-    sources = {}
-    for name, entry in config["sources"].items():
-        if entry.get("dataset") == "imagefolder":
-            folder = where / "images" / name
-            for label in ("n01440764", "n01443537"):
-                (folder / label).mkdir(parents=True, exist_ok=True)
-                Image.new("RGB", (8, 8)).save(folder / label / "a.png")
-            entry = {**entry, "data_dir": str(folder)}
-        sources[name] = entry
+    rng = np.random.default_rng(0)
+    for k in range(classes):
+        (root / f"n0{k}").mkdir(parents=True)
+        for i in range(per_class):
+            pixels = rng.integers(0, 256, size=(size, size + 2, 3), dtype=np.uint8)
+            Image.fromarray(pixels).save(root / f"n0{k}" / f"{i}.png")
+    return root
+
+
+def stand_in_image_folders(config: dict, where: Path) -> dict:
+    """``config`` with each image-folder source's ``data_dir`` pointing at a stand-in :func:`image_folder` under
+    ``where`` (two classes of one image), so that a dry run or a lint can build the DAG of a config whose images
+    (ImageNet's validation set) are not on this machine; the images are inputs of its rules (docs/operations.md)."""
+    sources = {name: {**entry, "data_dir": str(image_folder(where / "images" / name, classes=2, per_class=1))}
+               if entry.get("dataset") == "imagefolder" else entry for name, entry in config["sources"].items()}
     return {**config, "sources": sources}
 
 

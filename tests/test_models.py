@@ -17,7 +17,7 @@ from calbench.jobs import model_dump  # noqa: E402
 from calbench.jobs import models as jobs  # noqa: E402
 from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
-from conftest import DOWNLOADS, REPO, PlantedFile  # noqa: E402
+from conftest import DOWNLOADS, REPO, PlantedFile, image_folder  # noqa: E402
 
 
 def train(source: str, entry: dict, output) -> None:
@@ -245,26 +245,14 @@ def test_translation_augmentation_shifts_without_changing_content():
     assert torch.all(out[:, 0, 3:6, 3:6].sum((1, 2)) == 1.0)
 
 
-def _image_folder(root, classes=3, per_class=6, size=12):
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for k in range(classes):
-        (root / f"n0{k}").mkdir(parents=True)
-        for i in range(per_class):
-            pixels = rng.integers(0, 256, size=(size, size + 2, 3), dtype=np.uint8)
-            Image.fromarray(pixels).save(root / f"n0{k}" / f"{i}.png")
-    return root
-
-
-def test_imagenet_config_path_runs_offline_on_a_tiny_model_and_image_folder(tmp_path):
+def test_imagenet_config_path_runs_offline_on_a_tiny_model_andimage_folder(tmp_path):
     """config/imagenet.yaml's sources with a random-weights timm ResNet and a generated image folder."""
     import yaml
 
     entry = yaml.safe_load(open("config/imagenet.yaml"))["sources"]["imagenet_resnet50"]
     net = architectures.build("timm:resnet10t", 3)
     torch.save(net.state_dict(), tmp_path / "w.pth")
-    entry = {**entry, "data_dir": str(_image_folder(tmp_path / "val")), "image_size": 8,
+    entry = {**entry, "data_dir": str(image_folder(tmp_path / "val")), "image_size": 8,
              "sizes": {"train": 0, "cal": 9, "test": 9}, "model": "timm:resnet10t", "weights": str(tmp_path / "w.pth")}
     dump_model("inet", entry, tmp_path / "d.h5")
     assert store.list_groups(tmp_path / "d.h5") == ["cal", "test"]
@@ -283,7 +271,7 @@ def test_imagenet_config_fails_clearly_without_images_or_weights(tmp_path, monke
 
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
-    data_dir = str(_image_folder(tmp_path / "val", classes=2, per_class=2))
+    data_dir = str(image_folder(tmp_path / "val", classes=2, per_class=2))
     with pytest.raises(OfflineError, match="sources.v: timm could not load .*vit_base_patch16_224.*weights: /path"):
         dump_model("v", {**entry, "data_dir": data_dir, "sizes": {"train": 0, "cal": 2, "test": 2}},
                    tmp_path / "d.h5")
