@@ -141,7 +141,8 @@ def _config(label_shift):
 
 def test_a_label_shift_entry_gets_its_defaults():
     entry = load(_config({"tweak_one": [0.9]}))["sources"]["s"]["label_shift"]
-    assert entry["draws"] == 5 and "nll.em" in entry["metrics"] and "prior_mse.bbse" in entry["metrics"]
+    assert entry["draws"] == 5 and "nll.em" in entry["metrics"] and "weight_mse.bbse_soft" in entry["metrics"]
+    assert {"delta.acc.em", "acc.rlls", "collapse.em", "floor_share.em"} <= set(entry["metrics"])
 
 
 @pytest.mark.parametrize("label_shift, message", [
@@ -158,33 +159,38 @@ def test_bad_label_shift_entries_are_refused_naming_the_key(label_shift, message
 
 
 def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
-    # the bootstrap of the label-shift tables: a set's rows resampled within classes (its true priors kept), the
-    # priors re-estimated on each resample; the row-weighted forms must equal the metric recomputed on the rows
+    # the bootstrap of the label-shift tables: the test rows resampled within classes and the set redrawn from them
+    # (its class counts, hence its true priors, kept), the weights re-estimated on each resample; the row-weighted
+    # forms must equal the metric recomputed on the redrawn rows
     from dataclasses import replace
 
-    from calbench.data.label_shift import resample_counts
-    from calbench.metrics.evaluation import evaluate_resampled
+    from calbench.data.label_shift import redraw_weights
+    from calbench.metrics.evaluation import resampled_values
 
     probs, labels = _gaussian_task(np.full(3, 1 / 3), 3000, 6)
     cal_probs, cal_labels = _gaussian_task(np.full(3, 1 / 3), 2000, 7)
     name = "prior/dirichlet0.5/0"
     rows, true_priors = draw_rows(name, labels, 3, seed=0, size=800)
-    probs, labels = probs[rows], labels[rows]
-    counts = resample_counts(name, labels, 0, 30)
-    np.testing.assert_array_equal(counts @ np.eye(3)[labels], np.tile(np.bincount(labels, minlength=3), (30, 1)))
-    np.testing.assert_array_equal(counts, resample_counts(name, labels, 0, 30))  # the same for every method
+    sizes = np.bincount(labels[rows], minlength=3)
+    weights = redraw_weights(name, labels, sizes, 0, 30)
+    counts = np.rint(weights * 800 / 3000).astype(int)
+    np.testing.assert_allclose(weights * 800 / 3000, counts, atol=1e-9)
+    np.testing.assert_array_equal(counts @ np.eye(3)[labels], np.tile(sizes, (30, 1)))
+    np.testing.assert_array_equal(weights, redraw_weights(name, labels, sizes, 0, 30))  # the same for every method
+    # the redrawn sets reach test rows the set itself never drew: the interval carries the draw's variation
+    assert (counts[:, np.setdiff1d(np.arange(3000), rows)] > 0).any()
     inputs = replace(LabelShiftInputs.from_calibration(cal_probs, cal_labels, None), true_priors=true_priors)
-    ids = ["acc", "nll", "nll.em", "acc.em", "brier.bbse", "nll.oracle", "ece.conf.ew15.l1.em",
-           "ece.conf.ew15.l1.oracle", "prior_mse.em", "prior_mse.bbse"]
-    values, resampled = evaluate_resampled(probs, labels, ids, counts, label_shift=inputs)
+    ids = ["acc", "nll", "nll.em", "acc.em", "brier.bbse", "nll.bbse_soft", "acc.rlls", "delta.acc.em",
+           "delta.nll.rlls", "nll.oracle", "ece.conf.ew15.l1.em", "ece.conf.ew15.l1.oracle", "prior_mse.em",
+           "weight_mse.bbse", "weight_mse.rlls", "floor_share.bbse"]
+    resampled = resampled_values(probs, labels, ids, weights, label_shift=inputs)
     assert set(resampled) == set(ids)
     for r in (0, 17):
         picked = np.repeat(np.arange(labels.size), counts[r])
         again = evaluate(probs[picked], labels[picked], ids, label_shift=inputs)
         for metric_id in ids:
             assert resampled[metric_id][r] == pytest.approx(again[metric_id], rel=1e-7, abs=1e-12), metric_id
-    assert np.std(resampled["nll.em"]) > 0 and values["nll.em"] == evaluate(probs, labels, ["nll.em"],
-                                                                             label_shift=inputs)["nll.em"]
+    assert np.std(resampled["nll.em"]) > 0
 
 
 def _long_table_and_resamples(gap: float):

@@ -221,7 +221,7 @@ def _check_metrics(where: str, ids) -> None:
 def _check_label_shift_metrics(config: dict) -> None:
     """The metrics of each source's label-shifted sets: known ids, none that needs a true calibration map or the
     uncalibrated outputs (docs/label_shift.md)."""
-    from calbench.metrics.definitions import adapted_base
+    from calbench.metrics.definitions_label_shift import adapted_base
 
     for name, entry in config["sources"].items():
         ids = (entry.get("label_shift") or {}).get("metrics", [])

@@ -10,7 +10,7 @@ LABEL_SHIFT_TABLES = [paths.LABEL_SHIFT_TABLE.format(metric=m) for m in LABEL_SH
 
 
 def label_shift_outputs():
-    return LABEL_SHIFT_TABLES
+    return LABEL_SHIFT_TABLES + ([paths.LABEL_SHIFT_ADAPT] if LABEL_SHIFT_TABLES else [])
 
 
 localrules:
@@ -27,6 +27,12 @@ rule label_shift_report:
             report(p, caption="../report/label_shift_table.rst", category="Label shift", subcategory="Tables")
             for p in LABEL_SHIFT_TABLES
         ],
+        adapt=report(
+            paths.LABEL_SHIFT_ADAPT,
+            caption="../report/label_shift_table.rst",
+            category="Label shift",
+            subcategory="Tables",
+        ),
     params:
         metrics=LABEL_SHIFT_METRICS,
         methods=METHODS,

@@ -5,4 +5,4 @@ from calbench.jobs.logs import job_logging, snakemake_log
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
     label_shift_report_job(smk.input.long, list(smk.input.metrics), dict(zip(smk.params.metrics, smk.output.tables)),
-                           list(smk.params.methods))
+                           smk.output.adapt, list(smk.params.methods))

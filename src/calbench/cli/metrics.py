@@ -14,7 +14,7 @@ def run(args) -> int:
     from calbench.metrics.registry import described_ids
 
     for usage, description, family in described_ids():
-        direction = family.direction
+        direction = "the direction of its base metric" if family.display_of is not None else family.direction
         print(usage)
         print(textwrap.fill(f"{description} ({direction})", width=110, initial_indent="    ",
                             subsequent_indent="    "))

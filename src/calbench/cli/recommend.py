@@ -77,6 +77,11 @@ def run(args) -> int:
         print(json.dumps(records, indent=1))
         return 0
     _print_text(records, wanted, args)
+    if args.under_label_shift:
+        best = {r["source"]: r["method"] for r in records if r["metric"] == wanted[0] and r["best"] == r["method"]}
+        recommend_label_shift.print_adaptation(everything, [
+            _under(results, paths.METRICS, source=s, method=m, seed=int(e))
+            for s, m, e in everything[["source", "method", "seed"]].drop_duplicates().itertuples(index=False)], best)
     if signed:
         print(f"\nnot ranked, signed (0 is best; docs/metrics.md): {', '.join(signed)}")
     return 0

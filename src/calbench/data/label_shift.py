@@ -82,15 +82,29 @@ def _within_classes(labels: np.ndarray, classes: np.ndarray, uniforms: np.ndarra
     return order[starts[classes] + np.floor(uniforms * available[classes]).astype(np.int64)]
 
 
-def resample_counts(name: str, labels: np.ndarray, seed: int, resamples: int) -> np.ndarray:
-    """Bootstrap row counts [R, n] of label-shifted set ``name`` of ``seed`` (rows ``labels``), drawn within
-    classes: each resample keeps every class's count, as the set was drawn (:func:`draw_rows`), so its true priors
-    are the set's. Seeded by the seed and the name only: every method's outputs on the set are resampled alike, and
-    the differences between methods are paired."""
-    from calbench.metrics.bootstrap import counts_of
-
+def redraw_weights(name: str, labels: np.ndarray, class_sizes: np.ndarray, seed: int, resamples: int) -> np.ndarray:
+    """Bootstrap row weights [R, N] over the seed's test rows ``labels`` (N) for label-shifted set ``name``: each
+    resample redraws the source, then the set. The test rows are resampled with replacement within classes (the
+    distinct rows a set can repeat), and the set's ``class_sizes`` rows of each class are drawn again from that
+    resample, as :func:`draw_rows` drew them: so the interval carries the variation of the draw itself (which rows,
+    repeated how often), not only of the set's repeated rows. A resample's weights are its rows' counts scaled to
+    sum to N (the metrics' row-weighted forms divide by the rows' count), its true priors the set's. Seeded by the
+    seed and the name only: every method's outputs are resampled alike, and the differences between methods are
+    paired."""
     rng = np.random.default_rng([seed, zlib.crc32(name.encode()), 4242])
-    k = int(labels.max()) + 1
-    picks = _within_classes(labels, np.broadcast_to(labels, (resamples, labels.size)),
-                            rng.random((resamples, labels.size)), k)
-    return counts_of(picks)
+    k = int(max(labels.max() + 1, class_sizes.size))
+    n = labels.size
+    pool = _within_classes(labels, np.broadcast_to(labels, (resamples, n)), rng.random((resamples, n)), k)
+    classes = np.repeat(np.arange(class_sizes.size), class_sizes)
+    slots = _within_classes(labels, np.broadcast_to(classes, (resamples, classes.size)),
+                            rng.random((resamples, classes.size)), k)
+    rows = np.take_along_axis(pool, slots, axis=1)
+    return row_weights(rows, n)
+
+
+def row_weights(rows: np.ndarray, n: int) -> np.ndarray:
+    """Weights [R, n] of the resampled rows ``rows`` [R, m] (indices below ``n``): each row's count, scaled so that
+    every resample's weights sum to ``n``."""
+    resamples, m = rows.shape
+    flat = np.repeat(np.arange(resamples), m) * n + rows.ravel()
+    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n) * (n / m)

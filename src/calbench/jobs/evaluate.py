@@ -12,11 +12,11 @@ import numpy as np
 
 from calbench.atomic import write_text_atomic
 from calbench.data import splits, store
-from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
+from calbench.data.label_shift import draw_rows, parse_name, redraw_weights, set_names
 from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.jobs import paths
 from calbench.metrics import evaluate, lookup
-from calbench.metrics.evaluation import evaluate_resampled
+from calbench.metrics.evaluation import resampled_values
 from calbench.metrics.label_shift import LabelShiftInputs
 from calbench.scores import Scores
 
@@ -110,8 +110,9 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
     adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
     matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
-    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` resamples of each
-    set's rows (:func:`calbench.data.label_shift.resample_counts`; the metrics with a row-weighted form)."""
+    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` redraws of each set
+    from resampled test rows (:func:`calbench.data.label_shift.redraw_weights`; the metrics with a row-weighted
+    form)."""
     from calbench.metrics.bootstrap import TABLE_RESAMPLES
     from calbench.persist import load
 
@@ -124,10 +125,12 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     values, resampled = {}, {}
     for name in set_names(spec):
         rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
-        counts = resample_counts(name, labels[rows], seed, TABLE_RESAMPLES)
-        values[name], draws = evaluate_resampled(
-            probs[rows], labels[rows], spec["metrics"], counts, seed=seed, **intervals,
-            label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")
+        inputs, what = replace(base, true_priors=true_priors), f"{where} ({name})"
+        values[name] = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals,
+                                label_shift=inputs, method=what)
+        weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed,
+                                 TABLE_RESAMPLES)
+        draws = resampled_values(probs, labels, spec["metrics"], weights, seed=seed, label_shift=inputs, method=what)
         kind, strength, _ = parse_name(name)
         for metric_id, draw in draws.items():
             resampled.setdefault(f"{kind}{strength:g}", {}).setdefault(metric_id, []).append(draw)

@@ -43,6 +43,7 @@ OOD_TABLE = "results/tables/ood.md"
 OOD_FIGURE = "results/figures/ood/{source}.png"
 OOD_FIGURE_CSV = "results/figures/ood/{source}.csv"
 LABEL_SHIFT_TABLE = "results/tables/label_shift/{metric}.md"
+LABEL_SHIFT_ADAPT = "results/tables/label_shift/adapt_or_not.md"
 
 
 def as_params(value):

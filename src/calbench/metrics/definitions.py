@@ -1,6 +1,5 @@
 """Registration of every metric id; the formulas live in the topical modules (docs/metrics.md lists them)."""
 
-from dataclasses import replace
 
 import numpy as np
 
@@ -14,7 +13,6 @@ from calbench.metrics import (
     kcal,
     kde_ece,
     kernel_ce,
-    label_shift,
     mmce,
     proper,
     selective,
@@ -30,7 +28,7 @@ from calbench.metrics.binned import (
     equal_mass_stats_resampled,
     equal_width_stats_resampled,
 )
-from calbench.metrics.registry import lookup, metric
+from calbench.metrics.registry import metric
 from calbench.metrics.top_label import top_label_binned_ece
 
 metric("acc", higher_is_better=True, description="accuracy of the argmax",
@@ -342,75 +340,5 @@ def _calibration_part(ctx, loss, family, folds):
     return _PROPER_LOSSES[loss](ctx.probs, ctx.labels) - _recalibrated_loss(ctx, loss, family, folds)
 
 
-# ---- label-shift adaptation (docs/label_shift.md): on a source's label-shifted test sets only ----
-def _adaptation(ctx, estimator):
-    """(π_t, adapted probabilities) of ``estimator`` on this context, computed once for all its metrics."""
-    return ctx.shared(("label_shift", estimator), lambda: label_shift.estimate(ctx.probs, ctx.label_shift, estimator))
-
-
-def _adaptation_resampled(ctx, counts, estimator):
-    """(π_t of each resample [R, k], the source priors) for bootstrap row counts ``counts`` [R, N], the priors
-    re-estimated on every resample as on the set itself (EM from π_s: its stopping point depends on the start where
-    priors approach 0); made once per estimator for all the
-    metrics of ``ctx`` bootstrapped on the same ``counts``."""
-    def compute():
-        return label_shift.target_priors(ctx.probs, ctx.label_shift, estimator, counts)
-
-    held_counts, found = ctx.shared(("label_shift resamples", estimator), lambda: (counts, compute()))
-    return found if held_counts is counts else compute()
-
-
-metric(r"prior_mse\.(?P<estimator>em|bbse)", needs_label_shift=True, scale=1000.0, decimals=3,
-       usage="prior_mse.{em|bbse}",
-       description="mean over classes of (π̂_t − π_t)², the estimated target priors (EM: Saerens et al. 2002; BBSE: "
-                   "Lipton et al. 2018) against the label-shifted set's true ones",
-       resampled=lambda ctx, counts, estimator: np.mean(
-           (_adaptation_resampled(ctx, counts, estimator)[0] - ctx.label_shift.true_priors) ** 2, axis=1))(
-    lambda ctx, estimator: float(np.mean((_adaptation(ctx, estimator)[0] - ctx.label_shift.true_priors) ** 2)))
-
-
-def adapted_base(metric_id: str, base: str):
-    """The family and groups of the metric ``base`` that ``<base>.<estimator>`` computes after adaptation; refuses a
-    base that itself needs more than probabilities and labels."""
-    family, groups = lookup(base)
-    if family.needs_true_probs or family.needs_uncal_probs or family.needs_label_shift:
-        raise ValueError(f"metric {metric_id!r}: {base!r} cannot be computed after label-shift adaptation (it needs a "
-                         "true calibration map, the uncalibrated outputs or is an adaptation metric itself)")
-    return family, groups
-
-
-def _after_adaptation_resampled(ctx, counts, base, estimator):
-    """``<base>.<estimator>`` on bootstrap resamples (row counts [R, N]): each resample's probabilities re-weighted
-    by its own priors, then the base metric's row-weighted form (its per-row terms or its ``resampled`` form); None
-    (recompute each resample) where the base has neither."""
-    family, groups = adapted_base(f"{base}.{estimator}", base)
-    if family.pointwise is None and family.resampled is None:
-        return None
-    if estimator == "oracle":  # the set's true priors on every resample: one re-weighting serves them all
-        adapted = replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None)
-        if family.pointwise is not None:
-            return counts @ family.pointwise(adapted) / counts.sum(axis=1)
-        return family.resampled(adapted, counts, **groups)
-    priors, source = _adaptation_resampled(ctx, counts, estimator)
-    values = []
-    for weights, prior in zip(counts, priors):  # one re-weighted copy at a time: [R, N, k] would not fit
-        adapted = replace(ctx, probs=label_shift.adapt(ctx.probs, prior, source), label_shift=None)
-        if family.pointwise is not None:
-            values.append(weights @ family.pointwise(adapted) / weights.sum())
-            continue
-        value = family.resampled(adapted, weights[None, :], **groups)
-        if value is None:
-            return None
-        values.append(value[0])
-    return np.asarray(values)
-
-
-@metric(r"(?P<base>.+)\.(?P<estimator>em|bbse|oracle)", needs_label_shift=True,
-        display_of=lambda groups: adapted_base(f"{groups['base']}.{groups['estimator']}", groups["base"])[0],
-        usage="<metric>.{em|bbse|oracle}   e.g. nll.em, acc.bbse, ece.conf.em15.l1.oracle",
-        resampled=_after_adaptation_resampled,
-        description="a metric of the probabilities re-weighted by the target priors of EM (Saerens et al. 2002), "
-                    "BBSE (Lipton et al. 2018) or the true ones (oracle), on a label-shifted test set")
-def _after_adaptation(ctx, base, estimator):
-    family, groups = adapted_base(f"{base}.{estimator}", base)
-    return family.function(replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None), **groups)
+# ---- label-shift adaptation (docs/label_shift.md): registered after every base metric, which they adapt ----
+from calbench.metrics import definitions_label_shift  # noqa: E402, F401  (registers the adaptation ids)

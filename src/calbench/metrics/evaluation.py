@@ -81,6 +81,15 @@ def evaluate_resampled(probs, labels, ids, counts, true_probs=None, seed: int = 
     return out, ({} if counts is None else values_from_counts(ctx, families, counts, recompute=False))
 
 
+def resampled_values(probs, labels, ids, weights, seed: int = 0, method: str | None = None, label_shift=None
+                     ) -> dict[str, np.ndarray]:
+    """``{id: values on each resample}`` of resamples given as row weights ``weights`` [R, N] summing to N (a
+    label-shifted set redrawn from resampled test rows, :func:`calbench.data.label_shift.redraw_weights`), for the
+    ids with a row-weighted form; unlike :func:`evaluate_resampled`, no value on the rows themselves."""
+    ctx, families = _context(probs, labels, ids, None, seed, None, method, label_shift)
+    return values_from_counts(ctx, families, weights, recompute=False)
+
+
 def _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift):
     """The checked :class:`MetricContext` and ``(id, family, groups)`` of every id."""
     probs = check_probs(probs, method)
@@ -107,4 +116,5 @@ def check_metric_ids(ids) -> None:
         lookup(metric_id)
 
 
-__all__ = ["evaluate", "evaluate_resampled", "check_probs", "check_metric_ids", "known_patterns", "lookup"]
+__all__ = ["evaluate", "evaluate_resampled", "resampled_values", "check_probs", "check_metric_ids", "known_patterns",
+           "lookup"]

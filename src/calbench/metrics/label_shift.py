@@ -1,19 +1,31 @@
-"""Label-shift adaptation of calibrated probabilities (docs/label_shift.md): the target priors π_t estimated
+"""Label-shift adaptation of calibrated probabilities (docs/label_shift.md): class weights w = π_t/π_s estimated
 without labels, and the probabilities re-weighted by them.
 
 Under label shift p_t(x | y) = p_s(x | y), so a calibrated source posterior becomes the target posterior by Bayes'
-rule, p_t(y | x) ∝ p_s(y | x) π_t(y) / π_s(y) (Saerens, Latinne & Decaestecker 2002, Eq. 2.4; :func:`reweight`).
-The target priors come from:
+rule, p_t(y | x) ∝ p_s(y | x) w(y), w = π_t/π_s (Saerens, Latinne & Decaestecker 2002, Eq. 2.4; :func:`reweight`).
+The weights come from (the estimators of Alexandari, Kundaje & Shrikumar 2020, §4 and Tables 1–2):
 
 * ``em``: the EM of Saerens et al. (2002, Eqs. 2.9–2.10), maximum likelihood of π_t on the unlabelled test
-  outputs; the source priors π_s are the mean calibrated probability on the calibration split (Alexandari,
-  Kundaje & Shrikumar 2020: then EM returns π_s where nothing has shifted, however the calibrator errs on the
-  label frequencies);
-* ``bbse``: black-box shift estimation (Lipton, Wang & Smola 2018): w = Ĉ⁻¹ μ̂, Ĉ the joint
-  distribution of (hard prediction, label) on the calibration split and μ̂ the test split's distribution of hard
-  predictions; negative weights clipped to 0 as the authors' code does, π_t = w ⊙ π_s renormalised, π_s the
-  calibration labels' frequencies;
-* ``oracle``: the shifted set's true label frequencies (a bound: adaptation with the priors known), with EM's π_s.
+  outputs; w = π_t/π_s with π_s the mean calibrated probability on the calibration split (Alexandari et al.: then
+  EM returns π_s where nothing has shifted, however the calibrator errs on the label frequencies);
+* ``bbse``: black-box shift estimation with hard predictions (Lipton, Wang & Smola 2018): w = Ĉ⁻¹ μ̂, Ĉ the joint
+  frequencies of (hard prediction, label) on the calibration split, μ̂ the shifted set's frequencies of hard
+  predictions;
+* ``bbse_soft``: the same with the calibrated probabilities in place of the hard predictions (Alexandari et al.
+  2020, §4: Ĉ[i, j] = mean over calibration rows of p_i(x)·[y = j], μ̂ the mean calibrated probability);
+* ``rlls`` and ``rlls_hard``: regularized learning under label shift (Azizzadenesheli, Liu, Yang & Anandkumar
+  2019, Eq. 4), soft (calibrated probabilities, as Alexandari et al. run it on calibrated outputs) and hard
+  (:mod:`calbench.metrics.rlls`);
+* ``oracle``: the shifted set's true label frequencies over EM's π_s (a bound: adaptation with the priors known).
+
+**Floor.** An estimated weight below :data:`WEIGHT_FLOOR` is raised to it inside the adaptation (BBSE's and RLLS's
+weights can be negative or 0, EM's priors drift towards 0): a class estimated absent keeps a thousandth of its
+odds, so that a row of that class costs a finite log-loss, not the log-loss clip. ``floor_share.<estimator>``
+reports the share of rows whose class is at the floor, beside the scores.
+
+**Collapse** (:func:`collapsed`): an adaptation that puts more than :data:`COLLAPSE_MASS` of the estimated prior on
+classes that the unadapted predictions rarely choose (for fewer than :data:`COLLAPSE_RARE`/k of the rows), or that
+predicts one class for at least :data:`COLLAPSE_ONE_CLASS` of the rows where the unadapted predictions did not.
 """
 
 from __future__ import annotations
@@ -24,30 +36,59 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench.convergence import NotConvergedWarning
+from calbench.metrics.rlls import rlls_weights
 
-#: EM stops when no class prior changes by more than EM_TOL in an iteration (max |π⁽ᵗ⁺¹⁾ − π⁽ᵗ⁾|), and warns
-#: after EM_MAX_ITER iterations. On the CIFAR logits (docs/label_shift.md) it stops within a few hundred.
-EM_TOL = 1e-8
+#: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
+#: value in an iteration (the adapted probabilities are p ⊙ w renormalised, so they then change by less than about
+#: 2·EM_TOL relative), and warns after EM_MAX_ITER iterations (the cap), returning the last iterate.
+#: tests/test_label_shift_reference.py checks that tightening EM_TOL tenfold moves nll.em and acc.em by < 1e-4 on
+#: the shared CIFAR logits.
+EM_TOL = 1e-6
 EM_MAX_ITER = 10_000
-ESTIMATORS = ("em", "bbse", "oracle")
+#: The smallest weight π_t/π_s an estimated adaptation applies (see the module docstring).
+WEIGHT_FLOOR = 1e-3
+#: Collapse: a class is rarely chosen when the unadapted predictions choose it for fewer than COLLAPSE_RARE / k of
+#: the rows (a tenth of the uniform share); more than COLLAPSE_MASS of the estimated prior on such classes, or one
+#: class predicted for COLLAPSE_ONE_CLASS of the rows after adaptation (and not before), flags the cell.
+COLLAPSE_RARE = 0.1
+COLLAPSE_MASS = 0.5
+COLLAPSE_ONE_CLASS = 0.99
+ESTIMATORS = ("em", "bbse", "bbse_soft", "rlls", "rlls_hard", "oracle")
+#: The estimators whose weights are estimated (floored, collapse-checked): all but the oracle.
+ESTIMATED = ESTIMATORS[:-1]
 
 
 @dataclass(frozen=True)
 class LabelShiftInputs:
-    """What adaptation reads beside a shifted set's calibrated probabilities: the mean calibrated probability of
-    the calibration split (π_s of EM), its joint (hard prediction, label) frequencies ``confusion`` [pred, label]
-    (BBSE), and the shifted set's true priors (the oracle and ``prior_mse.*``)."""
+    """What adaptation reads beside a shifted set's calibrated probabilities, from the calibrated outputs on the
+    calibration split: their mean ``source_priors`` (π_s of EM), the joint (hard prediction, label) frequencies
+    ``confusion`` [pred, label] (BBSE, RLLS hard), the joint (probability, label) means ``soft_confusion`` (BBSE-
+    and RLLS soft), the number of calibration rows ``cal_rows`` (RLLS's regulariser); and the shifted set's true
+    priors (the oracle and the error metrics)."""
 
     source_priors: np.ndarray
     confusion: np.ndarray
-    true_priors: np.ndarray
+    true_priors: np.ndarray | None
+    soft_confusion: np.ndarray | None = None
+    cal_rows: int = 0
 
     @classmethod
-    def from_calibration(cls, cal_probs: np.ndarray, cal_labels: np.ndarray, true_priors: np.ndarray):
-        k = cal_probs.shape[1]
-        confusion = np.zeros((k, k))
-        np.add.at(confusion, (np.argmax(cal_probs, axis=1), cal_labels), 1.0)
-        return cls(cal_probs.mean(axis=0), confusion / cal_labels.size, true_priors)
+    def from_calibration(cls, cal_probs: np.ndarray, cal_labels: np.ndarray, true_priors: np.ndarray | None):
+        n, k = cal_probs.shape
+        onehot = np.eye(k)[cal_labels]
+        hard = np.eye(k)[np.argmax(cal_probs, axis=1)]
+        return cls(cal_probs.mean(axis=0), hard.T @ onehot / n, true_priors, cal_probs.T @ onehot / n, n)
+
+    @property
+    def label_frequencies(self) -> np.ndarray:
+        """The calibration split's label frequencies (the source priors of BBSE's and RLLS's weights)."""
+        return self.confusion.sum(axis=0)
+
+    def ideal_weights(self) -> np.ndarray:
+        """The true weights, the set's priors over the calibration labels' frequencies (Alexandari et al.'s
+        ``ideal_shift_weights``); NaN for a class absent from the calibration labels."""
+        freq = self.label_frequencies
+        return np.divide(self.true_priors, freq, out=np.full_like(freq, np.nan), where=freq > 0)
 
 
 def reweight(probs: np.ndarray, ratio: np.ndarray) -> np.ndarray:
@@ -62,11 +103,11 @@ def reweight(probs: np.ndarray, ratio: np.ndarray) -> np.ndarray:
 
 def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float = EM_TOL,
               max_iter: int = EM_MAX_ITER, weights: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until
-    max |Δπ| ≤ ``tol``; warns (:class:`NotConvergedWarning`) after ``max_iter`` iterations. Returns (π_t,
-    iterations). With s = p / π_s, an iteration is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector
-    products, no n × k temporary (CIFAR-100, 5,000 rows: 0.2 ms, against 5 ms forming the posteriors).
-    ``weights`` [R, n] (bootstrap row counts) runs R weighted EMs at once, as matrix products, and returns
+    """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
+    weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` relative to its value; warns
+    (:class:`NotConvergedWarning`) after ``max_iter`` iterations. Returns (π_t, iterations). With s = p / π_s,
+    an iteration is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector products, no n × k temporary.
+    ``weights`` [R, n] (bootstrap row weights) runs R weighted EMs at once, as matrix products, and returns
     [R, k], each from π_s and stopped by the same criterion, as EM on each resample's rows would be."""
     safe = np.where(source_priors > 0, source_priors, 1.0)
     scaled = probs / safe
@@ -78,53 +119,115 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float = EM_TOL,
     for iteration in range(1, max_iter + 1):
         current = priors[active]
         new = current * ((weights[active] / (scaled @ current.T).T) @ scaled) / totals[active]
-        changes = np.max(np.abs(new - current), axis=1)
+        before, after = np.maximum(current / safe, WEIGHT_FLOOR), np.maximum(new / safe, WEIGHT_FLOOR)
+        changes = np.max(np.abs(after - before) / before, axis=1)
         priors[active] = new
         active = active[changes > tol]
         if active.size == 0:
             return (priors[0] if single else priors), iteration
-    warnings.warn(f"label-shift EM: the priors still changed by {changes.max():.3g} (> {tol:g}) after {max_iter} "
-                  "iterations; the estimate is the last iterate. A flat likelihood (a class the calibrated outputs "
-                  "hardly separate) converges slowly: check that class's calibration", NotConvergedWarning,
+    warnings.warn(f"label-shift EM: the weights still changed by {changes.max():.3g} relative (> {tol:g}) after "
+                  f"{max_iter} iterations; the estimate is the last iterate. A flat likelihood (a class the calibrated "
+                  "outputs hardly separate) converges slowly: check that class's calibration", NotConvergedWarning,
                   stacklevel=2)
     return (priors[0] if single else priors), max_iter
 
 
-def bbse_priors(probs: np.ndarray, confusion: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """Lipton et al. (2018) BBSE: w = Ĉ⁻¹ μ̂ (least squares where Ĉ is singular: a class never predicted on the
-    calibration split), clipped at 0; π_t = w ⊙ π_s renormalised, π_s = Ĉ's label marginal. ``weights`` [R, n]
-    (bootstrap row counts): the [R, k] estimates of R weighted μ̂ at once."""
+def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.ndarray:
+    """μ̂ of the set, [1, k] or [R, k] for row weights [R, n]: the mean probability (soft) or the frequencies of
+    the hard predictions."""
     k = probs.shape[1]
-    hard = np.eye(k)[np.argmax(probs, axis=1)]
-    predicted = (hard.mean(axis=0)[None, :] if weights is None else weights @ hard / weights.sum(axis=1, keepdims=True))
-    weights_hat = np.maximum(np.linalg.lstsq(confusion, predicted.T, rcond=None)[0].T, 0.0)
-    priors = weights_hat * confusion.sum(axis=0)
-    total = priors.sum(axis=1, keepdims=True)
-    priors = np.where(total > 0, priors / np.where(total > 0, total, 1.0), confusion.sum(axis=0))
-    return priors[0] if weights is None else priors
+    rows = probs if soft else np.eye(k)[np.argmax(probs, axis=1)]
+    if weights is None:
+        return rows.mean(axis=0)[None, :]
+    return weights @ rows / weights.sum(axis=1, keepdims=True)
+
+
+def bbse_weights(probs: np.ndarray, confusion: np.ndarray, weights: np.ndarray | None = None,
+                 soft: bool = False) -> np.ndarray:
+    """Lipton et al. (2018) BBSE, w = Ĉ⁻¹ μ̂ (least squares where Ĉ is singular: a class never predicted on the
+    calibration split), unclipped; ``soft``: μ̂ the mean probability and ``confusion`` the soft one (Alexandari et
+    al. 2020 §4). [k], or [R, k] for row weights [R, n]."""
+    predicted = _predicted(probs, weights, soft)
+    found = np.linalg.lstsq(confusion, predicted.T, rcond=None)[0].T
+    return found[0] if weights is None else found
+
+
+def bbse_priors(probs: np.ndarray, confusion: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """π_t of hard BBSE: the weights clipped at 0 times Ĉ's label marginal, renormalised."""
+    return weights_to_priors(bbse_weights(probs, confusion, weights), confusion.sum(axis=0))
+
+
+def weights_to_priors(found: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """π_t = max(w, 0) ⊙ π_s renormalised (π_s where every weight is ≤ 0)."""
+    priors = np.maximum(found, 0.0) * source
+    total = priors.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, priors / np.where(total > 0, total, 1.0), source)
+
+
+def class_weights(probs: np.ndarray, inputs: LabelShiftInputs, estimator: str, weights: np.ndarray | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """(the raw weights w = π_t/π_s of ``estimator``, the source priors π_s they multiply): [k], or [R, k] for
+    bootstrap row weights ``weights`` [R, n] (the true priors unchanged: the resampled sets keep the set's class
+    counts). EM's π_s is the mean calibrated probability; BBSE's and RLLS's the calibration labels' frequencies."""
+    if estimator == "em":
+        source = inputs.source_priors
+        priors = em_priors(probs, source, weights=weights)[0]
+        return np.divide(priors, source, out=np.zeros_like(priors), where=source > 0), source
+    if estimator in ("bbse", "bbse_soft"):
+        soft = estimator == "bbse_soft"
+        confusion = inputs.soft_confusion if soft else inputs.confusion
+        return bbse_weights(probs, confusion, weights, soft), inputs.label_frequencies
+    if estimator in ("rlls", "rlls_hard"):
+        soft = estimator == "rlls"
+        confusion = inputs.soft_confusion if soft else inputs.confusion
+        mean_cal = inputs.source_priors if soft else inputs.confusion.sum(axis=1)
+        found = rlls_weights(confusion, _predicted(probs, weights, soft), mean_cal, inputs.cal_rows)
+        return (found[0] if weights is None else found), inputs.label_frequencies
+    if estimator == "oracle":
+        source = inputs.source_priors
+        ratio = np.divide(inputs.true_priors, source, out=np.zeros_like(source), where=source > 0)
+        return (ratio if weights is None else np.tile(ratio, (weights.shape[0], 1))), source
+    raise ValueError(f"label-shift estimator {estimator!r}: expected one of {ESTIMATORS}")
+
+
+def applied(found: np.ndarray, estimator: str) -> np.ndarray:
+    """The weights the adaptation applies: an estimated weight floored at :data:`WEIGHT_FLOOR`; the oracle's as
+    they are."""
+    return found if estimator == "oracle" else np.maximum(found, WEIGHT_FLOOR)
 
 
 def target_priors(probs: np.ndarray, inputs: LabelShiftInputs, estimator: str, weights: np.ndarray | None = None
                   ) -> tuple[np.ndarray, np.ndarray]:
-    """(π_t, the source priors it is divided by) of ``estimator`` (one of :data:`ESTIMATORS`); with ``weights``
-    [R, n] (bootstrap row counts, the true priors unchanged: the resamples are drawn within classes) π_t is
-    [R, k], one per resample."""
-    if estimator == "em":
-        return em_priors(probs, inputs.source_priors, weights=weights)[0], inputs.source_priors
-    if estimator == "bbse":
-        return bbse_priors(probs, inputs.confusion, weights), inputs.confusion.sum(axis=0)
-    if estimator == "oracle":
-        priors = inputs.true_priors
-        return (priors if weights is None else np.tile(priors, (weights.shape[0], 1))), inputs.source_priors
-    raise ValueError(f"label-shift estimator {estimator!r}: expected one of {ESTIMATORS}")
+    """(π_t of ``estimator``: w ⊙ π_s with negative weights clipped at 0, renormalised; the raw weights)."""
+    found, source = class_weights(probs, inputs, estimator, weights)
+    return weights_to_priors(found, source), found
 
 
-def adapt(probs: np.ndarray, priors: np.ndarray, source: np.ndarray) -> np.ndarray:
-    """The probabilities re-weighted from the source priors ``source`` to ``priors`` (:func:`reweight`)."""
-    return reweight(probs, np.divide(priors, source, out=np.zeros_like(priors), where=source > 0))
+def adapt(probs: np.ndarray, ratio: np.ndarray) -> np.ndarray:
+    """The probabilities re-weighted by the class weights ``ratio`` (:func:`reweight`)."""
+    return reweight(probs, ratio)
 
 
 def estimate(probs: np.ndarray, inputs: LabelShiftInputs, estimator: str) -> tuple[np.ndarray, np.ndarray]:
     """(π_t, the adapted probabilities) of ``estimator`` (one of :data:`ESTIMATORS`)."""
-    priors, source = target_priors(probs, inputs, estimator)
-    return priors, adapt(probs, priors, source)
+    priors, found = target_priors(probs, inputs, estimator)
+    return priors, adapt(probs, applied(found, estimator))
+
+
+def floored_rows(found: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """1 where the row's class weight is at the floor (raw weight ≤ :data:`WEIGHT_FLOOR`), else 0: [n], or [R, n]
+    for weights [R, k]."""
+    return (found[..., labels] <= WEIGHT_FLOOR).astype(np.float64)
+
+
+def collapsed(probs: np.ndarray, adapted: np.ndarray, priors: np.ndarray) -> bool:
+    """Whether an adaptation collapsed (module docstring): more than :data:`COLLAPSE_MASS` of the estimated prior
+    ``priors`` on the classes that the unadapted predictions (argmax of ``probs``) choose for fewer than
+    :data:`COLLAPSE_RARE`/k of the rows, or one class predicted for at least :data:`COLLAPSE_ONE_CLASS` of the rows
+    of ``adapted`` where the unadapted predictions chose it for fewer."""
+    n, k = probs.shape
+    before = np.bincount(np.argmax(probs, axis=1), minlength=k) / n
+    after = np.bincount(np.argmax(adapted, axis=1), minlength=k) / n
+    top = int(np.argmax(after))
+    rare_mass = priors[before < COLLAPSE_RARE / k].sum()
+    return bool(rare_mass > COLLAPSE_MASS or (after[top] >= COLLAPSE_ONE_CLASS > before[top]))

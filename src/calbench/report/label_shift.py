@@ -4,10 +4,11 @@ and the evaluate jobs' bootstrap resamples.
 As Alexandari, Kundaje & Shrikumar (ICML 2020, Tables 1–2) report, per calibrator and shift strength (a Dirichlet
 α or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with the paired bootstrap of
 :mod:`calbench.report.paired_bootstrap`. A seed's estimate is the mean over its draws of that strength; its
-resamples are the means over the draws of the metric on resamples of each set's rows, drawn within classes
-(:func:`calbench.data.label_shift.resample_counts`, the same for every method), with the target priors
-re-estimated on every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage
-carries what the rows do not explain (the calibration split and the drawn priors, which differ per seed).
+resamples are the means over the draws of the metric on each set redrawn from resampled test rows
+(:func:`calbench.data.label_shift.redraw_weights`, the same for every method), with the weights re-estimated on
+every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage carries what the rows
+do not explain (the calibration split and the drawn priors, which differ per seed). A cell of an estimated
+adaptation is flagged where the adaptation collapsed on some of its sets (``collapse.<estimator>``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,11 @@ LEVEL = 0.95
 NO_INTERVAL = ("A cell without an interval has no resamples: a signed metric (0 is best, not tested), a metric "
                "without a row-weighted form, or metrics JSONs without `label_shift_resamples` (rerun the evaluate "
                "jobs).")
+
+
+COLLAPSE_NOTE = ("⚠ collapsed n %: in that share of the sets (draws × seeds) the adaptation collapsed (more than half "
+                 "the estimated prior on classes the unadapted predictions rarely choose, or one class predicted for "
+                 "nearly every row; docs/label_shift.md): the cell's value is not a clean estimate of adaptation.")
 
 
 def is_label_shifted(test_sets: pd.Series) -> pd.Series:
@@ -86,14 +92,34 @@ def _mean_resamples(per_strength: dict, metric_id: str, strengths) -> np.ndarray
     return None if not found or any(f is None for f in found) else np.mean(found, axis=0)
 
 
+def collapse_shares(long: pd.DataFrame) -> dict[tuple[str, str, str, float, str], float]:
+    """(source, method, kind, strength, estimator) → the share of that strength's sets (over draws and seeds)
+    whose adaptation collapsed, where ``collapse.<est>`` was computed and is above 0."""
+    sub = long[is_label_shifted(long["test_set"]) & long["metric"].str.startswith("collapse.")]
+    out = {}
+    for (source, method, test_set, metric_id), value in sub.groupby(
+            ["source", "method", "test_set", "metric"])["value"].mean().items():
+        kind, strength, _ = parse_name(test_set)
+        out.setdefault((source, method, kind, strength, metric_id.split(".", 1)[1]), []).append(value)
+    return {key: float(np.mean(v)) for key, v in out.items() if np.mean(v) > 0}
+
+
+def _estimator(metric_id: str) -> str | None:
+    """The estimated adaptation a metric id reads (``nll.em`` → ``em``), None for the oracle and unadapted ids."""
+    from calbench.metrics.label_shift import ESTIMATED
+
+    last = metric_id.rsplit(".", 1)[-1]
+    return last if last in ESTIMATED and "." in metric_id else None
+
+
 def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, method_order=None) -> str:
     """Per source: methods × shift strength of ``metric_id``: the mean over draws and seeds [the 95 % percentile
     interval of the paired bootstrap], in bold the best and the methods tied with it (Holm, α = 0.05)."""
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({family.direction}; mean "
-             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap of each set's rows, drawn "
-             "within classes, priors re-estimated on every resample, seeds pooled]; **bold**: the best and the "
+             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap: each set redrawn from "
+             "resampled test rows, weights re-estimated on every resample, seeds pooled]; **bold**: the best and the "
              "methods a paired test cannot tell from it, Holm-adjusted at α = 0.05)", ""]
     sub = long[(long["metric"] == metric_id) & is_label_shifted(long["test_set"])]
     if sub.empty:
@@ -106,7 +132,7 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
                          key=lambda c: (c[0], c[1] if c[0] == "tweak_one" else -c[1]))
         methods = list(dict.fromkeys(by_source["method"]))
         methods = [m for m in (method_order or methods) if m in methods]
-        cells, bare = {}, False
+        cells, bare, flagged = {}, False, False
         for kind, strength in columns:
             part = by_source[(by_source["kind"] == kind) & (by_source["strength"] == strength)]
             draws = label_shift_draws(source, part, [metric_id], resamples, [f"{kind}{strength:g}"])
@@ -120,6 +146,11 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
                 text = f"{v.estimate * scale:.{dec}f}" + ("" if np.isnan(v.low) else
                                                           f" [{v.low * scale:.{dec}f}, {v.high * scale:.{dec}f}]")
                 cells[v.method, kind, strength] = f"**{text}**" if v.tied_with_best else text
+        estimator = _estimator(metric_id)
+        for (src, method, kind, strength, est), share in collapse_shares(long).items():
+            if src == source and est == estimator and (method, kind, strength) in cells:
+                cells[method, kind, strength] += f" ⚠ collapsed {share:.0%}"
+                flagged = True
         lines += [f"**{source}**", "", "| method | " + " | ".join(
             f"Dirichlet α={s:g}" if k == "dirichlet" else f"tweak-one ρ={s:g}" for k, s in columns) + " |",
             "|---|" + "---|" * len(columns)]
@@ -127,4 +158,6 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
         lines.append("")
         if bare:
             lines += [NO_INTERVAL, ""]
+        if flagged:
+            lines += [COLLAPSE_NOTE, ""]
     return "\n".join(lines)
