@@ -101,14 +101,16 @@ def reweight(probs: np.ndarray, ratio: np.ndarray) -> np.ndarray:
     return out
 
 
-def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float = EM_TOL,
+def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = None,
               max_iter: int = EM_MAX_ITER, weights: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
-    weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` relative to its value; warns
+    weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
+    value; warns
     (:class:`NotConvergedWarning`) after ``max_iter`` iterations. Returns (π_t, iterations). With s = p / π_s,
     an iteration is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector products, no n × k temporary.
     ``weights`` [R, n] (bootstrap row weights) runs R weighted EMs at once, as matrix products, and returns
     [R, k], each from π_s and stopped by the same criterion, as EM on each resample's rows would be."""
+    tol = EM_TOL if tol is None else tol
     safe = np.where(source_priors > 0, source_priors, 1.0)
     scaled = probs / safe
     single = weights is None
