@@ -66,7 +66,7 @@ def test_estimators_equal_the_authors_code(key):
         # cvxpy's interior point stops near the optimum along flat directions (CIFAR-100: up to 4.4e-4 in a
         # weight); calbench's solution is never the worse one in the objective
         np.testing.assert_allclose(found, reference[est], rtol=0, atol=5e-4)
-        assert objective(found) <= objective(reference[est]) + 1e-12
+        assert objective(found) <= objective(reference[est]) + 1e-10
 
 
 @pytest.mark.parametrize("model", ["cifar10_resnet-20", "cifar100_resnet-20"])

@@ -16,8 +16,9 @@ from workflow_helpers import planned_jobs, run_then_configure
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("label_shift")]
 
 CLASSES = 4
-LABEL_SHIFT = {"dirichlet": [0.3], "tweak_one": [0.7], "draws": 2, "metrics": ["acc", "nll", "nll.em", "acc.oracle",
-                                                                                 "prior_mse.em", "prior_mse.bbse"]}
+LABEL_SHIFT = {"dirichlet": [0.3], "tweak_one": [0.7], "draws": 2,
+               "metrics": ["acc", "nll", "nll.em", "acc.em", "acc.oracle", "prior_mse.em", "prior_mse.bbse",
+                           "delta.acc.em", "delta.nll.em", "weight_mse.em", "collapse.em", "acc.rlls", "acc.bbse_soft"]}
 
 
 def _config(folder, label_shift: bool) -> dict:
@@ -68,6 +69,12 @@ def test_label_shifted_sets_are_evaluated_and_tabulated(done):
     assert "| ts | " in table and " [" in table  # the paired bootstrap's interval of every cell
     resamples = records["ts"]["label_shift_resamples"]
     assert set(resamples) == {"dirichlet0.3", "tweak_one0.7"} and len(resamples["dirichlet0.3"]["nll.em"]) == 200
+    # the paper's headline scores and the adapt-or-not verdict per calibrator and strength
+    assert shifted["delta.acc.em"] == pytest.approx(shifted["acc.em"] - shifted["acc"])
+    assert shifted["weight_mse.em"] >= 0 and shifted["collapse.em"] in (0.0, 1.0)
+    adapt = (done / "results/tables/label_shift/adapt_or_not.md").read_text()
+    assert "| method | estimator | shift | Δacc (points) | Δnll |" in adapt
+    assert re.search(r"\| bcts \| em \| tweak-one ρ=0.7 \| [+-][0-9.]+ \[[+-][0-9.]+, [+-][0-9.]+\] \|", adapt), adapt
     # the clean tables are still computed from the clean test set alone
     clean = long[(long["test_set"] == "clean") & (long["metric"] == "nll") & (long["method"] == "ts")]
     assert f"{clean['value'].mean():.3f}" in (done / "results/tables/nll.md").read_text()
@@ -115,8 +122,12 @@ def test_the_shipped_label_shift_config_runs_end_to_end(shipped_run, capsys):
         rows = [line for line in table.splitlines() if line.startswith("| ") and "method" not in line]
         assert strengths <= set(table.splitlines()[4].split(" | ")), metric_id
         assert len(rows) == len(config["methods"]), metric_id  # every method
-        assert all(" [" in cell for row in rows for cell in row.split(" | ")[1:]), metric_id  # every cell's interval
+        if not metric_id.startswith("collapse."):  # a 0/1 flag per set: its share of sets, without resamples
+            assert all(" [" in cell for row in rows for cell in row.split(" | ")[1:]), metric_id  # every interval
     assert main(["recommend", str(shipped_run / "results"), "--under-label-shift"]) == 0
     out = capsys.readouterr().out
     assert "nll.em, lower is better" in out
     assert re.search(r"\ncifar10_resnet-20: \w+ [0-9.]+ \[[0-9.]+, [0-9.]+\]\n    tied with the best: ", out), out
+    # per calibrator and strength: Δacc with its interval, the weights' MSE, collapse and the verdict
+    assert re.search(r"\n +ts +Dirichlet α=0.1: Δacc \+[0-9.]+ \[[+-][0-9.]+, [+-][0-9.]+\], Δnll -[0-9.]+ "
+                     r"\[.*\], weight MSE [0-9.]+, collapsed 0%: (adapt|no clear change|do not adapt)\n", out), out

@@ -29,7 +29,8 @@ def regulariser(num_classes: int, cal_rows: int, alpha: float = ALPHA, delta: fl
 
 
 def _solve(confusion: np.ndarray, b: np.ndarray, strength: float) -> np.ndarray:
-    """argmin_{θ ≥ −1} ‖C θ − b‖ + strength ‖θ‖, from the least-squares θ clipped at −1."""
+    """argmin_{θ ≥ −1} ‖C θ − b‖ + strength ‖θ‖, from half the least-squares θ clipped at −1 (the least-squares θ
+    itself fits exactly, where the residual's norm has no gradient)."""
     from scipy.optimize import minimize  # lazy: only RLLS needs it
 
     k = b.size
@@ -43,7 +44,7 @@ def _solve(confusion: np.ndarray, b: np.ndarray, strength: float) -> np.ndarray:
         gradient = confusion.T @ residual / max(r_norm, 1e-300) + strength * theta / max(t_norm, 1e-300)
         return r_norm + strength * t_norm, gradient
 
-    start = np.maximum(np.linalg.lstsq(confusion, b, rcond=None)[0], -1.0)
+    start = 0.5 * np.maximum(np.linalg.lstsq(confusion, b, rcond=None)[0], -1.0)
     found = minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(-1.0, None)] * k,
                      options={"maxiter": 10_000, "ftol": 1e-12, "gtol": 1e-9})
     return found.x
