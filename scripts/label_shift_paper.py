@@ -59,8 +59,8 @@ def summarise(results: Path, config_path: Path) -> dict:
     adapted = {(a.source, a.method, a.estimator, a.kind, a.strength): a for a in adaptations(long, resamples)}
     wide = long.pivot_table(index=["source", "method", "seed", "test_set"], columns="metric", values="value")
     uncal_acc = wide["acc"].xs("uncal", level="method")
-    rows, ran = [], {}
-    for (source, method, seed, test_set), values in wide.iterrows():
+    ran = {}
+    for source, _, seed, test_set in wide.index:
         ran.setdefault(source, {"seeds": set(), "sets": set()})
         ran[source]["seeds"].add(int(seed))
         ran[source]["sets"].add(test_set)
