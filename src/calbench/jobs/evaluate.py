@@ -113,7 +113,8 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` redraws of each set
     from resampled test rows (:func:`calbench.data.label_shift.redraw_weights`; the metrics with a row-weighted
     form)."""
-    from calbench.metrics.bootstrap import TABLE_RESAMPLES
+    from threadpoolctl import threadpool_limits
+
     from calbench.persist import load
 
     cal_model = load(calibrator)
@@ -123,19 +124,27 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     probs, labels = out["probs"], out["labels"]
     base = LabelShiftInputs.from_calibration(cal_probs, cal["labels"], None)
     values, resampled = {}, {}
-    for name in set_names(spec):
-        rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
-        inputs, what = replace(base, true_priors=true_priors), f"{where} ({name})"
-        values[name] = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals,
-                                label_shift=inputs, method=what)
-        weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed,
-                                 TABLE_RESAMPLES)
-        draws = resampled_values(probs, labels, spec["metrics"], weights, seed=seed, label_shift=inputs, method=what)
-        kind, strength, _ = parse_name(name)
-        for metric_id, draw in draws.items():
-            resampled.setdefault(f"{kind}{strength:g}", {}).setdefault(metric_id, []).append(draw)
+    with threadpool_limits(limits=1, user_api="blas"):  # EM's and RLLS's small products: idle BLAS threads spin
+        for name in set_names(spec):
+            values[name], draws = _one_set(name, spec, probs, labels, replace(base, true_priors=None), seed,
+                                           intervals, f"{where} ({name})")
+            kind, strength, _ = parse_name(name)
+            for metric_id, draw in draws.items():
+                resampled.setdefault(f"{kind}{strength:g}", {}).setdefault(metric_id, []).append(draw)
     means = {strength: {m: np.mean(d, axis=0).tolist() for m, d in per.items()} for strength, per in resampled.items()}
     return values, means
+
+
+def _one_set(name, spec, probs, labels, base, seed, intervals, what):
+    """(the metrics of label-shifted set ``name``, their values on the set's redraws)."""
+    from calbench.metrics.bootstrap import TABLE_RESAMPLES
+
+    rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
+    inputs = replace(base, true_priors=true_priors)
+    values = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals, label_shift=inputs,
+                      method=what)
+    weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed, TABLE_RESAMPLES)
+    return values, resampled_values(probs, labels, spec["metrics"], weights, seed=seed, label_shift=inputs, method=what)
 
 
 def peak_rss_mb() -> float:

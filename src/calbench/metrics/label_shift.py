@@ -105,11 +105,15 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
               max_iter: int = EM_MAX_ITER, weights: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
     weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
-    value; warns
-    (:class:`NotConvergedWarning`) after ``max_iter`` iterations. Returns (π_t, iterations). With s = p / π_s,
-    an iteration is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector products, no n × k temporary.
-    ``weights`` [R, n] (bootstrap row weights) runs R weighted EMs at once, as matrix products, and returns
-    [R, k], each from π_s and stopped by the same criterion, as EM on each resample's rows would be."""
+    value in an EM step; warns (:class:`NotConvergedWarning`) after ``max_iter`` EM steps. Returns (π_t, EM steps).
+    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector products, no n × k temporary.
+
+    The steps are accelerated by SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from π₀, two
+    steps π₁, π₂, r = π₁ − π₀, v = π₂ − π₁ − r, α = min(−‖r‖/‖v‖, −1), π' = π₀ − 2αr + α²v, then one step from π'.
+    It converges to the same fixed point in far fewer steps where a prior decays slowly towards 0 (EM's linear rate
+    near 1); where π' leaves the simplex or lowers the log-likelihood, the cycle keeps the plain step π₂ (α = −1),
+    so every cycle is at least as good as two EM steps. ``weights`` [R, n] (bootstrap row weights) runs R weighted
+    EMs at once, as matrix products, and returns [R, k], each from π_s and stopped by the same criterion."""
     tol = EM_TOL if tol is None else tol
     safe = np.where(source_priors > 0, source_priors, 1.0)
     scaled = probs / safe
@@ -118,20 +122,41 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     priors = np.tile(np.asarray(source_priors, dtype=np.float64), (weights.shape[0], 1))  # a copy, updated in place
     totals = weights.sum(axis=1, keepdims=True)
     active = np.arange(weights.shape[0])
-    for iteration in range(1, max_iter + 1):
-        current = priors[active]
-        new = current * ((weights[active] / (scaled @ current.T).T) @ scaled) / totals[active]
-        before, after = np.maximum(current / safe, WEIGHT_FLOOR), np.maximum(new / safe, WEIGHT_FLOOR)
-        changes = np.max(np.abs(after - before) / before, axis=1)
+
+    def step(pi, rows):
+        """(one EM step from each row of ``pi``, the weighted mean log-likelihood of ``pi``)."""
+        mix = (scaled @ pi.T).T
+        loglik = np.sum(weights[rows] * np.log(np.maximum(mix, 1e-300)), axis=1) / totals[rows, 0]
+        return pi * ((weights[rows] / mix) @ scaled) / totals[rows], loglik
+
+    def relative(a, b):
+        before, after = np.maximum(a / safe, WEIGHT_FLOOR), np.maximum(b / safe, WEIGHT_FLOOR)
+        return np.max(np.abs(after - before) / before, axis=1)
+
+    steps = 0
+    while steps < max_iter:
+        start = priors[active]
+        first, loglik = step(start, active)
+        second, _ = step(first, active)
+        r, v = first - start, second - 2 * first + start
+        alpha = np.minimum(-np.linalg.norm(r, axis=1) / np.maximum(np.linalg.norm(v, axis=1), 1e-300), -1.0)
+        jump = start - 2 * alpha[:, None] * r + alpha[:, None] ** 2 * v
+        plain = (jump <= 0).any(axis=1)
+        jump[plain] = second[plain]
+        new, jumped = step(jump, active)
+        plain |= jumped < loglik  # a jump that lowers the likelihood: keep the plain steps' π₂
+        new[plain], jump[plain] = second[plain], first[plain]
+        changes = relative(jump, new)
+        steps += 3
         priors[active] = new
         active = active[changes > tol]
         if active.size == 0:
-            return (priors[0] if single else priors), iteration
+            return (priors[0] if single else priors), steps
     warnings.warn(f"label-shift EM: the weights still changed by {changes.max():.3g} relative (> {tol:g}) after "
-                  f"{max_iter} iterations; the estimate is the last iterate. A flat likelihood (a class the calibrated "
+                  f"{steps} iterations; the estimate is the last iterate. A flat likelihood (a class the calibrated "
                   "outputs hardly separate) converges slowly: check that class's calibration", NotConvergedWarning,
                   stacklevel=2)
-    return (priors[0] if single else priors), max_iter
+    return (priors[0] if single else priors), steps
 
 
 def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.ndarray:

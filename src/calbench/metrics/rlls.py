@@ -53,6 +53,11 @@ def _solve(confusion: np.ndarray, b: np.ndarray, strength: float) -> np.ndarray:
 def rlls_weights(confusion: np.ndarray, predicted: np.ndarray, mean_cal: np.ndarray, cal_rows: int,
                  alpha: float = ALPHA) -> np.ndarray:
     """The RLLS weights 1 + θ̂ [R, k] for the prediction frequencies ``predicted`` [R, k] of R sets (or resamples),
-    ``mean_cal`` [k] the calibration split's and ``confusion`` [pred, label] its joint with the labels."""
+    ``mean_cal`` [k] the calibration split's and ``confusion`` [pred, label] its joint with the labels. The solves
+    run with one BLAS thread: their k × k products are too small to share, and idle BLAS threads spinning between
+    them cost 20 times the work on a busy machine (0.4 against 9 CPU-s for 200 solves at k = 10)."""
+    from threadpoolctl import threadpool_limits  # lazy: only RLLS needs it
+
     strength = regulariser(confusion.shape[0], cal_rows, alpha)
-    return 1.0 + np.array([_solve(confusion, row - mean_cal, strength) for row in np.atleast_2d(predicted)])
+    with threadpool_limits(limits=1, user_api="blas"):
+        return 1.0 + np.array([_solve(confusion, row - mean_cal, strength) for row in np.atleast_2d(predicted)])
