@@ -84,6 +84,19 @@ def stand_in_image_folders(config: dict, where: Path) -> dict:
     return {**config, "sources": sources}
 
 
+def user_config(folder, rows=600, classes=5, **source) -> dict:
+    """A newcomer's config: their own npy logits (rows × classes) re-split into calibration and test."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.save(folder / "logits.npy", (rng.normal(size=(rows, classes)) * 3).astype(np.float32))
+    np.save(folder / "labels.npy", rng.integers(classes, size=rows))
+    entry = {"type": "import", "format": "npy", "scores": "logits",
+             "files": {"logits": str(folder / "logits.npy"), "labels": str(folder / "labels.npy")},
+             "split": {"cal_size": rows // 2}, **source}
+    return {"sources": {"my_model": entry}, "methods": ["uncal", "ts"], "metrics": ["acc", "nll", "ece.conf.em15.l1"]}
+
+
 def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str, int]:
     """Job counts per rule that ``snakemake -n`` would run (empty when nothing is to do)."""
     result = run_snakemake(workdir, None, "-n", "--quiet", "rules", *args, env=env)
