@@ -15,6 +15,15 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+WORKFLOW_TESTS = REPO / "tests" / "workflow"
+
+
+def pytest_collection_modifyitems(items):
+    """Every test of tests/workflow/ carries the ``workflow`` marker by its folder (tests elsewhere that start a
+    subprocess carry it by hand; tests/contract/test_test_layout.py checks both)."""
+    for item in items:
+        if WORKFLOW_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.workflow)
 
 
 def shared_data(*parts) -> Path:

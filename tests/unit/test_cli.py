@@ -144,6 +144,7 @@ def test_listings_are_plain_text(capsys):
     assert "ece.{conf|cw}" in metrics and "(?P<" not in metrics and "\\." not in metrics
 
 
+@pytest.mark.workflow
 def test_console_script_entry_point_is_main():
     import tomllib
     from pathlib import Path
