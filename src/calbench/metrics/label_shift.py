@@ -41,7 +41,7 @@ from calbench.metrics.rlls import rlls_weights
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
 #: value in an iteration (the adapted probabilities are p ⊙ w renormalised, so they then change by less than about
 #: 2·EM_TOL relative), and warns after EM_MAX_ITER iterations (the cap), returning the last iterate.
-#: tests/test_label_shift_reference.py checks that tightening EM_TOL tenfold moves nll.em and acc.em by < 1e-4 on
+#: tests/unit/test_label_shift_reference.py checks that tightening EM_TOL tenfold moves nll.em and acc.em by < 1e-4 on
 #: the shared CIFAR logits.
 EM_TOL = 1e-6
 EM_MAX_ITER = 10_000

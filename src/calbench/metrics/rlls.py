@@ -10,7 +10,7 @@ the authors' code that Alexandari et al. keep (:data:`ALPHA`, :data:`DELTA`).
 The objective is convex, and smooth wherever Ĉ θ ≠ b̂ and θ ≠ 0. θ = 0 is optimal exactly when the subgradient
 condition ‖Ĉᵀ b̂‖/‖b̂‖ ≤ Δ_C holds (the residual's gradient at 0 lies in the regulariser's ball; 0 is inside
 θ ≥ −1); otherwise the minimum is away from 0 and L-BFGS-B with the bounds finds it
-(``tests/test_label_shift_reference.py`` compares with the authors' cvxpy solution).
+(``tests/unit/test_label_shift_reference.py`` compares with the authors' cvxpy solution).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from calbench.metrics.rlls import regulariser
 from calbench.scores import Scores
 from conftest import shared_data
 
-GOLDEN = json.loads((Path(__file__).parent / "golden" / "label_shift_reference.json").read_text())["weights"]
+GOLDEN = json.loads((Path(__file__).parent.parent / "golden" / "label_shift_reference.json").read_text())["weights"]
 
 
 @lru_cache(maxsize=None)
