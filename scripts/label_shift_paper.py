@@ -81,9 +81,9 @@ def summarise(results: Path, config_path: Path) -> dict:
                     "weight_mse": round(float(np.median(part[f"weight_mse.{estimator}"])), 5),
                     "own": None if a is None else [None if np.isnan(x) else round(float(x), 5) for x in a.delta_acc],
                     "verdict": None if a is None else a.verdict,
-                    "collapsed": None if a is None else round(a.collapsed, 4)})
+                    "collapsed": None if a is None or np.isnan(a.collapsed) else round(a.collapsed, 4)})
     draws = {s: e["label_shift"]["draws"] for s, e in config["sources"].items()}
-    return {"config": str(config_path), "ran": {s: {"seeds": sorted(r["seeds"]), "draws": draws.get(s),
+    return {"config": "config/label_shift_paper.yaml", "ran": {s: {"seeds": sorted(r["seeds"]), "draws": draws.get(s),
                                                     "sets": len(r["sets"])} for s, r in ran.items()},
             "records": records}
 
@@ -110,7 +110,8 @@ def _own(triple) -> str:
 
 def block(summary: dict, paper: dict) -> str:
     """The generated block: what ran, then one table per source and shift, ours beside the paper's."""
-    lines = ["What ran (`" + summary["config"] + "` reduced to these sources; each set of n rows):", ""]
+    lines = ["What ran (`" + summary["config"] + "` reduced to these sources; each set of n rows; the first four "
+             "columns medians over the sets, as the paper's tables):", ""]
     lines += [f"* `{s}`: seeds {', '.join(map(str, r['seeds']))}, {r['draws']} draws per strength, {r['sets']} sets "
               "per seed and calibrator" for s, r in summary["ran"].items()]
     lines.append("")
@@ -122,7 +123,7 @@ def block(summary: dict, paper: dict) -> str:
         shift = f"Dirichlet α = {strength:g}" if kind == "dirichlet" else f"tweak-one ρ = {strength:g}"
         lines += [f"**{dataset} {net}, {shift}, n = {n:,}** ({records[0]['sets']} sets)", "",
                   "| estimator | calibrator | Δacc vs uncal, ours | paper | weight MSE, ours | paper | Δacc vs own "
-                  "unadapted [95 % interval] | verdict |", "|---|---|---|---|---|---|---|---|"]
+                  "unadapted, mean [95 % interval] | verdict |", "|---|---|---|---|---|---|---|---|"]
         for r in records:
             theirs = _paper(paper["numbers"], dataset, kind, strength, n, r["estimator"], r["method"])
             verdict = r["verdict"] or "–"
@@ -165,7 +166,8 @@ def main() -> int:
     sub = parser.add_subparsers(dest="action", required=True)
     again = sub.add_parser("summarise", help="record the summary of a finished run, then render")
     again.add_argument("--results", type=Path, required=True, help="the run's results folder")
-    again.add_argument("--config", type=Path, required=True, help="the config the run used")
+    again.add_argument("--config", type=Path, required=True,
+                       help="the config the run used (config/label_shift_paper.yaml or a slice of it: its draws)")
     render = sub.add_parser("render", help="write docs/label_shift.md's generated block from the summary")
     render.add_argument("--check", action="store_true", help="exit 1 when docs/label_shift.md is out of date")
     args = parser.parse_args()

@@ -48,6 +48,8 @@ def print_adaptation(long, metric_files, best: dict[str, str], estimator: str = 
     """Per source, each calibrator's adaptation by ``estimator`` at every shift strength (Δacc in points and Δnll
     with intervals, weight MSE, collapse share, verdict); a warning for the recommended calibrator ``best[source]``
     wherever adaptation does not help it, and for each calibrator whose adaptation collapsed."""
+    import math
+
     from calbench.report.label_shift import read_resamples
     from calbench.report.label_shift_adapt import ADAPT, DO_NOT, adaptations
 
@@ -63,14 +65,15 @@ def print_adaptation(long, metric_files, best: dict[str, str], estimator: str = 
         for a in (a for a in found if a.source == source):
             acc, nll = a.delta_acc, a.delta_nll
             print(f"    {a.method:>10} {a.column:>20}: Δacc {_triple(acc, 100, 2)}, Δnll {_triple(nll, 1, 3)}, "
-                  f"weight MSE {a.weight_mse:.4f}, collapsed {a.collapsed:.0%}: {a.verdict}")
+                  f"weight MSE {a.weight_mse:.4f}, collapsed "
+                  f"{'n/a' if math.isnan(a.collapsed) else format(a.collapsed, '.0%')}: {a.verdict}")
         for a in (a for a in found if a.source == source):
             if a.method == best.get(source) and a.verdict != ADAPT:
                 how = "hurts" if a.verdict == DO_NOT else "does not clearly help"
                 print(f"    warning: {estimator} adaptation {how} {a.method} at {a.column} (Δacc "
                       f"{_triple(a.delta_acc, 100, 2)} points): recommended under label shift only with that caveat; "
                       "compare its unadapted outputs")
-            elif a.collapsed > 0:
+            elif a.collapsed > 0:  # NaN (not computed) compares False
                 print(f"    warning: {estimator} collapsed on {a.collapsed:.0%} of {a.method}'s sets at {a.column}")
 
 

@@ -41,6 +41,7 @@ class Adaptation:
     delta_nll: tuple[float, float, float]
     weight_mse: float
     floor_share: float
+    #: the share of sets collapsed; NaN where ``collapse.<estimator>`` was not computed
     collapsed: float
     verdict: str
 
@@ -81,9 +82,10 @@ def adaptations(long: pd.DataFrame, resamples: dict, source: str | None = None) 
                 nll = found.get(f"delta.nll.{est}", {}).get(method, (np.nan,) * 3)
                 extra = {m: float(means.get((f"{m}.{est}", method), np.nan))
                          for m in ("weight_mse", "floor_share", "collapse")}
-                collapsed = 0.0 if np.isnan(extra["collapse"]) else extra["collapse"]
+                collapsed = extra["collapse"]  # NaN where collapse.<est> was not computed
                 out.append(Adaptation(src, method, est, kind, float(strength), acc, nll, extra["weight_mse"],
-                                      extra["floor_share"], collapsed, verdict(acc, nll, collapsed)))
+                                      extra["floor_share"], collapsed,
+                                      verdict(acc, nll, 0.0 if np.isnan(collapsed) else collapsed)))
     return out
 
 
