@@ -122,8 +122,8 @@ LAYOUT_JS = """
     return {source: row.dataset.source, text: row.innerText, box: box(row),
             overflowing: cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText.slice(0, 80))};
   });
-  const figures = Array.from(document.querySelectorAll('figure img')).map(i => ({src: i.src.slice(0, 60),
-                                                                                 width: i.getBoundingClientRect().width}));
+  const figures = Array.from(document.querySelectorAll('figure img'))
+    .map(i => ({src: i.src.slice(0, 60), width: i.getBoundingClientRect().width}));
   return JSON.stringify({heading: heading ? box(heading) : null, rows: rows, figures: figures,
                          pageWidth: document.documentElement.scrollWidth, text: document.body.innerText});
 })()

@@ -160,11 +160,12 @@ def markdown_html(text: str) -> str:
 
 
 def _lists_apart(text: str) -> str:
-    """A blank line before a list that follows a paragraph line (Markdown's rule; the tables' notes omit it)."""
+    """A blank line wherever a list starts or ends next to a paragraph line (Markdown would otherwise run a list into
+    the paragraph before it, or the line after a list into its last item; the tables' notes leave none)."""
     out = []
     for line in text.splitlines():
-        if line.lstrip().startswith(("- ", "* ")) and out and out[-1].strip() and \
-                not out[-1].lstrip().startswith(("- ", "* ")):
+        item = line.startswith(("- ", "* "))
+        if out and out[-1].strip() and item != out[-1].startswith(("- ", "* ")) and not line.startswith(" "):
             out.append("")
         out.append(line)
     return "\n".join(out) + "\n"
