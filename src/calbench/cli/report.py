@@ -145,7 +145,8 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
              if pending else None)
     warnings = run_warnings(results)
     records = recommendation_records(results, metric)
-    rows = page.decisions(records, metric, warnings)
+    order = {source: i for i, source in enumerate(config["sources"])}
+    rows = sorted(page.decisions(records, metric, warnings), key=lambda d: order.get(d.source, len(order)))
     family, _ = lookup(metric)
     here = output.resolve().parent
     embedded = []

@@ -231,8 +231,8 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     lo, hi = (float(v) for v in from_axis(np.array(limits), logit_axis))
     bins, smooth = panel.bins[panel.bins["count"] > 0], panel.smooth
     ax.plot([lo, hi], [lo, hi], linestyle="--", color="black", linewidth=0.8, label="perfect calibration")
-    ax.vlines(bins["mean_score"], bins["band_low"].clip(lo, hi), bins["band_high"].clip(lo, hi), colors="0.8",
-              linewidth=2.5, zorder=1, label="consistency bars, 95 % (Bröcker & Smith)")
+    ax.vlines(bins["mean_score"], bins["band_low"].clip(lo, hi), bins["band_high"].clip(lo, hi), colors="0.85",
+              linewidth=2.0, zorder=1, label="consistency bars, 95 % (Bröcker & Smith)")
     ax.fill_between(smooth["mean_score"], smooth["band_low"].clip(lo, hi), smooth["band_high"].clip(lo, hi),
                     color="tab:blue", alpha=0.25, linewidth=0, label="bootstrap band, 95 %")
     ax.plot(smooth["mean_score"], smooth["frequency"].clip(lo, hi), color="tab:blue", linewidth=1.6,

@@ -20,6 +20,8 @@ sampling noise explains at that level.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit, logit
 
@@ -128,7 +130,9 @@ class GriddedPairs:
         window = near[0] * sigma * np.sqrt(2 * np.pi)  # instances within the kernel's window
         rarer = np.clip(np.minimum(curves[0], 1 - curves[0]), 0, None)  # the rarer outcome's smoothed frequency
         curve = np.where(window * rarer >= MIN_EVENTS, curves[0], np.nan)
-        low, high = np.nanquantile(curves[1:], [0.025, 0.975], axis=0)
+        with warnings.catch_warnings():  # a mesh point that no resample reaches has no band (and no curve)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(curves[1:], [0.025, 0.975], axis=0)
         return curve, np.where(np.isnan(curve), np.nan, low), np.where(np.isnan(curve), np.nan, high), near[0] / self.n
 
 
