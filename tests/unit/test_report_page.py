@@ -58,7 +58,7 @@ def test_the_tables_markdown_becomes_html_with_bold_lists_and_tables():
     html = markdown_html(text)
     assert "**" not in html and "<strong>0.64 ± 0.02</strong>" in html
     assert html.count("<ul>") == 2 and html.count("<li>") == 3
-    assert "<div class='wide'><table>" in html and "<h3>nll (lower is better)</h3>" in html
+    assert "<div class='wide'><table>" in html and "<h4>nll (lower is better)</h4>" in html
 
 
 def test_an_out_of_date_run_is_said_in_a_red_box_above_the_answer():

@@ -12,6 +12,7 @@ paths.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 
 #: What the report says where no method beats the uncalibrated model.
@@ -21,7 +22,7 @@ REFERENCE = "uncal"
 STYLE = """
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 12px 24px; color: #1a1a1a; }
 h1 { font-size: 22px; margin: 0 0 2px; } h2 { font-size: 19px; margin: 18px 0 6px; }
-h3 { font-size: 16px; margin: 14px 0 4px; }
+h3 { font-size: 17px; margin: 16px 0 4px; } h4 { font-size: 15px; margin: 12px 0 4px; }
 p { margin: 4px 0; } .meta { color: #555; font-size: 13px; }
 .stale { background: #fde2e1; border: 2px solid #c0392b; padding: 6px 10px; margin: 8px 0; font-weight: 600; }
 table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
@@ -156,6 +157,7 @@ def markdown_html(text: str) -> str:
     import markdown
 
     body = markdown.markdown(_lists_apart(text), extensions=["tables"])
+    body = re.sub(r"<(/?)h[1-6]>", r"<\1h4>", body)  # a table's headings sit beneath the page's own
     return body.replace("<table>", "<div class='wide'><table>").replace("</table>", "</table></div>")
 
 
