@@ -3,7 +3,7 @@
 ``run`` measures: it puts the inputs of ``scripts/choosing.yaml`` in a work folder (the real CIFAR logits of
 ../shared/data, linked; a scikit-learn classifier's out-of-fold logits on the breast-cancer table that ships with
 scikit-learn, written), runs the workflow there and records ``calbench recommend --all-metrics --json`` of the
-result (the paired bootstrap of :mod:`calbench.report.paired_bootstrap`), with the command, machine and time, in
+result (the paired bootstrap of :mod:`calbench.stats`), with the command, machine and time, in
 ``scripts/choosing_summary.json``. ``render`` writes the page from that summary alone; ``--check`` exits 1 when
 the committed page is not what it would write (``tests/test_choosing_page.py``):
 

@@ -1,5 +1,5 @@
 """The paired bootstrap's fallback for estimators without a row-weighted form on some outputs
-(calbench.report.paired_bootstrap, module docstring): recomputed on the same row counts as every other method's
+(calbench.stats.draws, module docstring): recomputed on the same row counts as every other method's
 resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3) are those of
 ``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the verdicts and
 the tables."""
@@ -11,7 +11,9 @@ from scipy.special import softmax
 
 from calbench.metrics import evaluate
 from calbench.metrics.binned import equal_mass_stats_resampled
-from calbench.report.paired_bootstrap import compare, frame, row_counts, source_draws
+from calbench.stats.draws import source_draws
+from calbench.stats.paired import compare, frame
+from calbench.stats.resampling import row_counts
 from calbench.report.tables import markdown_table
 
 ECE = "ece.conf.em15.l1"

@@ -258,7 +258,8 @@ def test_signed_metric_ranks_by_distance_from_zero():
     compare in one direction, refuses it."""
     import pandas as pd
 
-    from calbench.report.paired_bootstrap import compare, estimates_only
+    from calbench.stats.draws import estimates_only
+    from calbench.stats.paired import compare
     from calbench.report.tables import summary
 
     long = pd.DataFrame({"source": "s", "method": ["a", "b", "c"], "metric": "sce.conf", "seed": 0,

@@ -220,8 +220,9 @@ def _finished_run(results, outputs: dict, labels, metrics) -> None:
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
     """The winner's percentile interval and the Holm-adjusted paired p-values are the engine's, on the same
-    resamples of the test rows for every method (calbench.report.paired_bootstrap)."""
-    from calbench.report.paired_bootstrap import compare, source_draws
+    resamples of the test rows for every method (calbench.stats)."""
+    from calbench.stats.draws import source_draws
+    from calbench.stats.paired import compare
 
     results, outputs, y = one_seed_run
     assert main(["recommend", str(results), "--metric", "ece.conf.em15.l1", "--resamples", "400"]) == 0

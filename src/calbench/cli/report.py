@@ -8,10 +8,7 @@ then the workflow's own description. It is reStructuredText, which Snakemake ren
 
 from __future__ import annotations
 
-import argparse
 import base64
-import contextlib
-import io
 import shutil
 import subprocess
 import sys
@@ -31,19 +28,15 @@ def _literal(text: str) -> str:
 
 
 def recommendation_text(results: Path, metric: str = "nll") -> str:
-    """What ``calbench recommend RESULTS --metric METRIC`` prints, or why there is nothing to recommend."""
-    from calbench.cli import recommend
+    """What ``calbench recommend RESULTS --metric METRIC`` prints (:func:`calbench.jobs.recommendation.recommend`
+    with its defaults), or why there is nothing to recommend."""
+    from calbench.jobs.recommendation import Request, recommend, render
 
-    parser = argparse.ArgumentParser(prog="calbench")
-    recommend.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["recommend", str(results), "--metric", metric])  # its own defaults
-    out = io.StringIO()
+    request = Request(metrics=(metric,))
     try:
-        with contextlib.redirect_stdout(out):
-            recommend.run(args)
+        return render(recommend(results, request), request)
     except (ValueError, FileNotFoundError) as err:
         return f"no recommendation: {err}"
-    return out.getvalue()
 
 
 def markdown_tables_rst(text: str) -> str:

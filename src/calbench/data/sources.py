@@ -120,8 +120,12 @@ def shift_pool_rows(item: dict, labels: np.ndarray, pool_labels: np.ndarray | No
 
 def make_dump(name: str, entry: dict, seeds, path, cache_dir) -> None:
     """Build and atomically write ``results/dumps/{name}.h5``."""
-    groups = build_groups(name, entry, seeds, cache_dir)
-    store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__})
+    from calbench.caught import Recorder
+
+    with Recorder("dump") as caught:  # e.g. probabilities rounded on export: the tables list it (store.WARNINGS_KEY)
+        groups = build_groups(name, entry, seeds, cache_dir)
+        store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__,
+                                        store.WARNINGS_KEY: caught.records()})
 
 
 def dump_memory_mb(entry: dict, seeds) -> int:

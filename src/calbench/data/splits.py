@@ -52,12 +52,12 @@ def write_test_index(dump_path, seed: int, split: dict, output) -> None:
 def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
     """The calibration and test data of ``dump_path`` for ``seed``.
 
-    Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index"}`` where each part holds the
+    Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index", "test_group"}`` where each part holds the
     dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``; ``fields``: only those
     named, ``logits`` and ``labels`` always) and the indices locate the rows within their group (``all`` for
-    pools, else their own group). ``test_index``: a pool's test rows where they are known (a calibrate job
-    stores them beside its predictions), which spares drawing the split again (and importing scikit-learn,
-    ~1 s per job); the rest of the pool is the cal part.
+    pools, else their own group; ``test_group`` names the test rows' group). ``test_index``: a pool's test rows
+    where they are known (a calibrate job stores them beside its predictions), which spares drawing the split again
+    (and importing scikit-learn, ~1 s per job); the rest of the pool is the cal part.
     """
     groups = store.list_groups(dump_path)
     if fields is not None:
@@ -65,11 +65,11 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None,
     if f"seed{seed}/cal" in groups:
         cal, test = (_read(dump_path, f"seed{seed}/{part}", fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"]))}
+                "test_index": np.arange(len(test["labels"])), "test_group": f"seed{seed}/test"}
     if "cal" in groups and "test" in groups:
         cal, test = (_read(dump_path, part, fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"]))}
+                "test_index": np.arange(len(test["labels"])), "test_group": "test"}
     if "all" in groups:
         if not split:
             raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
@@ -80,7 +80,8 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None,
         else:
             cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
-        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index}
+        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index,
+                "test_group": "all"}
     raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
 
 
