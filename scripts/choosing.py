@@ -184,28 +184,28 @@ def accuracy_moves(records: list[dict], source: str, method: str) -> str | None:
     (``calbench recommend``'s rule), else None."""
     from types import SimpleNamespace
 
-    from calbench.cli.recommend import _accuracy_flag
+    from calbench.jobs.recommendation import accuracy_flag
 
     rows = by_source(records, "acc", [source])[source]
     own, reference = (SimpleNamespace(**record_of(rows, m)) for m in (method, "uncal"))
-    return _accuracy_flag(own, SimpleNamespace(**{k: (float("nan") if v is None else v)
+    return accuracy_flag(own, SimpleNamespace(**{k: (float("nan") if v is None else v)
                                                   for k, v in vars(reference).items()}))
 
 
 def cell(record: dict, family) -> str:
     """``estimate [low, high]`` as the tables show the metric."""
-    from calbench.cli.recommend import _shown
+    from calbench.jobs.recommendation import shown
 
-    return f"{_shown(family, record['estimate'])} [{_shown(family, record['low'])}, {_shown(family, record['high'])}]"
+    return f"{shown(family, record['estimate'])} [{shown(family, record['low'])}, {shown(family, record['high'])}]"
 
 
 def caption(metric: str) -> str:
     """``metric``'s id, scale and direction, as ``calbench recommend`` words them."""
-    from calbench.cli.recommend import _scale_note
+    from calbench.jobs.recommendation import scale_note
     from calbench.metrics import lookup
 
     family, _ = lookup(metric)
-    return f"`{metric}`{_scale_note(family)}, {'higher' if family.higher_is_better else 'lower'} is better"
+    return f"`{metric}`{scale_note(family)}, {'higher' if family.higher_is_better else 'lower'} is better"
 
 
 def metric_table(records: list[dict], metric: str, sources, order=()) -> str:

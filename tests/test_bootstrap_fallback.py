@@ -13,7 +13,7 @@ from calbench.metrics import evaluate
 from calbench.metrics.binned import equal_mass_stats_resampled
 from calbench.stats.draws import source_draws
 from calbench.stats.paired import compare, frame
-from calbench.stats.resampling import row_counts
+from calbench.stats.resampling import Resampler, row_counts, seed_rows
 from calbench.report.tables import markdown_table
 
 ECE = "ece.conf.em15.l1"
@@ -79,7 +79,7 @@ def test_a_recomputed_resample_is_the_metric_of_the_rows_that_resample_drew():
     (Gupta et al. 2021, §4: C_k at the last row of each group of tied scores) comes from its row-count form,
     which ties do not break."""
     draws = _draws()
-    counts = np.concatenate(row_counts(N, RESAMPLES, (1,)))
+    counts = np.concatenate(Resampler([seed_rows(OUTPUTS[1]["smooth"], 1)], RESAMPLES).counts(0))
     for r in (0, 17):
         rows = np.repeat(np.arange(N), counts[r])
         out = OUTPUTS[1]["saturated"]

@@ -24,9 +24,34 @@ def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None 
         raise ValueError(f"split.cal_fraction: must lie in (0, 1), got {cal_fraction}")
 
 
+def row_keys(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """One comparable key per row, its scores' bytes and its label: rows with equal keys are copies."""
+    rows = np.concatenate([np.ascontiguousarray(logits, dtype=np.float64).view(np.uint8).reshape(len(labels), -1),
+                           np.ascontiguousarray(labels, dtype=np.int64).view(np.uint8).reshape(len(labels), -1)], 1)
+    return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+
+
+def copies(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, int]:
+    """(the index of each row's group of identical rows [N], the number of rows that copy an earlier one)."""
+    _, first, group = np.unique(row_keys(logits, labels), return_index=True, return_inverse=True)
+    return group.ravel(), int(len(labels) - first.size)
+
+
 def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,
-               stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows."""
+               stratify: bool = True, logits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows. With
+    ``logits``, rows that are copies of one another (same scores and label) stay together on one side: the groups
+    of copies are split (``cal_size`` then counts groups, ``cal_size / n`` of them), so that no test row is also a
+    calibration row; a pool without copies is split as without ``logits``."""
+    if logits is not None:
+        group, repeated = copies(logits, labels)
+        if repeated:
+            first = np.unique(group, return_index=True)[1]
+            fraction = cal_fraction if cal_fraction is not None else cal_size / labels.size
+            cal_groups = split_pool(labels[first], seed, cal_fraction=min(max(fraction, 1 / first.size),
+                                                                          1 - 1 / first.size), stratify=stratify)[0]
+            in_cal = np.isin(group, cal_groups)
+            return np.flatnonzero(in_cal), np.flatnonzero(~in_cal)
     from sklearn.model_selection import train_test_split  # lazy: only pooled sources need it
 
     n = labels.size
@@ -44,9 +69,9 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
 def write_test_index(dump_path, seed: int, split: dict, output) -> None:
     """Draw a pooled source's split for ``seed`` once and save its test rows (int64 ``.npy``), so that the
     source's calibrate jobs read it instead of each drawing it again (and importing scikit-learn, ~1 s)."""
-    labels = store.read_group(dump_path, "all", fields=["labels"])["labels"]
+    pool = store.read_group(dump_path, "all", fields=["logits", "labels"])
     with atomic_path(output) as tmp, open(tmp, "wb") as f:
-        np.save(f, split_pool(labels, seed, **split)[1])
+        np.save(f, split_pool(pool["labels"], seed, **split, logits=pool["logits"])[1])
 
 
 def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
@@ -76,7 +101,7 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None,
                              "or {cal_fraction: f} in config")
         pool = _read(dump_path, "all", fields)
         if test_index is None:
-            cal_index, test_index = split_pool(pool["labels"], seed, **split)
+            cal_index, test_index = split_pool(pool["labels"], seed, **split, logits=pool["logits"])
         else:
             cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731

@@ -93,13 +93,13 @@ def recommend(results, request: Request, progress: Callable[[str], None] | None 
     everything = pd.read_csv(table)
     long = label_shift_rows(everything) if request.under_label_shift else ranking_rows(everything, request.under_shift)
     available = sorted(m for m in long["metric"].unique() if not m.endswith((".ci_low", ".ci_high")))
-    wanted = sorted(available if request.metrics is None else [
-        adapted_metric(m) if request.under_label_shift else m for m in request.metrics],
-        key=metric_order)
+    wanted = available if request.metrics is None else [
+        adapted_metric(m) if request.under_label_shift else m for m in request.metrics]
     for metric in wanted:
         if metric not in available:
             raise ValueError(f"metric {metric!r} is not in {table}; it holds {', '.join(available)} "
                              "(`calbench metrics` explains each id)")
+    wanted = sorted(wanted, key=metric_order)
     signed = [m for m in wanted if lookup(m)[0].signed]
     if signed and request.metrics is not None and len(signed) == len(wanted):
         raise ValueError(f"{signed[0]} is signed (0 is best): recommend ranks methods in one direction; use its "
@@ -185,7 +185,7 @@ class _SourceRanker:
             record["warnings"] = [{k: w[k] for k in ("seed", "stage", "category", "message")}
                                   for w in warned if w["source"] == self.source and w["method"] == verdict.method]
             if rank == 0:
-                record["acc_flag"] = _accuracy_flag(own, reference)
+                record["acc_flag"] = accuracy_flag(own, reference)
                 record["uncal_in_best_group"] = REFERENCE in best_group
                 record.update(self._floor(metric, verdict.estimate))
             out.append(record)
@@ -226,7 +226,7 @@ def _shifted_draws(source: str, everything, metrics, results: Path, request: Req
                         request.recompute)[UNDER_SHIFT]
 
 
-def _accuracy_flag(own, reference) -> str | None:
+def accuracy_flag(own, reference) -> str | None:
     """``"raises"`` or ``"lowers"`` where the method's accuracy lies outside uncal's accuracy interval, else
     None (also when either has no interval)."""
     if own is None or reference is None or not np.isfinite(reference.low):
@@ -274,9 +274,8 @@ def render(result: Recommendation, request: Request) -> str:
     lines = _header(result, request)
     for metric in result.metrics:
         family, _ = lookup(metric)
-        scale = "" if family.scale == 1 else f" (×{family.scale:g})"
         direction = "higher" if family.higher_is_better else "lower"
-        lines += ["", f"{metric}{scale}, {direction} is better, values as in the tables"]
+        lines += ["", f"{metric}{scale_note(family)}, {direction} is better, values as in the tables"]
         for source in dict.fromkeys(r["source"] for r in result.records if r["metric"] == metric):
             lines += _source_lines([r for r in result.records if r["metric"] == metric and r["source"] == source],
                                    family, result.resamples)
@@ -291,26 +290,26 @@ def _source_lines(records: list[dict], family, resamples: int) -> list[str]:
     from calbench.stats.paired import format_p
 
     best = records[0]
-    line = f"{best['source']}: {best['method']} {_shown(family, best['estimate'])}{_interval(family, best)}"
+    line = f"{best['source']}: {best['method']} {shown(family, best['estimate'])}{_interval(family, best)}"
     if best["low"] is None:
         line += f" (no interval: {best['note']})"
     lines = [line + ("; the only method" if len(records) == 1 else "")]
     others = records[1:]
     tested = [r for r in others if r["tied_with_best"] is not None]
     untested = [r for r in others if r["tied_with_best"] is None]
-    listed = lambda group: ", ".join(f"{r['method']} {_shown(family, r['estimate'])}{_interval(family, r)} "  # noqa: E731
+    listed = lambda group: ", ".join(f"{r['method']} {shown(family, r['estimate'])}{_interval(family, r)} "  # noqa: E731
                                      f"({format_p(r['p_value'], resamples)})" for r in group) or "none"
     if tested:
         lines.append(f"    tied with the best: {listed([r for r in tested if r['tied_with_best']])}")
         lines.append(f"    worse than {best['method']}: {listed([r for r in tested if not r['tied_with_best']])}")
     if untested:
-        lines.append("    untested: " + ", ".join(f"{r['method']} {_shown(family, r['estimate'])}"
+        lines.append("    untested: " + ", ".join(f"{r['method']} {shown(family, r['estimate'])}"
                                                   f"{_interval(family, r)}" for r in untested)
                      + "".join(f" ({note})" for note in dict.fromkeys(r.get("note") for r in untested) if note))
     if best.get("within_noise_floor"):
-        lines.append(f"    note: {best['method']} reads {_shown(family, best['estimate'])}, within the noise floor "
-                     f"(a perfectly calibrated model reads {_shown(family, best['noise_floor'])}, up to "
-                     f"{_shown(family, best['noise_floor_high'])}): indistinguishable from a perfectly calibrated "
+        lines.append(f"    note: {best['method']} reads {shown(family, best['estimate'])}, within the noise floor "
+                     f"(a perfectly calibrated model reads {shown(family, best['noise_floor'])}, up to "
+                     f"{shown(family, best['noise_floor_high'])}): indistinguishable from a perfectly calibrated "
                      "model at this test size")
     if best.get("acc_flag"):
         lines.append(f"    note: {best['method']} {best['acc_flag']} accuracy by {100 * abs(best['acc_change']):.1f} "
@@ -332,7 +331,7 @@ def _source_lines(records: list[dict], family, resamples: int) -> list[str]:
     return lines
 
 
-def _shown(family, value) -> str:
+def shown(family, value) -> str:
     """``value`` as the tables show the metric (e.g. ECE ×100, the table's decimals)."""
     return f"{value * family.scale:.{family.decimals}f}" if value is not None and np.isfinite(value) else "n/a"
 
@@ -341,4 +340,9 @@ def _interval(family, record) -> str:
     """`` [low, high]`` of ``record`` as the tables show the metric; empty without one."""
     if record["low"] is None:
         return ""
-    return f" [{_shown(family, record['low'])}, {_shown(family, record['high'])}]"
+    return f" [{shown(family, record['low'])}, {shown(family, record['high'])}]"
+
+
+def scale_note(family) -> str:
+    """`` (×100)`` where the tables show the metric scaled, else empty."""
+    return "" if family.scale == 1 else f" (×{family.scale:g})"

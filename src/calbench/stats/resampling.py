@@ -14,6 +14,7 @@ reduces to there) treats overlapping seeds as independent evidence and under-cov
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,9 +40,22 @@ class SeedRows:
     ids: np.ndarray
 
 
+@functools.lru_cache(maxsize=4)
+def _kept_counts(n: int, resamples: int, key: tuple[int, ...]) -> tuple[np.ndarray, ...]:
+    """:func:`row_counts` of counts that fit :data:`COUNTS_BUDGET`, kept for the next call with the same
+    arguments (``calbench recommend --all-metrics`` resamples one source metric after metric)."""
+    return tuple(_draw_counts(n, resamples, key))
+
+
 def row_counts(n: int, resamples: int, key: Sequence[int]) -> list[np.ndarray]:
     """Row counts of ``resamples`` draws of ``n`` rows with replacement, in blocks ``[r, n]`` of at most
     :data:`COUNTS_BUDGET` elements, drawn from a generator seeded by ``key``."""
+    if n * resamples <= COUNTS_BUDGET:
+        return list(_kept_counts(n, resamples, tuple(key)))
+    return _draw_counts(n, resamples, key)
+
+
+def _draw_counts(n: int, resamples: int, key: Sequence[int]) -> list[np.ndarray]:
     rng = np.random.default_rng([7919, n, *key])
     block = max(1, COUNTS_BUDGET // max(n, 1))
     return [counts_of(rng.integers(n, size=(min(block, resamples - start), n)))
@@ -58,17 +72,10 @@ class Resampler:
         self._union: dict[str, np.ndarray] = {}
         for unit in filter(None, self._units):
             self._union[unit.group] = np.union1d(self._union.get(unit.group, np.empty(0, np.int64)), unit.ids)
-        self._cache: dict[str, list[np.ndarray]] = {}
 
     def group_counts(self, group: str) -> list[np.ndarray]:
-        """Blocks ``[r, |U|]`` of the counts of the group's rows U (kept when they fit :data:`COUNTS_BUDGET`)."""
-        if group in self._cache:
-            return self._cache[group]
-        union = self._union[group]
-        blocks = row_counts(union.size, self.resamples, (zlib.crc32(group.encode()),))
-        if union.size * self.resamples <= COUNTS_BUDGET:
-            self._cache[group] = blocks
-        return blocks
+        """Blocks ``[r, |U|]`` of the counts of the group's rows U."""
+        return row_counts(self._union[group].size, self.resamples, (zlib.crc32(group.encode()),))
 
     def counts(self, seed_index: int) -> list[np.ndarray]:
         """Blocks ``[r, n]`` of the counts of seed ``seed_index``'s test rows, in the order of its ids."""
