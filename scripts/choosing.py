@@ -332,6 +332,14 @@ def page(summary: dict) -> str:
         "- Test rows come from the distribution of the calibration rows; under dataset shift the ranking can change "
         "(docs/shift.md).",
         "- `dir_odir` runs the default run's reduced grid (scripts/choosing.yaml).",
+        "- The unit of resampling is what was sampled: these sources' seeds re-split one pool, so two seeds' test "
+        "splits share about half their rows, and `calbench recommend` draws one count per pool row, shared by "
+        "every seed that tests on it (docs/metrics.md). The intervals above were recorded when each seed's rows "
+        "were resampled on their own, which makes them about a fifth too narrow where seeds overlap; "
+        "`make choosing` measures them again.",
+        "- An ECE winner can read no more than a perfectly calibrated model at this test size (the estimator's "
+        "noise floor, docs/metrics.md): `calbench recommend` marks such a winner \"indistinguishable from a "
+        "perfectly calibrated model at this test size\"; rank by NLL to tell such methods apart.",
         "",
         "## Measure it yourself",
         "",

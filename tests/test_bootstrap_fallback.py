@@ -11,10 +11,10 @@ from scipy.special import softmax
 
 from calbench.metrics import evaluate
 from calbench.metrics.binned import equal_mass_stats_resampled
+from calbench.report.tables import markdown_table
 from calbench.stats.draws import source_draws
 from calbench.stats.paired import compare, frame
 from calbench.stats.resampling import Resampler, row_counts, seed_rows
-from calbench.report.tables import markdown_table
 
 ECE = "ece.conf.em15.l1"
 METRICS = [ECE, "ks.conf", "nll"]

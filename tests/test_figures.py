@@ -14,6 +14,9 @@ from calbench.jobs.simplex import simplex_job
 from calbench.jobs.studies import learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
 from calbench.report.critical_difference import _cliques, cd_figure
+from calbench.report.learning_curve import learning_curve
+from calbench.report.reliability import binned_ece, reliability_bins
+from calbench.report.simplex import error_colours, lattice_points, to_plane
 from calbench.report.tables import summary
 from calbench.stats.ranks import (
     MIN_SOURCES,
@@ -23,9 +26,6 @@ from calbench.stats.ranks import (
     friedman,
     rank_test,
 )
-from calbench.report.learning_curve import learning_curve
-from calbench.report.reliability import binned_ece, reliability_bins
-from calbench.report.simplex import error_colours, lattice_points, to_plane
 
 PNG = b"\x89PNG"
 

@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 
 from calbench.metrics import evaluate
+from calbench.report.shift import UNDER_SHIFT, severity_markdown, shift_cells
 from calbench.stats.draws import mean_over_sets, source_draws
 from calbench.stats.paired import against_reference
-from calbench.report.shift import UNDER_SHIFT, severity_markdown, shift_cells
 
 METRICS = ["nll", "sce.conf", "ece.conf.em15.l1", "ks.conf"]
 SETS = ("clean", "rotate/1", "gaussian_noise/1", "rotate/2")

@@ -7,7 +7,8 @@ import yaml
 
 from calbench.cli import main
 from calbench.config import ConfigError, load
-from calbench.data.splits import copies, split_pool
+from calbench.data.copies import copies
+from calbench.data.splits import split_pool
 from calbench.methods.registry import resolved
 
 
@@ -31,7 +32,8 @@ def _files(tmp_path, name, logits, labels) -> dict:
 
 
 def _import(files, split=None) -> dict:
-    return {"type": "import", "format": "npy", "scores": "logits", "files": files, **({"split": split} if split else {})}
+    entry = {"type": "import", "format": "npy", "scores": "logits", "files": files}
+    return {**entry, "split": split} if split else entry
 
 
 def test_method_names_that_fit_the_same_calibrator_are_refused_naming_both(tmp_path):
@@ -52,7 +54,8 @@ def test_a_test_part_that_repeats_calibration_rows_is_refused(tmp_path, capsys):
     assert main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": _files(
         tmp_path, "test", z[200:], y[200:])})})]) == 0
     same = main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": cal})})])
-    assert same == 1 and "sources.m.files.test: 200 of its 200 rows are also calibration rows" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert same == 1 and "sources.m.files.test: 200 of its 200 rows are also calibration rows" in out
     partly = _files(tmp_path, "partly", z[150:350], y[150:350])  # 50 rows copied from the calibration file
     assert main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": partly})})]) == 1
     assert "50 of its 200 rows are also calibration rows" in capsys.readouterr().out

@@ -52,6 +52,12 @@ def rounded_run(tmp_path_factory):
     return work
 
 
+def test_the_workflow_writes_warnings_csv_where_read_warnings_reads_it():
+    from calbench.report.warnings import FILE
+
+    assert paths.WARNINGS == f"results/{FILE}"
+
+
 def test_the_dump_warning_reaches_every_job_and_warnings_csv(rounded_run):
     record = json.loads((rounded_run / paths.METRICS.format(source="rounded", method="ts", seed=1)).read_text())
     assert any(w["stage"] == "dump" and w["category"] == "CoarseProbabilitiesWarning" for w in record["warnings"])

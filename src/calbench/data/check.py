@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data import importers
+from calbench.data.copies import row_keys, warn_of_copies
 from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
-from calbench.data.sources import shift_part, shift_pool_rows, warn_of_copies
-from calbench.data.splits import check_split, row_keys
+from calbench.data.sources import shift_part, shift_pool_rows
+from calbench.data.splits import check_split
 from calbench.data.where import shown
 from calbench.scores import convert_scores, labels_shape_problem
 

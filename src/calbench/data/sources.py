@@ -5,11 +5,9 @@ Model-backed sources (``train``, ``pretrained``) are dumped by :mod:`calbench.jo
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
-from calbench.data import download, importers, store, synthetic
+from calbench.data import copies, download, importers, store, synthetic
 from calbench.data.where import shown
 from calbench.version import __version__
 
@@ -127,21 +125,9 @@ def make_dump(name: str, entry: dict, seeds, path, cache_dir) -> None:
     with Recorder("dump") as caught:  # e.g. probabilities rounded on export: the tables list it (store.WARNINGS_KEY)
         groups = build_groups(name, entry, seeds, cache_dir)
         if "all" in groups:
-            warn_of_copies(f"sources.{name}", groups["all"])
+            copies.warn_of_copies(f"sources.{name}", groups["all"])
         store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__,
                                         store.WARNINGS_KEY: caught.records()})
-
-
-def warn_of_copies(origin: str, pool: dict) -> None:
-    """Warn where a pool holds copies of rows (same scores and label), with their count; the split keeps the
-    copies of a row on one side (:func:`calbench.data.splits.split_pool`)."""
-    from calbench.data.splits import copies
-
-    _, repeated = copies(pool["logits"], pool["labels"])
-    if repeated:
-        warnings.warn(f"{origin}: {repeated} of the pool's {len(pool['labels'])} rows repeat another row (same "
-                      "scores and label); each seed's split keeps the copies of a row on one side (calibration or "
-                      "test), so split sizes follow the groups of copies", stacklevel=2)
 
 
 def dump_memory_mb(entry: dict, seeds) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 
 from calbench.atomic import atomic_path
 from calbench.data import store
+from calbench.data.copies import copies
 
 
 def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None = None) -> None:
@@ -22,19 +23,6 @@ def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None 
         raise ValueError(f"split.cal_size: must lie in (0, {n}) for a pool of {n} rows, got {cal_size}")
     if cal_fraction is not None and not 0 < cal_fraction < 1:
         raise ValueError(f"split.cal_fraction: must lie in (0, 1), got {cal_fraction}")
-
-
-def row_keys(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """One comparable key per row, its scores' bytes and its label: rows with equal keys are copies."""
-    rows = np.concatenate([np.ascontiguousarray(logits, dtype=np.float64).view(np.uint8).reshape(len(labels), -1),
-                           np.ascontiguousarray(labels, dtype=np.int64).view(np.uint8).reshape(len(labels), -1)], 1)
-    return np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
-
-
-def copies(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, int]:
-    """(the index of each row's group of identical rows [N], the number of rows that copy an earlier one)."""
-    _, first, group = np.unique(row_keys(logits, labels), return_index=True, return_inverse=True)
-    return group.ravel(), int(len(labels) - first.size)
 
 
 def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from calbench.atomic import write_text_atomic
 
-#: ``results/tables/warnings.csv`` below the results directory (the workflow's path: ``calbench.jobs.paths``).
+#: ``calbench.jobs.paths.WARNINGS`` below the results directory (``tests/test_warnings_travel.py`` checks they agree;
+#: the paths module, which every job imports, imports nothing of report/).
 FILE = "tables/warnings.csv"
 COLUMNS = ("source", "method", "seed", "stage", "category", "message")
 
