@@ -320,8 +320,9 @@ def _source_lines(records: list[dict], family, resamples: int) -> list[str]:
         for w in r.get("warnings", []):
             entry = grouped.setdefault((w["stage"], w["category"], w["message"]), {"methods": {}, "seeds": {}})
             entry["methods"][r["method"]], entry["seeds"][w["seed"]] = None, None
-    lines += [f"    warning ({', '.join(e['methods'])}; seeds {', '.join(map(str, sorted(e['seeds'])))}), {stage} "
-              f"job: {category}: {message}" for (stage, category, message), e in grouped.items()]
+    lines += [f"    warning ({', '.join(e['methods'])}; seed{'s' * (len(e['seeds']) > 1)} "
+              f"{', '.join(map(str, sorted(e['seeds'])))}), {stage} job: {category}: {message}"
+              for (stage, category, message), e in grouped.items()]
     if best.get("uncal_in_best_group"):
         lines.append(f"    no method beats the uncalibrated model on {best['metric']} here: uncal is in the best "
                      "group, so no calibrator is recommended by this metric")
