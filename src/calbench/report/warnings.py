@@ -16,8 +16,8 @@ from pathlib import Path
 
 from calbench.atomic import write_text_atomic
 
-#: ``calbench.jobs.paths.WARNINGS`` below the results directory (``tests/test_warnings_travel.py`` checks they agree;
-#: the paths module, which every job imports, imports nothing of report/).
+#: ``calbench.jobs.paths.WARNINGS`` below the results directory (``tests/unit/test_warnings_travel.py`` checks
+#: they agree; the paths module, which every job imports, imports nothing of report/).
 FILE = "tables/warnings.csv"
 COLUMNS = ("source", "method", "seed", "stage", "category", "message")
 

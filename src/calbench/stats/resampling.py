@@ -9,7 +9,7 @@ row a count, and each seed that tests on the row reads that same count. A seed's
 test rows weighted by their counts (a weighted mean divides by the counts' sum, which varies around the seed's
 test size). Seeds whose test rows overlap then vary together as their estimates do, and the mean over seeds gets
 the variance it has; resampling each seed's rows on its own (the scheme of seeds on disjoint groups, which this
-reduces to there) treats overlapping seeds as independent evidence and under-covers (tests/test_stats_coverage.py).
+reduces to there) treats overlapping seeds as independent evidence and under-covers (tests/unit/test_stats_coverage.py).
 """
 
 from __future__ import annotations
