@@ -25,7 +25,7 @@ from calbench import corruptions
 from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, split_chain
 from calbench.methods.constraints import InvalidSetting
-from calbench.methods.registry import chain_needs
+from calbench.methods.registry import chain_needs, resolved
 from calbench.metrics import check_metric_ids, lookup
 
 #: The config schema, package data: found through the installed package, as the workflow finds it too.
@@ -187,6 +187,13 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key methods: {err}") from None
         if "perturb" in parts:
             _check_perturb(config, method, parts)
+    seen: dict[str, str] = {}
+    for method in config["methods"]:
+        same = seen.setdefault(resolved(method), method)
+        if same != method:
+            raise ConfigError(f"config key methods: {same!r} and {method!r} fit the same calibrator "
+                              f"({resolved(method)}: an uncal stage is the identity, and {resolved(method)} "
+                              "repeated is itself), so the tables would list one method twice; keep one of them")
     if "perturb" in config["method_settings"]:
         raise ConfigError("config key method_settings.perturb: the stage perturb has no settings; the perturbed "
                           "calibration set's levels and clipping are the config key perturbed_cal "

@@ -13,17 +13,19 @@ from calbench.jobs.reliability import reliability_job
 from calbench.jobs.simplex import simplex_job
 from calbench.jobs.studies import learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
-from calbench.report.critical_difference import (
-    _cliques,
-    cd_figure,
+from calbench.report.critical_difference import _cliques, cd_figure
+from calbench.report.learning_curve import learning_curve
+from calbench.report.reliability import binned_ece, reliability_bins
+from calbench.report.simplex import error_colours, lattice_points, to_plane
+from calbench.report.tables import summary
+from calbench.stats.ranks import (
+    MIN_SOURCES,
+    comparable_ranks,
     critical_difference,
     critical_value,
     friedman,
     rank_test,
 )
-from calbench.report.learning_curve import learning_curve
-from calbench.report.reliability import binned_ece, reliability_bins
-from calbench.report.simplex import error_colours, lattice_points, to_plane
 
 PNG = b"\x89PNG"
 
@@ -189,20 +191,33 @@ def test_rank_test_on_a_long_table_and_its_figure(tmp_path):
     rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v + 0.01 * i}
             for i in range(6) for m, v in (("a", 0.1), ("b", 0.2), ("c", 0.3))]
     rows += [{"source": "s6", "method": "a", "seed": 0, "metric": "nll", "value": 0.5}]  # incomplete: dropped
-    result = rank_test(pd.DataFrame(rows), "nll", test="nemenyi")
-    assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"]
+    ranks, left_out = comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])
+    result = rank_test(ranks, "nll", test="nemenyi")
+    assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"] and left_out == []
     assert result.statistic == pytest.approx(12.0)  # perfect agreement: χ²_F = N(k − 1)
     assert result.significant
     assert result.verdict().startswith(f"Friedman p = {result.p_value:.3g}: significant at α = 0.005; nemenyi CD = ")
-    cd_figure(result, tmp_path / "cd.png", "nll")
+    cd_figure(result, tmp_path / "cd.png", left_out=["kcal"])
     assert (tmp_path / "cd.png").read_bytes()[:4] == PNG
 
 
+def test_methods_that_ran_on_fewer_sources_are_left_out_and_too_few_sources_give_no_test():
+    """Demšar 2006 §3.2.2: the Friedman test ranks methods on the data sets they all ran on; calbench runs it on
+    MIN_SOURCES (5) sources or more only (the default run's 2-source diagrams said nothing)."""
+    values = {"a": 0.1, "b": 0.2, "kcal": 0.05}
+    rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v + 0.01 * i}
+            for i in range(5) for m, v in values.items() if m != "kcal" or i < 2]
+    ranks, left_out = comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])
+    assert left_out == ["kcal"] and list(ranks.columns) == ["a", "b"] and len(ranks) == MIN_SOURCES
+    assert rank_test(ranks, "nll").n == 5
+    assert rank_test(ranks.iloc[:4], "nll") is None
+
+
 def test_verdict_says_when_the_methods_are_not_ranked_apart():
-    # 2 sources that disagree: a wins on s0, b on s1 → average ranks tie, χ²_F = 0, p = 1
-    rows = [{"source": s, "method": m, "seed": 0, "metric": "nll", "value": v}
-            for s, values in (("s0", (0.1, 0.2)), ("s1", (0.2, 0.1))) for m, v in zip("ab", values)]
-    result = rank_test(pd.DataFrame(rows), "nll")
+    # 6 sources that disagree: a wins on s0, s2, s4, b on the others → average ranks tie, χ²_F = 0, p = 1
+    rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v}
+            for i in range(6) for m, v in zip("ab", (0.1, 0.2) if i % 2 == 0 else (0.2, 0.1))]
+    result = rank_test(comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])[0], "nll")
     assert not result.significant
     assert result.verdict() == "Friedman p = 1: not significant at α = 0.005, the methods are not ranked apart"
 

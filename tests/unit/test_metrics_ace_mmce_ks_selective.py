@@ -258,8 +258,9 @@ def test_signed_metric_ranks_by_distance_from_zero():
     compare in one direction, refuses it."""
     import pandas as pd
 
-    from calbench.report.paired_bootstrap import compare, estimates_only
     from calbench.report.tables import summary
+    from calbench.stats.draws import estimates_only
+    from calbench.stats.paired import compare
 
     long = pd.DataFrame({"source": "s", "method": ["a", "b", "c"], "metric": "sce.conf", "seed": 0,
                          "value": [-0.01, 0.03, -0.05]})

@@ -163,7 +163,8 @@ def test_rounded_probabilities_warn_in_validate_and_fit_saying_what_to_do(tmp_pa
     out = capsys.readouterr().out
     assert re.search(r"warning: .*p.npy:all/logits: every value is rounded to 4 decimals: ", out), out
     assert "export the logits or unrounded probabilities" in out and "valid (1 sources" in out
-    warned = [line for line in out.splitlines() if "warning: " in line]
+    warned = [line for line in out.splitlines() if "warning: " in line and "all/logits: " in line]
+    assert "rows repeat another row" in out  # 2 decimals make copies of rows too (calbench.data.copies)
     assert len(warned) == 2 and "floor=5e-05" in warned[1]  # one idea a line: the problem, then the floor
     messages = [line.split("all/logits: ", 1)[1] for line in warned]  # after the file's name
     assert all(len(m) <= 160 and m.count("(") == m.count(")") for m in messages), messages
@@ -223,8 +224,9 @@ def _finished_run(results, outputs: dict, labels, metrics) -> None:
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
     """The winner's percentile interval and the Holm-adjusted paired p-values are the engine's, on the same
-    resamples of the test rows for every method (calbench.report.paired_bootstrap)."""
-    from calbench.report.paired_bootstrap import compare, source_draws
+    resamples of the test rows for every method (calbench.stats)."""
+    from calbench.stats.draws import source_draws
+    from calbench.stats.paired import compare
 
     results, outputs, y = one_seed_run
     assert main(["recommend", str(results), "--metric", "ece.conf.em15.l1", "--resamples", "400"]) == 0

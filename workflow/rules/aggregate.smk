@@ -1,5 +1,5 @@
 # Every metrics JSON and calibrated test output → results/tables (long CSV, per-metric Markdown tables marked by
-# the paired bootstrap of the test rows, its intervals).
+# the paired bootstrap of the test rows, its intervals, the warnings the jobs raised).
 from calbench.jobs import paths
 
 
@@ -25,6 +25,7 @@ rule aggregate:
         ),
         ranks=paths.AVERAGE_RANKS,
         intervals=paths.INTERVALS,
+        warnings=paths.WARNINGS,
         per_metric=[paths.METRIC_TABLE.format(metric=m) for m in METRICS],
     params:
         metrics=METRICS,

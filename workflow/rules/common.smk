@@ -81,7 +81,7 @@ def calibrated_files():
 
 
 def table_files():
-    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS, paths.INTERVALS] + [
+    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS, paths.INTERVALS, paths.WARNINGS] + [
         paths.METRIC_TABLE.format(metric=m) for m in METRICS
     ]
 

@@ -4,6 +4,7 @@
 # lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
 # (common.smk holds only those several rule files share), so that each file reads as one stage
 from calbench.jobs import paths
+from calbench.stats.ranks import MIN_SOURCES
 
 RELIABILITY = config["figures"].get("reliability")
 SIMPLEX = config["figures"].get("simplex")
@@ -67,7 +68,7 @@ def figure_files():
                   for path in (paths.RELIABILITY_FIGURE, paths.RELIABILITY_TABLE)]
     if SIMPLEX is not None:
         files += [paths.SIMPLEX_FIGURE.format(source=s) for s in SIMPLEX["sources"]]
-    if CRITICAL_DIFFERENCE is not None:
+    if CRITICAL_DIFFERENCE is not None and len(SOURCES) >= MIN_SOURCES:  # fewer: the tables say why, no job
         files += list(cd_figure_paths().values()) + [paths.FRIEDMAN_TABLE, paths.FRIEDMAN_CSV]
     return files
 

@@ -10,12 +10,7 @@ few hundred kB)."""
 
 from __future__ import annotations
 
-import argparse
 import base64
-import contextlib
-import csv
-import io
-import json
 import os
 import shutil
 import subprocess
@@ -76,26 +71,19 @@ def stale_jobs(status: dict[str, tuple[str, str]]) -> int:
 
 def recommendation_records(results: Path, metric: str) -> list[dict]:
     """The records ``calbench recommend RESULTS --metric METRIC --json`` prints (per source, every method best first,
-    with its interval, ties, accuracy change and saved calibrator)."""
-    from calbench.cli import recommend
+    with its interval, ties, accuracy change, saved calibrator and caveats): the one library function both call,
+    :func:`calbench.jobs.recommendation.recommend`, with recommend's defaults."""
+    from calbench.jobs.recommendation import Request, recommend
 
-    parser = argparse.ArgumentParser(prog="calbench")
-    recommend.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["recommend", str(results), "--metric", metric, "--json"])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        recommend.run(args)
-    return json.loads(out.getvalue())
+    return recommend(results, Request(metrics=(metric,))).records
 
 
 def run_warnings(results: Path) -> list[dict]:
-    """The rows of ``results/tables/warnings.csv`` (source, method, seed, stage, category, message); none where the
-    run wrote no such file."""
-    path = Path(results) / "tables" / "warnings.csv"
-    if not path.is_file():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    """The rows of ``results/tables/warnings.csv`` (source, method, seed, stage, category, message;
+    :func:`calbench.report.warnings.read_warnings`); none where the run wrote no such file."""
+    from calbench.report.warnings import read_warnings
+
+    return read_warnings(results)
 
 
 def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes:

@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 import calbench
+from calbench.caught import Recorder
 from calbench.data import splits, store
 from calbench.jobs import paths
 from calbench.methods.registry import build_method, chain_needs, chain_settings
@@ -60,15 +61,16 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     if "train" in estimator.needs:
         train_part = store.read_group(dump, "train", fields=fields)
         train = (_scores(train_part), train_part["labels"])
-    try:
-        estimator.fit(cal, data["cal"]["labels"], train=train)
-    except ValueError as err:
-        raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    test_probs = estimator.predict_proba(test)
-    predict_seconds = time.perf_counter() - start
-    cal_probs = estimator.predict_proba(cal) if keep_cal_outputs else None
+    with Recorder("calibrate") as caught:  # recorded in the file's attributes (the tables list them)
+        try:
+            estimator.fit(cal, data["cal"]["labels"], train=train)
+        except ValueError as err:
+            raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        test_probs = estimator.predict_proba(test)
+        predict_seconds = time.perf_counter() - start
+        cal_probs = estimator.predict_proba(cal) if keep_cal_outputs else None
     log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
     if calibrator_output is not None:
         calbench.save(estimator, calibrator_output, input_kind=input_kind)
@@ -76,7 +78,8 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
                            data["test"]["labels"],
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
-                            "calbench_version": calbench.__version__})
+                            "calbench_version": calbench.__version__, store.ROWS_OF_KEY: data["test_group"],
+                            store.WARNINGS_KEY: store.read_warnings(dump) + caught.records()})
 
 
 def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:

@@ -11,9 +11,10 @@ from dataclasses import replace
 import numpy as np
 
 from calbench.atomic import write_text_atomic
+from calbench.caught import Recorder
 from calbench.data import splits, store
 from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
-from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY, WARNINGS_KEY
 from calbench.jobs import paths
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.evaluation import evaluate_resampled
@@ -64,16 +65,18 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         return evaluate(probs, labels, wanted, true_probs=true, seed=seed, uncal_probs=uncal,
                         **intervals, method=f"{method}, {where}")
 
-    record = {"source": source, "method": method, "seed": seed,
-              **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}
-    if shifts is not None:
-        wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
-        record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}")
-                            for name, probs, labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
-    if label_shift is not None:
-        shifted, record[LABEL_SHIFT_RESAMPLES] = label_shifted_values(label_shift, out, dump, seed, split, calibrator,
-                                                                      intervals, f"{method}, {calibrated}")
-        record.setdefault("shifts", {}).update(shifted)
+    with Recorder("evaluate") as caught:  # with the calibrate and dump jobs' warnings, in the record
+        record = {"source": source, "method": method, "seed": seed,
+                  **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}
+        if shifts is not None:
+            wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
+            record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}") for name, probs,
+                                labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
+        if label_shift is not None:
+            shifted, record[LABEL_SHIFT_RESAMPLES] = label_shifted_values(
+                label_shift, out, dump, seed, split, calibrator, intervals, f"{method}, {calibrated}")
+            record.setdefault("shifts", {}).update(shifted)
+    record[WARNINGS_KEY] = store.read_warnings(calibrated) + caught.records()
     record[PEAK_KEY] = peak_rss_mb()
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 
@@ -110,10 +113,10 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
     adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
     matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
-    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` resamples of each
+    strength's draws of the metrics on :data:`~calbench.stats.resampling.RESAMPLES` resamples of each
     set's rows (:func:`calbench.data.label_shift.resample_counts`; the metrics with a row-weighted form)."""
-    from calbench.metrics.bootstrap import TABLE_RESAMPLES
     from calbench.persist import load
+    from calbench.stats.resampling import RESAMPLES
 
     cal_model = load(calibrator)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal_model.needs else [])
@@ -124,7 +127,7 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     values, resampled = {}, {}
     for name in set_names(spec):
         rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
-        counts = resample_counts(name, labels[rows], seed, TABLE_RESAMPLES)
+        counts = resample_counts(name, labels[rows], seed, RESAMPLES)
         values[name], draws = evaluate_resampled(
             probs[rows], labels[rows], spec["metrics"], counts, seed=seed, **intervals,
             label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")

@@ -19,6 +19,7 @@ METRICS_LONG = "results/tables/metrics_long.csv"
 SUMMARY = "results/tables/summary.md"
 AVERAGE_RANKS = "results/tables/average_ranks.md"
 INTERVALS = "results/tables/intervals.csv"
+WARNINGS = "results/tables/warnings.csv"  # read back by calbench.report.warnings.read_warnings (its FILE)
 METRIC_TABLE = "results/tables/{metric}.md"
 RUNTIME = "results/tables/runtime.md"
 PAPER_COMPARISON = "results/tables/paper_comparison.md"

@@ -10,7 +10,7 @@ import pandas as pd
 from calbench.atomic import write_text_atomic
 from calbench.report.paper_comparison import comparison_markdown, paper_table, true_map_rows
 from calbench.report.runtime import runtime_frame, runtime_markdown
-from calbench.report.tables import bootstrap_verdicts, clean, long_table, write_tables
+from calbench.report.tables import clean, long_table, paired_verdicts, write_tables
 
 
 def aggregate_job(metric_files, calibrated_files, out_dir, metrics, methods) -> None:
@@ -23,7 +23,7 @@ def aggregate_job(metric_files, calibrated_files, out_dir, metrics, methods) -> 
     for metrics_json, calibrated in zip(metric_files, calibrated_files, strict=True):
         record = json.loads(Path(metrics_json).read_text())
         outputs[record["source"], record["method"], int(record["seed"])] = calibrated
-    verdicts, floors = bootstrap_verdicts(
+    verdicts, floors = paired_verdicts(
         long, [m for m in metrics if m in set(long["metric"])],
         lambda key: read_calibrated(outputs[key], "test") if key in outputs else None)
     write_tables(metric_files, out_dir, metrics, methods, verdicts, floors)

@@ -68,6 +68,15 @@ def split_chain(name: str) -> list[str]:
     return parts
 
 
+def resolved(name: str) -> str:
+    """The calibrator that method (or chain) ``name`` builds, named as briefly as it can be: ``uncal`` stages (the
+    identity map) left out of a chain, and a stage repeated right after itself left out where its class
+    ``composes_to_itself`` (``ts+ts`` is ``ts``). Two names that resolve alike fit the same calibrator."""
+    parts = [p for p in split_chain(name) if p != "uncal"] or ["uncal"]
+    kept = [p for k, p in enumerate(parts) if k == 0 or p != parts[k - 1] or not _REGISTRY[p].composes_to_itself]
+    return "+".join(kept)
+
+
 def method_class(name: str) -> type:
     """The class registered as ``name``."""
     (single,) = split_chain(name)
