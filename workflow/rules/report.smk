@@ -1,19 +1,9 @@
-# The HTML report's first page (`snakemake --report`, `calbench report`): the answer of the finished run (the
-# recommendation per source, the summary table, the key figures; calbench.cli.report.front_page_rst), then
-# workflow/report/workflow.rst. Written to .snakemake/ only when a report is being made.
-import sys
+# The HTML report's first page (`calbench report`, `snakemake --report`): `calbench report` writes the answer of the
+# finished run (the recommendation per source, the summary table, the key figures; calbench.cli.report.front_page_rst)
+# followed by workflow/report/workflow.rst into the run's .snakemake/ folder and names that file in the environment
+# variable CALBENCH_FRONT_PAGE; without it (a plain `snakemake --report`) the page is workflow/report/workflow.rst.
+# Nothing is written while the workflow is parsed.
+import os
 
-from calbench.cli.report import front_page_rst
 
-REPORT_DESCRIPTION = Path(workflow.basedir) / "workflow" / "report" / "workflow.rst"
-
-if "--report" in sys.argv:
-    _front_page = Path(".snakemake") / "calbench_front_page.rst"
-    _front_page.parent.mkdir(exist_ok=True)
-    _front_page.write_text(front_page_rst(Path.cwd(), REPORT_DESCRIPTION.read_text()))
-
-    report: str(_front_page.resolve())
-
-else:
-
-    report: str(REPORT_DESCRIPTION)
+report: os.environ.get("CALBENCH_FRONT_PAGE") or str(Path(workflow.basedir) / "workflow" / "report" / "workflow.rst")

@@ -1,7 +1,8 @@
 """``calbench report``: the HTML report of a finished run, from the run's own folder (Snakemake's ``--report`` with
 calbench's Snakefile and the run's config; docs/figures_and_studies.md).
 
-Its first page (:func:`front_page_rst`, which the Snakefile uses whenever ``--report`` is given) shows the answer
+Its first page (:func:`front_page_rst`, written before Snakemake runs and named to the Snakefile in the environment
+variable ``CALBENCH_FRONT_PAGE``) shows the answer
 before anything else: the recommended method per source with its interval (what ``calbench recommend`` prints), the
 summary table and the key figures (the sources' confidence reliability diagrams, then the shift figures, inline),
 then the workflow's own description. It is reStructuredText, which Snakemake renders."""
@@ -12,6 +13,7 @@ import argparse
 import base64
 import contextlib
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -125,10 +127,14 @@ def run(args) -> int:
         raise FileNotFoundError(f"{config}: no such config; pass the config file the run used, e.g. "
                                 "calbench report my.yaml")
     executable = Path(sys.executable).with_name("snakemake")
+    workflow = snakefile(args.snakefile)
     command = [str(executable) if executable.is_file() else shutil.which("snakemake") or "snakemake",
-               "-s", str(snakefile(args.snakefile)), "--configfile", str(config), "--cores", "1",
-               "--report", args.output]
-    status = subprocess.run(command).returncode
+               "-s", str(workflow), "--configfile", str(config), "--cores", "1", "--report", args.output]
+    front_page = Path(".snakemake") / "calbench_front_page.rst"  # read by workflow/rules/report.smk
+    front_page.parent.mkdir(exist_ok=True)
+    description = (workflow.parent / "workflow" / "report" / "workflow.rst").read_text()
+    front_page.write_text(front_page_rst(Path.cwd(), description))
+    status = subprocess.run(command, env={**os.environ, "CALBENCH_FRONT_PAGE": str(front_page.resolve())}).returncode
     if status == 0:
         print(f"report: {args.output}")
     return status
