@@ -37,7 +37,10 @@ def method_facts(name: str) -> dict:
     if "train" in cls.needs:
         cost = "trains a projection network on the training split (torch; minutes)"
     elif cls.default_grid is not None:
-        cv = {"folds": 10, **cls.default_cv}
+        from calbench.methods.tuning import GridSearch
+
+        folds = inspect.signature(GridSearch).parameters["folds"].default  # the search's own default
+        cv = {"folds": folds, **cls.default_cv}
         cost = f"tuned by {cv['folds']}-fold cross-validated grid search (seconds to minutes)"
     else:
         cost = "one fit (well under a second to seconds)"
