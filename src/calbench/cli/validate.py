@@ -23,8 +23,8 @@ def run(args) -> int:
     path, config, warned = args.config, None, []
     try:
         config = load(path)
-    except ConfigError as err:
-        problems = [str(err)]
+    except ConfigError as err:  # a message about the file itself names it already
+        problems = [str(err).removeprefix(f"{path}: ")]
     else:
         with warnings.catch_warnings(record=True) as caught:  # coarse probabilities: reported, not a problem
             warnings.simplefilter("always")

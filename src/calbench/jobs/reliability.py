@@ -20,7 +20,7 @@ from calbench.report.reliability import panels_table, pooled_pairs, reliability_
 class ReliabilitySpec(JobSpec):
     """The reliability diagram of one source and target (``conf`` or ``cw``; rule reliability_diagram):
     ``calibrated``: ``{method: [calibrated .h5 of each seed in seeds]}``, pooled; the bins, scheme, classes and axis
-    are config key ``figures.reliability``'s."""
+    are config key ``figures.reliability``'s, ``class_names`` the source's (the figures name the classes by them)."""
 
     source: str
     target: str
@@ -29,6 +29,7 @@ class ReliabilitySpec(JobSpec):
     scheme: str = param()
     max_classes: int = param()
     axis: str = param("auto")
+    class_names: list | None = param()
     calibrated: dict = infile()
     figure: str = outfile()
     table: str = outfile()
@@ -39,7 +40,7 @@ def spec(config: dict, *, source: str, target: str) -> ReliabilitySpec:
     seeds = section.get("seeds") or entry.seeds  # default: every seed of the source
     return ReliabilitySpec(
         source=source, target=target, seeds=list(seeds), n_bins=section["bins"], scheme=section["scheme"],
-        max_classes=section["max_classes"], axis=section["axis"],
+        max_classes=section["max_classes"], axis=section["axis"], class_names=entry.entry.get("class_names"),
         calibrated={m: [paths.CALIBRATED.format(source=source, method=m, seed=seed) for seed in seeds]
                     for m in section["methods"] if runs_on(m, entry)},
         figure=paths.RELIABILITY_FIGURE.format(source=source, target=target),
@@ -55,7 +56,8 @@ def reliability_job(*, spec: ReliabilitySpec) -> None:
     every = np.concatenate([pooled_pairs(o, target)[0] for o in outputs.values()]) if outputs else np.zeros(1)
     logit_axis = choose_logit_axis(every) if axis == "auto" else axis == "logit"
     limits = axis_range(every, logit_axis)
-    panels = [reliability_panel(method, o, target, n_bins, scheme, logit_axis, limits, spec.max_classes)
+    panels = [reliability_panel(method, o, target, n_bins, scheme, logit_axis, limits, spec.max_classes,
+                                spec.class_names)
               for method, o in outputs.items()]
     write_csv(panels_table(panels, spec.seeds), spec.table)
     reliability_figure(panels, target, spec.figure, spec.source, spec.seeds, n_bins, scheme, logit_axis, limits)
