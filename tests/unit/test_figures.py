@@ -9,9 +9,9 @@ from scipy.special import softmax
 
 from calbench.data import store
 from calbench.data.synthetic import generate
-from calbench.jobs.reliability import reliability_job
-from calbench.jobs.simplex import simplex_job
-from calbench.jobs.studies import learning_curve_summary_job
+from calbench.jobs.reliability import ReliabilitySpec, reliability_job
+from calbench.jobs.simplex import SimplexSpec, simplex_job
+from calbench.jobs.studies import SummarySpec, learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
 from calbench.report.critical_difference import _cliques, cd_figure
 from calbench.report.learning_curve import learning_curve
@@ -84,8 +84,8 @@ def _calibrated(path, probs, labels, index=None):
 
 def test_reliability_job_writes_figure_and_csv(tmp_path):
     files = {m: [_calibrated(tmp_path / f"{m}.h5", PROBS, LABELS)] for m in ("a", "b+c")}
-    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", [0], n_bins=4, scheme="ew",
-                    max_classes=3)
+    reliability_job(spec=ReliabilitySpec(source="toy", target="conf", seeds=[0], n_bins=4, scheme="ew", max_classes=3,
+                                         calibrated=files, figure=tmp_path / "conf.png", table=tmp_path / "conf.csv"))
     assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
     table = pd.read_csv(tmp_path / "conf.csv")
     assert sorted(set(table["method"])) == ["a", "b+c"] and set(table["kind"]) == {"bin", "smooth"}
@@ -119,8 +119,9 @@ def test_smooth_curve_band_covers_a_calibrated_truth_and_figure_is_readable(tmp_
     files = {m: [_calibrated(tmp_path / f"{m}{s}.h5", probs, data["labels"]) for s in (0, 1)]
              for m in ("m1", "m2", "m3", "m4", "m5")}
     for target in ("conf", "cw"):
-        reliability_job(files, tmp_path / f"{target}.png", tmp_path / f"{target}.csv", target, "toy", [0, 1], 15,
-                        "em", max_classes=3)
+        reliability_job(spec=ReliabilitySpec(source="toy", target=target, seeds=[0, 1], n_bins=15, scheme="em",
+                                             max_classes=3, calibrated=files, figure=tmp_path / f"{target}.png",
+                                             table=tmp_path / f"{target}.csv"))
         width, height = Image.open(tmp_path / f"{target}.png").size
         assert max(width, height) / min(width, height) <= 3 and width * height <= 8e6
         table = pd.read_csv(tmp_path / f"{target}.csv")
@@ -150,11 +151,13 @@ def test_simplex_job_draws_and_checks_row_alignment(tmp_path):
     store.write_dump(dump, {"seed0/cal": parts["cal"], "seed0/test": parts["test"]}, {"source": "lece"})
     p_hat = softmax(parts["test"]["logits"], axis=1)
     good = _calibrated(tmp_path / "ok.h5", parts["test"]["true_probs"], parts["test"]["labels"])
-    simplex_job({"oracle": good}, dump, tmp_path / "map.png", "lece", seed=0, split=None, divisions=6)
+    simplex_job(spec=SimplexSpec(source="lece", seed=0, divisions=6, calibrated={"oracle": good}, dump=dump,
+                                 figure=tmp_path / "map.png"))
     assert (tmp_path / "map.png").read_bytes()[:4] == PNG
     shifted = _calibrated(tmp_path / "bad.h5", p_hat, parts["test"]["labels"], np.arange(400) + 1)
     with pytest.raises(ValueError, match="test rows are not those"):
-        simplex_job({"bad": shifted}, dump, tmp_path / "bad.png", "lece", seed=0, split=None, divisions=15)
+        simplex_job(spec=SimplexSpec(source="lece", seed=0, divisions=15, calibrated={"bad": shifted}, dump=dump,
+                                     figure=tmp_path / "bad.png"))
 
 
 # Dirichlet paper Supp. Table 4 (naive Bayes, log-loss): ranks of DirL2, Beta, FreqB, Isot, WidB, TempS, Uncal.
@@ -241,8 +244,9 @@ def test_learning_curve_draws_and_summary(tmp_path):
     with pytest.raises(ValueError, match="exceeds the 400 calibration rows"):
         learning_curve(dump, "ts", {"ts": {}}, [500], 1, ["acc"])
     curve.to_csv(tmp_path / "ts.csv", index=False)
-    learning_curve_summary_job([tmp_path / "ts.csv"], tmp_path / "s.csv", tmp_path / "s.md", {"p": tmp_path / "p.png"},
-                               ["ece.conf.em15.l1", "acc"], ["ts"])
+    learning_curve_summary_job(spec=SummarySpec(
+        sources=["p"], methods=["ts"], metrics=["ece.conf.em15.l1", "acc"], curves=[tmp_path / "ts.csv"],
+        csv=tmp_path / "s.csv", table=tmp_path / "s.md", figures={"p": tmp_path / "p.png"}))
     summary = pd.read_csv(tmp_path / "s.csv")
     mean = summary[(summary["metric"] == "acc") & (summary["size"] == 128)]["mean"].iloc[0]
     assert mean == pytest.approx(acc.iloc[0]) and (tmp_path / "p.png").read_bytes()[:4] == PNG

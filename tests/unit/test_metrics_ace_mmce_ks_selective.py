@@ -307,7 +307,7 @@ def test_recommend_leaves_signed_metrics_unranked(tmp_path, capsys):
     assert main(["recommend", str(tmp_path), "--all-metrics"]) == 0
     out = capsys.readouterr().out
     assert "not ranked, signed (0 is best; docs/metrics.md): sce.conf" in out and "\nnll" in out
-    assert main(["recommend", str(tmp_path), "--metric", "sce.conf"]) == 2
+    assert main(["recommend", str(tmp_path), "--metric", "sce.conf"]) == 1
     assert "sce.conf is signed" in capsys.readouterr().err
 
 

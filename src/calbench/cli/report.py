@@ -28,16 +28,35 @@ def add_parser(sub) -> None:
                      help="the run's config file (default config/config.yaml)")
     rep.add_argument("-o", "--output", default="results/report.html", help="where to write it (.html)")
     rep.add_argument("--metric", default="nll", help="metric id the recommendation ranks by (default nll)")
-    rep.add_argument("--snakefile", help="calbench's Snakefile (default: the one beside the installed package)")
+    rep.add_argument("--snakefile",
+                     help="calbench's Snakefile (default: the checkout's, else the one installed with the package)")
     rep.set_defaults(handler=run)
 
 
 def snakefile(given: str | None) -> Path:
-    path = Path(given) if given else Path(calbench.__file__).resolve().parents[2] / "Snakefile"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: calbench's Snakefile is not there; pass --snakefile "
-                                "PATH/TO/calbench/Snakefile")
-    return path
+    """calbench's Snakefile: ``given`` (``--snakefile``), else that of the source tree the package was imported from
+    (a checkout: ``src/calbench`` beside the Snakefile, installed editable or on ``PYTHONPATH``), else the workflow
+    installed with the package (pyproject.toml's data-files: ``share/calbench/`` of the environment)."""
+    if given:
+        candidates = [Path(given)]
+    else:
+        candidates = [Path(calbench.__file__).resolve().parents[1].parent / "Snakefile", *installed_snakefiles()]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"{candidates[0]}: calbench's Snakefile is not there; pass --snakefile "
+                            "PATH/TO/calbench/Snakefile")
+
+
+def installed_snakefiles() -> list[Path]:
+    """The Snakefile the installed distribution ``calbench`` holds among its files (none for a checkout)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("calbench").files or []
+    except metadata.PackageNotFoundError:
+        return []
+    return [Path(f.locate()).resolve() for f in files if f.as_posix().endswith("share/calbench/Snakefile")]
 
 
 def snakemake_command(config: Path, given_snakefile: str | None) -> list[str]:

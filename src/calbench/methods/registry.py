@@ -89,6 +89,16 @@ def chain_needs(name: str) -> frozenset[str]:
     return frozenset().union(*(_REGISTRY[part].needs for part in split_chain(name)))
 
 
+def runs_on(name: str, entry) -> bool:
+    """Whether method (or chain) ``name`` runs on the source ``entry`` (a resolved config entry): methods that need
+    embeddings (a training split, perturbed calibration images) run only on sources that have them."""
+    from calbench.data.entry import has_embeddings, has_train, is_model
+
+    needs = chain_needs(name)
+    return ("embeddings" not in needs or has_embeddings(entry)) and ("train" not in needs or has_train(entry)) and (
+        "perturbed_cal" not in needs or is_model(entry))
+
+
 def chain_settings(name: str, method_settings: dict) -> dict:
     """The settings of each stage of method (or chain) ``name`` in the config key ``method_settings``: the config
     slice its jobs depend on."""

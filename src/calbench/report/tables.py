@@ -9,7 +9,6 @@ the Friedman test.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +25,11 @@ ID_COLUMNS = ("source", "method", "seed")
 CLEAN = "clean"
 
 
-def long_table(metric_files) -> pd.DataFrame:
-    """``source,method,seed,test_set,metric,value`` rows from metrics JSON files (docs/architecture.md §3):
-    their flat metrics are the ``clean`` test set's, their ``shifts`` the shifted sets'."""
+def long_table(records) -> pd.DataFrame:
+    """``source,method,seed,test_set,metric,value`` rows from the records of metrics JSON files (docs/architecture.md
+    §3): their flat metrics are the ``clean`` test set's, their ``shifts`` the shifted sets'."""
     rows = []
-    for path in metric_files:
-        record = json.loads(Path(path).read_text())
+    for record in records:
         ids = {k: record[k] for k in ID_COLUMNS}
         sets = {CLEAN: {k: v for k, v in record.items() if k not in (*ID_COLUMNS, "shifts", PEAK_KEY,
                                                                             LABEL_SHIFT_RESAMPLES, WARNINGS_KEY)},
@@ -276,19 +274,19 @@ def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
     return tied.groupby(["method", "metric"]).size().unstack("metric").reindex(columns=list(metric_ids))
 
 
-def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts: pd.DataFrame | None = None,
-                 floors: dict | None = None) -> list[Path]:
-    """Write ``metrics_long.csv`` (every test set), ``warnings.csv`` (:mod:`calbench.report.warnings`), and from the
-    clean test set ``{metric}.md`` per metric, ``average_ranks.md`` and ``summary.md``; with ``verdicts`` (the
-    paired bootstrap's, see :func:`markdown_table`) also ``intervals.csv`` and the best-group counts; ``floors``:
-    ``{metric: {source: (mean, std, rows)}}``."""
-    from calbench.report.warnings import FILE, collect, write_warnings
+def write_tables(everything: pd.DataFrame, outputs: dict, metric_ids, method_order=None,
+                 verdicts: pd.DataFrame | None = None, floors: dict | None = None, warned=()) -> list[Path]:
+    """Write the long table ``everything`` (every test set, :func:`long_table`) to ``outputs["long"]``, the jobs'
+    warnings ``warned`` (:func:`calbench.report.warnings.collect`) to ``outputs["warnings"]``, and from the clean
+    test set each metric's table to ``outputs["per_metric"][metric]`` (with the warnings of its cells), the average
+    ranks to ``outputs["ranks"]`` and all of them to ``outputs["summary"]`` (the paths of :mod:`calbench.jobs.paths`);
+    with ``verdicts`` (the paired bootstrap's, see :func:`markdown_table`) also ``outputs["intervals"]`` and the
+    best-group counts; ``floors``: ``{metric: {source: (mean, std, rows)}}``."""
+    from calbench.report.warnings import write_warnings
 
-    out_dir = Path(out_dir)
-    warned = collect(metric_files)
-    write_warnings(out_dir / Path(FILE).name, warned)
-    everything = long_table(metric_files)
-    written = [out_dir / "metrics_long.csv", out_dir / Path(FILE).name]
+    warned = list(warned)
+    written = [Path(outputs["long"]), Path(outputs["warnings"])]
+    write_warnings(written[1], warned)
     write_text_atomic(written[0], everything.to_csv(index=False, float_format="%.10g"))
     long = clean(everything)
     present = [m for m in metric_ids if m in set(long["metric"])]
@@ -296,7 +294,7 @@ def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts:
     for metric_id in present:
         text = markdown_table(long, metric_id, method_order, verdicts, (floors or {}).get(metric_id), warned)
         sections.append(text)
-        written.append(out_dir / f"{metric_id}.md")
+        written.append(Path(outputs["per_metric"][metric_id]))
         write_text_atomic(written[-1], text)
     ranks = average_ranks(long, present)
     order = [m for m in (method_order or ranks.index) if m in ranks.index]
@@ -310,14 +308,14 @@ def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts:
     if verdicts is not None:
         counts = best_group_counts(verdicts, present).reindex(order)
         marked = [c for c in present if verdicts.loc[verdicts["metric"] == c, "p_value"].notna().any()]
-        write_text_atomic(out_dir / "intervals.csv", verdicts.to_csv(index=False, float_format="%.10g"))
-        written.append(out_dir / "intervals.csv")
+        written.append(Path(outputs["intervals"]))
+        write_text_atomic(written[-1], verdicts.to_csv(index=False, float_format="%.10g"))
         rank_md += ["", f"### Sources on which each method is the best or tied with it (of {long['source'].nunique()}"
                     f"; paired bootstrap, Holm α = {ALPHA:g})", ""]
         rank_md += fitted_tables(order, marked, lambda m, c: str(0 if np.isnan(counts.at[m, c]) else
                                                                  int(counts.at[m, c])))
-    written.append(out_dir / "average_ranks.md")
+    written.append(Path(outputs["ranks"]))
     write_text_atomic(written[-1], "\n".join(rank_md) + "\n")
-    written.append(out_dir / "summary.md")
+    written.append(Path(outputs["summary"]))
     write_text_atomic(written[-1], "# calbench results\n\n" + "\n".join(sections) + "\n" + "\n".join(rank_md) + "\n")
     return written

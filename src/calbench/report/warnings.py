@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 
 from calbench.atomic import write_text_atomic
@@ -22,11 +21,10 @@ FILE = "tables/warnings.csv"
 COLUMNS = ("source", "method", "seed", "stage", "category", "message")
 
 
-def collect(metric_files) -> list[dict]:
-    """One row per distinct warning per job (``COLUMNS``), from the metrics JSONs' ``warnings``."""
+def collect(records) -> list[dict]:
+    """One row per distinct warning per job (``COLUMNS``), from the ``warnings`` of the metrics JSONs' records."""
     rows = []
-    for path in metric_files:
-        record = json.loads(Path(path).read_text())
+    for record in records:
         ids = {"source": record["source"], "method": record["method"], "seed": int(record["seed"])}
         found = [{**ids, **{k: w[k] for k in ("stage", "category", "message")}} for w in record.get("warnings", [])]
         rows += [row for i, row in enumerate(found) if row not in found[:i]]
