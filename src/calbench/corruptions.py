@@ -19,6 +19,8 @@ shape, vectorised over the images (numpy/scipy only) and deterministic given ``s
   ``scipy.ndimage.rotate`` (cubic spline, the canvas enlarged, then the centre cropped) by 15° steps, and a
   cyclic roll along the width by 2-pixel steps of 28.
 
+* ``mnistc_*``: the MNIST-C benchmark's corruptions at its one published severity (:mod:`calbench.mnist_c`).
+
 Intensities live in [0, 1] during a corruption and return to uint8 as clipped values.
 """
 
@@ -26,6 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import ndimage
+
+from calbench import mnist_c
 
 SEVERITIES = (1, 2, 3, 4, 5)
 
@@ -235,12 +239,15 @@ FAMILIES = {
     "translate_full": (_translate, TRANSLATE_GRID),
     **{name: (globals()[f"_{name}"], SEVERITIES) for name in CONSTANTS["imagenet_c_grey"]},
     "gaussian_blur_one_axis": (_gaussian_blur_one_axis, SEVERITIES),
+    # the MNIST-C benchmark's families, one severity each (calbench.mnist_c); after the others, whose draws stay
+    **{name: (globals()[f"_{f}"] if isinstance(f, str) else f, (c,)) for name, (f, c) in mnist_c.FAMILIES.items()},
 }
 GEOMETRIC = ("rotate", "translate", "rotate_full", "translate_full")
 
 
 def levels(family: str) -> tuple[int, ...]:
-    """The severities a family takes: 1-5, or 1-12 (``rotate_full``) and 1-13 (``translate_full``)."""
+    """The severities a family takes: 1-5, 1-12 (``rotate_full``) and 1-13 (``translate_full``), or 1 (the
+    ``mnistc_*`` families)."""
     if family not in FAMILIES:
         raise ValueError(f"corruption family {family!r} is unknown; known: {', '.join(FAMILIES)}")
     return tuple(range(1, len(FAMILIES[family][1]) + 1))
@@ -261,6 +268,8 @@ def severity_constant(family: str, severity: int, kind: str, side: int):
     :func:`roll_pixels`; ``gaussian_blur``'s std and ``elastic_transform``'s in the corruption itself), except
     ``elastic_transform``'s, scaled to grow with the severity (:func:`elastic_constants`)."""
     grid = FAMILIES[family][1]
+    if family in mnist_c.FAMILIES:
+        return grid[0]
     if family.startswith("rotate"):
         return float(grid[severity - 1])
     if family.startswith("translate"):
@@ -282,6 +291,9 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = 
     whoever makes it and whichever other sets are made beside it.
     """
     if severity not in levels(family):
+        if family in mnist_c.FAMILIES:
+            raise ValueError(f"corruption {family} is MNIST-C's at its one published severity: give severity 1, "
+                             f"got {severity!r}")
         raise ValueError(f"corruption {family} takes severities {list(levels(family))}, got {severity!r}")
     if kind in RENAMED_KINDS:
         raise ValueError(f"corruption constants {kind!r} are now called {RENAMED_KINDS[kind]!r}: they are "
@@ -294,6 +306,9 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = 
     if family == "gaussian_blur_one_axis" and images.shape[1] != 1:
         raise ValueError(f"gaussian_blur_one_axis is MNIST-C's code's blur of grey digits (one axis of a 2-D "
                          f"image); these images have {images.shape[1]} channels: shift them by gaussian_blur")
+    if family in mnist_c.FAMILIES and images.shape[1] != 1:
+        raise ValueError(f"{family} is the MNIST-C benchmark's corruption of grey digits; these images have "
+                         f"{images.shape[1]} channels")
     kind = image_kind(images) if kind == "auto" else kind
     function = FAMILIES[family][0]
     # elastic_transform draws the same field at every severity (its displacements scale with it)
