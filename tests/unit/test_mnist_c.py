@@ -110,4 +110,5 @@ def test_pixel_constants_scale_with_the_side():
     assert abs((out * cols).sum() / out.sum() - (7.5 - 3 * 16 / 28)) < 0.01  # content moves by −dx
     zoomed = corrupt(x, "mnistc_scale", 1)[0, 0].astype(float)
     # within the uint8 truncation's skew
-    assert abs((zoomed * cols).sum() / zoomed.sum() - 7.5) < 0.01 and abs((zoomed * rows).sum() / zoomed.sum() - 7.5) < 0.01
+    for axis in (cols, rows):
+        assert abs((zoomed * axis).sum() / zoomed.sum() - 7.5) < 0.01
