@@ -13,11 +13,12 @@ google-research/mnist-c at its newest commit:
     /tmp/mnistc_ref20/bin/python scripts/mnistc_golden.py /tmp/mnistc_code tests/golden/mnistc_golden.npz
 
 The code imports Wand (ImageMagick) for ``motion_blur`` and ``snow`` alone; it is replaced by an empty module
-here, as none of the corruptions recorded calls it. Keys: ``in|{k}`` the input digits (k = 0: the digit
-``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its transpose); ``{corruption}|{k}`` the code's
+here, as none of the corruptions recorded calls it, and numpy's removed alias ``np.int`` is set to ``int``.
+Keys: ``in|{k}`` the input digits (k = 0: the digit ``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its transpose); ``{corruption}|{k}`` the code's
 output at its default severity as ``np.uint8`` (truncation, as calbench stores it); for the corruptions that draw
 a direction, ``{corruption}|{k}|{signs}`` with ``np.random.choice`` made to return ``signs`` (``+``/``-``: the
-shear's or rotation's sign, or the x and y signs of the translation).
+shear's or rotation's sign, or the x and y signs of the translation); for fog, spatter and dotted line,
+``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays ``numpy.random.RandomState(s)``).
 """
 
 import importlib
@@ -31,6 +32,8 @@ import numpy as np
 
 DETERMINISTIC = ("brightness", "stripe", "scale")
 SIGNED = {"shear": 1, "rotate": 1, "translate": 2}
+SEEDED = ("fog", "spatter", "dotted_line")
+SEEDS = (0, 1)
 
 
 def load_code(folder: Path):
@@ -43,6 +46,7 @@ def load_code(folder: Path):
     sys.modules["wand"] = wand
     sys.modules["wand.image"].Image = type("Image", (), {})
     sys.modules["wand.api"].library = types.SimpleNamespace(MagickMotionBlurImage=types.SimpleNamespace())
+    np.int = int  # the alias the code's line_from_points uses, removed in numpy 1.24 (same behaviour)
     os.chdir(folder)
     sys.path.insert(0, str(folder))
     return importlib.import_module("corruptions")
@@ -66,6 +70,10 @@ def main(folder: str, output: str) -> None:
                 finally:
                     np.random.choice = choice
                 out[f"{name}|{k}|{''.join('+' if s > 0 else '-' for s in signs)}"] = np.uint8(result)
+        for name in SEEDED:
+            for seed in SEEDS:
+                np.random.seed(seed)
+                out[f"{name}|{k}|seed{seed}"] = np.uint8(getattr(code, name)(image))
     np.savez_compressed(output, **out)
 
 

@@ -15,6 +15,10 @@ on grey images (``[N, 1, H, W]``). Constants in pixels are the code's at 28 px a
   1/0.7), and translation by 3 px (severity 3) along each axis; the direction (the sign of the shear, of the
   rotation, of each translation) drawn uniformly per image, as the code's ``np.random.choice([-1, 1])``.
 * ``mnistc_stripe``: the image inverted (1 − x) on the columns left of 7/28 and from 21/28 of the width.
+* ``mnistc_fog`` (severity 5), ``mnistc_spatter`` (severity 4), ``mnistc_dotted_line``: :func:`_fog`,
+  :func:`_spatter`, :func:`_dotted_line`.
+
+Not re-implemented: glass blur, motion blur (ImageMagick's), zigzag and canny edges.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ ROTATION = 0.4
 SCALE = 1 / 0.7
 TRANSLATION = 3 / 28
 STRIPE = (7 / 28, 21 / 28)
+FOG = (3.0, 1.4)  # severity 5: the fog's strength and the fractal's decay
+SPATTER = (0.65, 0.3, 1, 0.65, 1.5)  # severity 4: field mean, std, blur, threshold, mask blur (px of 28)
 
 
 def warp(x: np.ndarray, matrices: np.ndarray, offsets: np.ndarray) -> np.ndarray:
@@ -89,6 +95,82 @@ def _stripe(x, c, rng, kind):
     return np.where((cols < left) | (cols >= right), 1.0 - x, x)
 
 
+def plasma_fractal(rng, n: int, decay: float, size: int = 256) -> np.ndarray:
+    """[n, size, size] diamond-square height maps in [0, 1] (the code's ``plasma_fractal``, after FLHerne's
+    mapgen): each step sets the centres of the squares, then of the diamonds, to the mean of their four corners
+    plus ``w · U(−w, w)``, the wibble w starting at 100 and divided by ``decay`` at each halving of the step."""
+    heights = np.zeros((n, size, size))
+    step, wibble = size, 100.0
+
+    def wibbled(total):
+        return total / 4 + wibble * rng.uniform(-wibble, wibble, total.shape)
+
+    while step >= 2:
+        half = step // 2
+        corners = heights[:, ::step, ::step]
+        square = corners + np.roll(corners, -1, axis=1)
+        heights[:, half::step, half::step] = wibbled(square + np.roll(square, -1, axis=2))
+        centres, corners = heights[:, half::step, half::step], heights[:, ::step, ::step]
+        left = (centres + np.roll(centres, 1, axis=1)) + (corners + np.roll(corners, -1, axis=2))
+        heights[:, ::step, half::step] = wibbled(left)
+        top = (centres + np.roll(centres, 1, axis=2)) + (corners + np.roll(corners, -1, axis=1))
+        heights[:, half::step, ::step] = wibbled(top)
+        step, wibble = half, wibble / decay
+    heights -= heights.min(axis=(1, 2), keepdims=True)
+    return heights / heights.max(axis=(1, 2), keepdims=True)
+
+
+def _fog(x, c, rng, kind):
+    """x + c₀ · a plasma fractal of decay c₁ (its top-left H × W pixels), scaled by max / (max + c₀)."""
+    strength, decay = c
+    n, _, h, w = x.shape
+    fog = plasma_fractal(rng, n, decay)[:, None, :h, :w]
+    top = x.max(axis=(1, 2, 3), keepdims=True)
+    return (x + strength * fog) * top / (top + strength)
+
+
+def _blur(x, sigma):
+    """scikit-image's ``gaussian`` of each image: both axes, edges repeated, truncated at 4 std."""
+    return ndimage.gaussian_filter(x, (0, 0, sigma, sigma), mode="nearest", truncate=4.0)
+
+
+def _spatter(x, c, rng, kind):
+    """Mud: a normal field (mean c₀, std c₁) blurred by c₂ px, kept above c₃; its mask blurred by c₄ px and kept
+    from 0.8 is the mud's opacity m; the image becomes x·(1 − m) + (63/255)·m."""
+    mean, std, sigma, threshold, mask_sigma = c
+    scale = x.shape[3] / 28
+    liquid = _blur(rng.normal(mean, std, size=x.shape), sigma * scale)
+    mask = _blur((liquid > threshold).astype(float), mask_sigma * scale)
+    mask = np.where(mask < 0.8, 0.0, mask)
+    return x * (1 - mask) + 63 / 255 * mask
+
+
+def line(side: int, c0, r0, c1, r1) -> np.ndarray:
+    """[n, side, side] the code's ``line_from_points`` for each row of the (column, row) end points: intensity
+    1 + log(1 − d/2.3) at vertical distance d < 2.3 px from the line (clipped to [0, 1]), zero left of
+    floor(c0) and from ceil(c1); lengths in pixels of 28 scaled to ``side``."""
+    scale = side / 28
+    grid = np.arange(side)[None, None, :] / scale
+    c0, r0, c1, r1 = (np.asarray(v, dtype=float)[:, None, None] for v in (c0, r0, c1, r1))
+    rows, cols = grid.transpose(0, 2, 1), grid
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slope = np.where(c1 == c0, 0.0, (r1 - r0) / np.where(c1 == c0, 1.0, c1 - c0))
+    distance = np.clip(np.abs(rows - (slope * (cols - c0) + r0)), 0, 2.3 - 1e-10)
+    value = np.clip(np.log(1 - distance / 2.3) + 1, 0, 1)
+    inside = (cols >= np.floor(c0)) & (cols < np.ceil(c1)) & (c1 != c0)
+    return np.where(inside, value, 0.0)
+
+
+def _dotted_line(x, c, rng, kind):
+    """A line from (0, r₀) to (27, r₁), r uniform on the integers 0-26, kept on every other pair of columns
+    (columns 2-3, 6-7, … of 28)."""
+    n, _, _, w = x.shape
+    ends = rng.integers(0, 27, size=(n, 2))
+    strokes = line(w, np.zeros(n), ends[:, 0], np.full(n, 27.0), ends[:, 1])
+    dashes = (np.floor(np.arange(w) * 28 / w) // 2) % 2 == 1
+    return x + (strokes * dashes)[:, None]
+
+
 #: family → (its corruption: a function of this module or the name of a five-level family whose formula it
 #: takes, the released severity's constant)
 FAMILIES = {
@@ -100,4 +182,7 @@ FAMILIES = {
     "mnistc_scale": (_scale, SCALE),
     "mnistc_translate": (_translate, TRANSLATION),
     "mnistc_stripe": (_stripe, STRIPE),
+    "mnistc_fog": (_fog, FOG),
+    "mnistc_spatter": (_spatter, SPATTER),
+    "mnistc_dotted_line": (_dotted_line, None),
 }

@@ -58,6 +58,31 @@ def test_directed_families_equal_the_authors_code_given_its_draws(name, draws):
             assert np.abs(out.astype(int) - GOLDEN[key]).max() <= 1, key
 
 
+class _Replay:
+    """``numpy.random.RandomState(seed)`` as an rng argument: the code's draws after ``np.random.seed(seed)``."""
+
+    def __init__(self, seed):
+        self.state = np.random.RandomState(seed)
+        self.uniform, self.normal = self.state.uniform, self.state.normal
+
+    def integers(self, low, high, size):
+        return self.state.randint(low, high, size=size)
+
+
+@pytest.mark.parametrize("name", ["fog", "spatter", "dotted_line"])
+def test_seeded_families_equal_the_authors_code_given_its_draws(name):
+    """Fog (severity 5: a plasma fractal of decay 1.4, strength 3), spatter (severity 4: mud) and the dotted line,
+    given the code's draws (``numpy.random.RandomState``, replayed in the code's order): within one grey level
+    (equal on these digits), and each golden changes its digit (the comparison is not of two unchanged images)."""
+    for k, digit in enumerate(DIGITS):
+        for key in [f for f in GOLDEN.files if f.startswith(f"{name}|{k}|seed")]:
+            function, (constant,) = FAMILIES[f"mnistc_{name}"]
+            out = function(digit[None, None] / 255.0, constant, _Replay(int(key.rsplit("seed", 1)[1])), "grey")
+            out = (np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)[0, 0]
+            assert np.abs(out.astype(int) - GOLDEN[key]).max() <= 1, key
+            assert not np.array_equal(GOLDEN[key], digit), key
+
+
 @pytest.mark.parametrize("name", ["shear", "rotate", "translate"])
 def test_each_image_draws_its_own_direction(name):
     """Over 64 copies of a digit, every image is the code's output for one of the directions, and more than one
