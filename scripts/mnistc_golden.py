@@ -12,13 +12,14 @@ google-research/mnist-c at its newest commit:
     git -C MIRROR archive HEAD | tar -x -C /tmp/mnistc_code      # google-research/mnist-c
     /tmp/mnistc_ref20/bin/python scripts/mnistc_golden.py /tmp/mnistc_code tests/golden/mnistc_golden.npz
 
-The code imports Wand (ImageMagick) for ``motion_blur`` and ``snow`` alone; it is replaced by an empty module
-here, as none of the corruptions recorded calls it, and numpy's removed alias ``np.int`` is set to ``int``.
-Keys: ``in|{k}`` the input digits (k = 0: the digit ``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its transpose); ``{corruption}|{k}`` the code's
-output at its default severity as ``np.uint8`` (truncation, as calbench stores it); for the corruptions that draw
-a direction, ``{corruption}|{k}|{signs}`` with ``np.random.choice`` made to return ``signs`` (``+``/``-``: the
-shear's or rotation's sign, or the x and y signs of the translation); for fog, spatter and dotted line,
-``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays ``numpy.random.RandomState(s)``).
+The code imports Wand (ImageMagick) for ``motion_blur`` and ``snow`` alone; it is replaced by an empty module here,
+as none of the corruptions recorded calls it, and numpy's removed alias ``np.int`` is set to ``int``. Keys:
+``in|{k}`` the input digits (k = 0: the digit ``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its
+transpose); ``{corruption}|{k}`` the code's output at its default severity as ``np.uint8`` (truncation, as calbench
+stores it); for the corruptions that draw a direction, ``{corruption}|{k}|{signs}`` with ``np.random.choice`` made
+to return ``signs`` (``+``/``-``: the shear's or rotation's sign, or the x and y signs of the translation); for fog,
+spatter and dotted line, ``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays
+``numpy.random.RandomState(s)``).
 """
 
 import importlib
