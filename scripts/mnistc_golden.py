@@ -18,7 +18,7 @@ as none of the corruptions recorded calls it, and numpy's removed alias ``np.int
 transpose); ``{corruption}|{k}`` the code's output at its default severity as ``np.uint8`` (truncation, as calbench
 stores it); for the corruptions that draw a direction, ``{corruption}|{k}|{signs}`` with ``np.random.choice`` made
 to return ``signs`` (``+``/``-``: the shear's or rotation's sign, or the x and y signs of the translation); for fog,
-spatter and dotted line, ``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays
+spatter, dotted line and zigzag, ``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays
 ``numpy.random.RandomState(s)``).
 """
 
@@ -33,7 +33,7 @@ import numpy as np
 
 DETERMINISTIC = ("brightness", "stripe", "scale")
 SIGNED = {"shear": 1, "rotate": 1, "translate": 2}
-SEEDED = ("fog", "spatter", "dotted_line")
+SEEDED = ("fog", "spatter", "dotted_line", "zigzag")
 SEEDS = (0, 1)
 
 

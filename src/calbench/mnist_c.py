@@ -15,10 +15,10 @@ on grey images (``[N, 1, H, W]``). Constants in pixels are the code's at 28 px a
   1/0.7), and translation by 3 px (severity 3) along each axis; the direction (the sign of the shear, of the
   rotation, of each translation) drawn uniformly per image, as the code's ``np.random.choice([-1, 1])``.
 * ``mnistc_stripe``: the image inverted (1 − x) on the columns left of 7/28 and from 21/28 of the width.
-* ``mnistc_fog`` (severity 5), ``mnistc_spatter`` (severity 4), ``mnistc_dotted_line``: :func:`_fog`,
-  :func:`_spatter`, :func:`_dotted_line`.
+* ``mnistc_fog`` (severity 5), ``mnistc_spatter`` (severity 4), ``mnistc_dotted_line``, ``mnistc_zigzag``:
+  :func:`_fog`, :func:`_spatter`, :func:`_dotted_line`, :func:`_zigzag`.
 
-Not re-implemented: glass blur, motion blur (ImageMagick's), zigzag and canny edges.
+Not re-implemented: glass blur, motion blur (ImageMagick's) and canny edges.
 """
 
 from __future__ import annotations
@@ -171,6 +171,40 @@ def _dotted_line(x, c, rng, kind):
     return x + (strokes * dashes)[:, None]
 
 
+def _zigzag(x, c, rng, kind):
+    """The code's zigzag: from (2, r₀) towards (25, r₁) (r₀ uniform on 0-26, r₁ − r₀ on −5 … 4), a line of
+    length d = 23 / cos θ with corners at (2i + 1)·2 along it, alternately ±2 across it, and a last point at
+    (d, −(−1)ᵏ·2 / (2 (d − 4⌊d/4⌋))) as the code writes it; each of its segments is drawn by :func:`line` and added,
+    the image clipped to [0, 1] after each."""
+    n, _, _, w = x.shape
+    length, width, start, end = 2.0, 2.0, 2.0, 25.0
+    r0 = rng.integers(0, 27, size=n).astype(float)
+    r1 = r0 + rng.integers(-5, 5, size=n)
+    theta = np.arctan((r1 - r0) / (end - start))
+    d = (end - start) / np.cos(theta)
+    corners = ((d - length) // (2 * length)).astype(int) + 1
+    i = np.arange(corners.max())
+    along = np.where(i < corners[:, None], (2 * i + 1) * length, np.nan)
+    across = np.where(i < corners[:, None], (-1.0) ** i * width, np.nan)
+    last_across = (-1.0) ** (corners - 1) * width
+    whole = 2 * length * (d // (2 * length))
+    with np.errstate(divide="ignore"):
+        tail = np.where(d != whole, last_across / (2 * (d - whole)), np.nan)
+    along = np.column_stack([np.zeros(n), along, np.where(d != whole, d, np.nan)])
+    across = np.column_stack([np.zeros(n), across, tail])
+    cols = np.cos(theta)[:, None] * along - np.sin(theta)[:, None] * across + start
+    rows = np.sin(theta)[:, None] * along + np.cos(theta)[:, None] * across + r0[:, None]
+    # the points of each image in order, the missing ones (NaN) dropped: gather the present ones to the front
+    order = np.argsort(np.isnan(cols), axis=1, kind="stable")
+    cols, rows = np.take_along_axis(cols, order, 1), np.take_along_axis(rows, order, 1)
+    for k in range(1, cols.shape[1]):
+        present = ~np.isnan(cols[:, k])
+        segment = line(w, np.where(present, cols[:, k - 1], 0), np.where(present, rows[:, k - 1], 0),
+                       np.where(present, cols[:, k], 0), np.where(present, rows[:, k], 0))
+        x = np.clip(x + segment[:, None], 0.0, 1.0)
+    return x
+
+
 #: family → (its corruption: a function of this module or the name of a five-level family whose formula it
 #: takes, the released severity's constant)
 FAMILIES = {
@@ -185,4 +219,5 @@ FAMILIES = {
     "mnistc_fog": (_fog, FOG),
     "mnistc_spatter": (_spatter, SPATTER),
     "mnistc_dotted_line": (_dotted_line, None),
+    "mnistc_zigzag": (_zigzag, None),
 }

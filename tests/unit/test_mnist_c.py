@@ -69,7 +69,7 @@ class _Replay:
         return self.state.randint(low, high, size=size)
 
 
-@pytest.mark.parametrize("name", ["fog", "spatter", "dotted_line"])
+@pytest.mark.parametrize("name", ["fog", "spatter", "dotted_line", "zigzag"])
 def test_seeded_families_equal_the_authors_code_given_its_draws(name):
     """Fog (severity 5: a plasma fractal of decay 1.4, strength 3), spatter (severity 4: mud) and the dotted line,
     given the code's draws (``numpy.random.RandomState``, replayed in the code's order): within one grey level
