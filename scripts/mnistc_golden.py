@@ -13,13 +13,14 @@ google-research/mnist-c at its newest commit:
     /tmp/mnistc_ref20/bin/python scripts/mnistc_golden.py /tmp/mnistc_code tests/golden/mnistc_golden.npz
 
 The code imports Wand (ImageMagick) for ``motion_blur`` and ``snow`` alone; it is replaced by an empty module here,
-as none of the corruptions recorded calls it, and numpy's removed alias ``np.int`` is set to ``int``. Keys:
-``in|{k}`` the input digits (k = 0: the digit ``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its
+as none of the corruptions recorded calls it, numpy's removed alias ``np.int`` is set to ``int``, and
+``gaussian(..., multichannel=True)`` (glass blur) is called as scikit-image 0.19 mapped it, ``channel_axis=-1``.
+Keys: ``in|{k}`` the input digits (k = 0: the digit ``in|grey28`` of tests/golden/corruptions_golden.npz, k = 1: its
 transpose); ``{corruption}|{k}`` the code's output at its default severity as ``np.uint8`` (truncation, as calbench
 stores it); for the corruptions that draw a direction, ``{corruption}|{k}|{signs}`` with ``np.random.choice`` made
 to return ``signs`` (``+``/``-``: the shear's or rotation's sign, or the x and y signs of the translation); for fog,
-spatter, dotted line and zigzag, ``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test replays
-``numpy.random.RandomState(s)``).
+spatter, dotted line, zigzag and glass blur, ``{corruption}|{k}|seed{s}`` after ``np.random.seed(s)`` (the test
+replays ``numpy.random.RandomState(s)``).
 """
 
 import importlib
@@ -31,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-DETERMINISTIC = ("brightness", "stripe", "scale")
+DETERMINISTIC = ("brightness", "stripe", "scale", "canny_edges")
 SIGNED = {"shear": 1, "rotate": 1, "translate": 2}
-SEEDED = ("fog", "spatter", "dotted_line", "zigzag")
+SEEDED = ("fog", "spatter", "dotted_line", "zigzag", "glass_blur")
 SEEDS = (0, 1)
 
 
@@ -50,7 +51,14 @@ def load_code(folder: Path):
     np.int = int  # the alias the code's line_from_points uses, removed in numpy 1.24 (same behaviour)
     os.chdir(folder)
     sys.path.insert(0, str(folder))
-    return importlib.import_module("corruptions")
+    code = importlib.import_module("corruptions")
+    blur = code.gaussian
+
+    def gaussian(image, *args, multichannel=False, **kwargs):  # 0.19's mapping of the argument 0.20 dropped
+        return blur(image, *args, channel_axis=-1 if multichannel else None, **kwargs)
+
+    code.gaussian = gaussian
+    return code
 
 
 def main(folder: str, output: str) -> None:

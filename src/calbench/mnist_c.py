@@ -15,10 +15,11 @@ on grey images (``[N, 1, H, W]``). Constants in pixels are the code's at 28 px a
   1/0.7), and translation by 3 px (severity 3) along each axis; the direction (the sign of the shear, of the
   rotation, of each translation) drawn uniformly per image, as the code's ``np.random.choice([-1, 1])``.
 * ``mnistc_stripe``: the image inverted (1 − x) on the columns left of 7/28 and from 21/28 of the width.
-* ``mnistc_fog`` (severity 5), ``mnistc_spatter`` (severity 4), ``mnistc_dotted_line``, ``mnistc_zigzag``:
-  :func:`_fog`, :func:`_spatter`, :func:`_dotted_line`, :func:`_zigzag`.
+* ``mnistc_fog`` (severity 5), ``mnistc_spatter`` (severity 4), ``mnistc_dotted_line``, ``mnistc_zigzag``,
+  ``mnistc_canny_edges``, ``mnistc_glass_blur`` (severity 1): :func:`_fog`, :func:`_spatter`,
+  :func:`_dotted_line`, :func:`_zigzag`, :func:`canny`, :func:`_glass_blur`.
 
-Not re-implemented: glass blur, motion blur (ImageMagick's) and canny edges.
+Not re-implemented: motion blur (ImageMagick's ``MagickMotionBlurImage``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ SCALE = 1 / 0.7
 TRANSLATION = 3 / 28
 STRIPE = (7 / 28, 21 / 28)
 FOG = (3.0, 1.4)  # severity 5: the fog's strength and the fractal's decay
+GLASS_BLUR = (0.7, 1, 2)  # severity 1: the blur's std, the largest offset, the passes
 SPATTER = (0.65, 0.3, 1, 0.65, 1.5)  # severity 4: field mean, std, blur, threshold, mask blur (px of 28)
 
 
@@ -205,6 +207,86 @@ def _zigzag(x, c, rng, kind):
     return x
 
 
+def _along(values: np.ndarray, di: np.ndarray, dj: np.ndarray) -> np.ndarray:
+    """``values`` [N, H, W] at each pixel's neighbour (row + di, column + dj), zero outside the image."""
+    padded = np.pad(values, ((0, 0), (1, 1), (1, 1)))
+    n, h, w = values.shape
+    rows = np.arange(h)[None, :, None] + 1 + di
+    cols = np.arange(w)[None, None, :] + 1 + dj
+    return padded[np.arange(n)[:, None, None], rows, cols]
+
+
+def canny(images: np.ndarray, sigma: float, low: float = 0.1, high: float = 0.2) -> np.ndarray:
+    """Canny's edge detector (Canny 1986) on [N, H, W] images in [0, 1], as scikit-image's ``feature.canny`` with
+    its defaults: a Gaussian of std ``sigma`` with zeros outside, normalised by the same filter of ones; Sobel
+    gradients (edges reflected); each pixel off the border kept where its magnitude is at least the magnitudes at
+    the two points one step along and against the gradient (each interpolated linearly between the axis and
+    the diagonal neighbour that bracket the direction); then the kept pixels of magnitude >= ``low`` whose
+    8-connected group holds one >= ``high``."""
+    def smooth(a):
+        return ndimage.gaussian_filter(a, (0, sigma, sigma), mode="constant", cval=0.0, truncate=4.0)
+
+    smoothed = smooth(images) / (smooth(np.ones_like(images)) + np.finfo(float).eps)
+
+    def sobel(axis):
+        other = 2 if axis == 1 else 1
+        derivative = ndimage.correlate1d(smoothed, [-1.0, 0.0, 1.0], axis=axis, mode="reflect")
+        return ndimage.correlate1d(derivative, [1.0, 2.0, 1.0], axis=other, mode="reflect")
+
+    gi, gj = sobel(1), sobel(2)
+    magnitude = np.hypot(gi, gj)
+    rows_major = np.abs(gi) >= np.abs(gj)
+    major, minor = np.where(rows_major, np.abs(gi), np.abs(gj)), np.where(rows_major, np.abs(gj), np.abs(gi))
+    weight = np.divide(minor, major, out=np.zeros_like(major), where=major > 0)
+    si, sj = np.sign(gi).astype(int), np.sign(gj).astype(int)
+    axis_i, axis_j = np.where(rows_major, si, 0), np.where(rows_major, 0, sj)
+    keep = np.ones_like(magnitude, dtype=bool)
+    for sign in (1, -1):
+        neighbour = (weight * _along(magnitude, sign * si, sign * sj)
+                     + (1 - weight) * _along(magnitude, sign * axis_i, sign * axis_j))
+        keep &= neighbour <= magnitude
+    interior = np.zeros_like(keep)
+    interior[:, 1:-1, 1:-1] = True
+    weak = keep & interior & (magnitude > 0) & (magnitude >= low)
+    labels, count = ndimage.label(weak, structure=np.pad(np.ones((1, 3, 3), bool), ((1, 1), (0, 0), (0, 0))))
+    strong = np.zeros(count + 1, dtype=bool)
+    strong[labels[weak & (magnitude >= high)]] = True
+    return strong[labels]
+
+
+def _canny_edges(x, c, rng, kind):
+    """The image replaced by its Canny edges (white on black), the smoothing's std 1 px of 28."""
+    return canny(x[:, 0], sigma=c * x.shape[3] / 28)[:, None].astype(float)
+
+
+def _glass_blur(x, c, rng, kind):
+    """The code's glass blur: blur by std c₀ px down the columns only (its ``gaussian(..., multichannel=True)`` on
+    a 2-D digit), truncate to uint8, then c₂ passes over the pixels from the bottom-right corner to the
+    (c₁ + 1)-th row and column, each pixel swapped, with probability 1/2, with its neighbour at an offset whose
+    components are uniform on −c₁ … c₁ − 1 (the code's ``randint(-c₁, c₁)``); blurred again. The passes are
+    sequential over the pixels (each swap moves what later ones see) and vectorised over the images."""
+    sigma, delta, passes = c
+    n, _, h, w = x.shape
+    scale = w / 28
+
+    def blur(a):
+        return ndimage.gaussian_filter(a, (0, 0, sigma * scale, 0), mode="nearest", truncate=4.0)
+
+    delta = max(1, round(delta * scale))
+    grey = np.floor(blur(x)[:, 0] * 255)
+    images = np.arange(n)
+    for _ in range(passes):
+        for row in range(h - delta, delta, -1):
+            for col in range(w - delta, delta, -1):
+                swap = np.asarray(rng.choice([True, False], size=n), dtype=bool)
+                dx, dy = np.asarray(rng.integers(-delta, delta, size=(n, 2))).T
+                chosen = images[swap]
+                r, k = row + dy[swap], col + dx[swap]
+                here, there = grey[chosen, row, col], grey[chosen, r, k]
+                grey[chosen, row, col], grey[chosen, r, k] = there, here
+    return blur(grey[:, None] / 255)
+
+
 #: family → (its corruption: a function of this module or the name of a five-level family whose formula it
 #: takes, the released severity's constant)
 FAMILIES = {
@@ -220,4 +302,6 @@ FAMILIES = {
     "mnistc_spatter": (_spatter, SPATTER),
     "mnistc_dotted_line": (_dotted_line, None),
     "mnistc_zigzag": (_zigzag, None),
+    "mnistc_canny_edges": (_canny_edges, 1.0),
+    "mnistc_glass_blur": (_glass_blur, GLASS_BLUR),
 }

@@ -39,9 +39,10 @@ def _apply(family, digit, signs):
     return (np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)[0, 0]
 
 
-@pytest.mark.parametrize("name", ["brightness", "stripe", "scale"])
+@pytest.mark.parametrize("name", ["brightness", "stripe", "scale", "canny_edges"])
 def test_deterministic_families_equal_the_authors_code(name):
-    """Brightness + 0.5 (severity 5), stripe, zoom out by 0.7 (severity 3): within one grey level."""
+    """Brightness + 0.5 (severity 5), stripe, zoom out by 0.7 (severity 3), Canny's edges: within one grey
+    level (the edges: equal)."""
     for k, digit in enumerate(DIGITS):
         out = corrupt(digit[None, None], f"mnistc_{name}", 1)[0, 0]
         assert np.abs(out.astype(int) - GOLDEN[f"{name}|{k}"]).max() <= 1, (name, k)
@@ -69,15 +70,28 @@ class _Replay:
         return self.state.randint(low, high, size=size)
 
 
-@pytest.mark.parametrize("name", ["fog", "spatter", "dotted_line", "zigzag"])
+class _GlassReplay(_Replay):
+    """The glass blur's draws: the code draws a pixel's offset only when its coin says swap."""
+
+    def choice(self, values, size):
+        self.swap = bool(self.state.choice([True, False], 1)[0])
+        return np.array([self.swap])
+
+    def integers(self, low, high, size):
+        return self.state.randint(low, high, size=size) if self.swap else np.zeros(size, dtype=int)
+
+
+@pytest.mark.parametrize("name", ["fog", "spatter", "dotted_line", "zigzag", "glass_blur"])
 def test_seeded_families_equal_the_authors_code_given_its_draws(name):
-    """Fog (severity 5: a plasma fractal of decay 1.4, strength 3), spatter (severity 4: mud) and the dotted line,
-    given the code's draws (``numpy.random.RandomState``, replayed in the code's order): within one grey level
-    (equal on these digits), and each golden changes its digit (the comparison is not of two unchanged images)."""
+    """Fog (severity 5: a plasma fractal of decay 1.4, strength 3), spatter (severity 4: mud), the dotted line, the
+    zigzag and glass blur (severity 1: std 0.7 px, offsets −1 … 0, two passes), given the code's draws
+    (``numpy.random.RandomState``, replayed in the code's order): within one grey level (equal on these digits),
+    and each golden changes its digit (the comparison is not of two unchanged images)."""
     for k, digit in enumerate(DIGITS):
         for key in [f for f in GOLDEN.files if f.startswith(f"{name}|{k}|seed")]:
             function, (constant,) = FAMILIES[f"mnistc_{name}"]
-            out = function(digit[None, None] / 255.0, constant, _Replay(int(key.rsplit("seed", 1)[1])), "grey")
+            replay = (_GlassReplay if name == "glass_blur" else _Replay)(int(key.rsplit("seed", 1)[1]))
+            out = function(digit[None, None] / 255.0, constant, replay, "grey")
             out = (np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)[0, 0]
             assert np.abs(out.astype(int) - GOLDEN[key]).max() <= 1, key
             assert not np.array_equal(GOLDEN[key], digit), key
