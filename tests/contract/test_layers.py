@@ -15,8 +15,8 @@ PACKAGE = REPO / "src" / "calbench"
 # projection with it); the registered calibration methods; saving and torch export of calibrators; config and
 # report; the workflow's jobs and the performance studies; the command line.
 LAYERS = [
-    {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "mnist_c",
-     "fitted_state"},
+    {"mnist_c"},
+    {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "fitted_state"},
     {"kernels"},
     {"solvers"},
     {"maps1d"},
