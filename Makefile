@@ -22,8 +22,9 @@ run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables,
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml
 	$(MAKE) report
 
-test: $(STAMP)  ## the linter, then the whole test suite
+test: $(STAMP)  ## the linters (ruff, snakefmt), then the whole test suite
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
