@@ -350,6 +350,7 @@ def _check_shifts(config: dict) -> None:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
                                       f"{family}'s 1-{len(corruptions.levels(family))}"
                                       + ("" if family.endswith("_full") else
+                                         " (MNIST-C publishes one severity)" if family.startswith("mnistc_") else
                                          " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
 
 
