@@ -1,59 +1,30 @@
-"""``calbench recommend --under-label-shift``: rank the calibrators by a metric after EM prior adaptation, averaged
-over the label-shifted test sets of each seed (docs/label_shift.md), with the paired bootstrap and the tests of
-``calbench recommend`` (:mod:`calbench.report.paired_bootstrap`) on the resamples that the evaluate jobs drew of
-each set (:mod:`calbench.report.label_shift`); then, per calibrator and shift strength, whether adaptation helps it
-(Δacc and Δnll with intervals, the weights' MSE, collapse; :mod:`calbench.report.label_shift_adapt`), and a warning
-where it does not help the recommended calibrator."""
+"""``calbench recommend --under-label-shift``'s second part (docs/label_shift.md): after the ranking, per calibrator
+and shift strength whether adaptation helps it (Δacc and Δnll with intervals, the weights' MSE, collapse;
+:mod:`calbench.report.label_shift_adapt`), and a warning where it does not help the calibrator ranked first."""
 
 from __future__ import annotations
 
-from calbench.report.paired_bootstrap import TABLE_RESAMPLES as RESAMPLES
 
-NOTE = (f"ranked by the mean over the label-shifted test sets of each seed (docs/label_shift.md), a metric given "
-        f"without an adaptation suffix taken after EM (nll → nll.em); the {RESAMPLES} resamples of every set (each "
-        "redrawn from resampled test rows, the weights re-estimated on each) are the evaluate jobs', so --resamples "
-        "and --recompute do not apply")
-
-
-def add_argument(parser) -> None:
-    parser.add_argument("--under-label-shift", action="store_true",
-                        help="rank by the mean over the label-shifted test sets after EM prior adaptation "
-                             "(--metric nll ranks by nll.em; name nll.bbse, nll.oracle or acc.em explicitly)")
-
-
-def adapted_metric(metric: str) -> str:
-    """``metric`` itself where it is an adaptation metric (``nll.bbse``, ``prior_mse.em``), else ``metric.em``."""
-    from calbench.metrics import lookup
-
-    return metric if lookup(metric)[0].needs_label_shift else f"{metric}.em"
-
-
-def label_shift_view(long, args):
-    """The long table's per-seed means over the label-shifted sets; ``args.metric`` made an adaptation metric."""
-    from calbench.report.label_shift import label_shift_rows
-
-    args.metric = adapted_metric(args.metric)
-    return label_shift_rows(long)
-
-
-def label_shift_draws_of(source: str, rows, metrics, metric_files):
-    """The engine's draws of ``source`` from per-seed means ``rows`` and the resamples in the run's metrics JSONs
-    ``metric_files`` (none where a file is missing)."""
-    from calbench.report.label_shift import label_shift_draws, read_resamples
-
-    return label_shift_draws(source, rows, metrics, read_resamples([f for f in metric_files if f.is_file()]))
-
-
-def print_adaptation(long, metric_files, best: dict[str, str], estimator: str = "em") -> None:
-    """Per source, each calibrator's adaptation by ``estimator`` at every shift strength (Δacc in points and Δnll
-    with intervals, weight MSE, collapse share, verdict); a warning for the recommended calibrator ``best[source]``
-    wherever adaptation does not help it, and for each calibrator whose adaptation collapsed."""
+def print_adaptation(results, records: list[dict], metric: str, estimator: str = "em") -> None:
+    """Per source of the finished run in ``results``, each calibrator's adaptation by ``estimator`` at every shift
+    strength (Δacc in points and Δnll with intervals, weight MSE, collapse share, verdict); a warning for the
+    calibrator that ``records`` rank first by ``metric`` wherever adaptation does not help it, and for each calibrator
+    whose adaptation collapsed."""
     import math
+    from pathlib import Path
 
+    import pandas as pd
+
+    from calbench.jobs import paths
+    from calbench.jobs.recommendation import under
     from calbench.report.label_shift import read_resamples
     from calbench.report.label_shift_adapt import ADAPT, DO_NOT, adaptations
 
-    resamples = read_resamples([f for f in metric_files if f.is_file()])
+    long = pd.read_csv(under(Path(results), paths.METRICS_LONG))
+    keys = long[["source", "method", "seed"]].drop_duplicates().itertuples(index=False)
+    files = [under(Path(results), paths.METRICS, source=s, method=m, seed=int(e)) for s, m, e in keys]
+    resamples = read_resamples([f for f in files if f.is_file()])
+    best = {r["source"]: r["method"] for r in records if r["metric"] == metric and r["best"] == r["method"]}
     found = [a for a in adaptations(long, resamples) if a.estimator == estimator]
     if not found:
         print(f"\nadapt or not: the run has no delta.acc.{estimator} (add it to label_shift.metrics)")

@@ -22,7 +22,7 @@ import pandas as pd
 
 from calbench.data.label_shift import parse_name
 from calbench.report.label_shift import LEVEL, is_label_shifted, label_shift_draws
-from calbench.report.paired_bootstrap import compare
+from calbench.stats.paired import compare
 
 ESTIMATORS = ("em", "bbse_soft", "rlls", "bbse", "rlls_hard")
 ADAPT, DO_NOT, UNCLEAR = "adapt", "do not adapt", "no clear change"
