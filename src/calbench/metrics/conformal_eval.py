@@ -163,57 +163,60 @@ def conformal_values(probs, labels, construction: str, alpha: float, *, seed: in
 
 
 def _weighted_quantiles(scores, weights, alpha):
-    """The conformal quantile of ``scores`` [n] under each row of integer ``weights`` [R, n]: the
-    ⌈(w + 1)(1 − α)⌉-th smallest of the multiset (w = the row's total), +∞ past the end."""
+    """The conformal quantile of ``scores`` [n] under each column of integer ``weights`` [n, R]: the
+    ⌈(w + 1)(1 − α)⌉-th smallest of the multiset (w = the column's total), +∞ past the end."""
     order = np.argsort(scores, kind="stable")
-    cum = np.cumsum(weights[:, order], axis=1)
-    total = cum[:, -1]
+    cum = np.cumsum(weights[order], axis=0)
+    total = cum[-1]
     rank = np.ceil((total + 1) * (1 - alpha) - 1e-9)
-    position = np.argmax(cum >= rank[:, None], axis=1)
+    position = np.argmax(cum >= rank[None, :], axis=0)
     return np.where(rank <= total, scores[order][position], np.inf)
 
 
 def resampled_values(sets_list: list[DivisionSets], labels, alpha: float, counts, construction: str,
-                     num_classes: int) -> dict[str, np.ndarray | None]:
-    """``{kind: [R] values}`` on bootstrap resamples ``counts`` [R, N] (module docstring); None for a kind that
-    ``construction`` has no such form for."""
-    counts = np.asarray(counts)
-    sums = {kind: np.zeros(counts.shape[0]) for kind in KINDS}
-    sizes_known = construction != "lac_cc"
+                     num_classes: int, kinds=KINDS) -> dict[str, np.ndarray | None]:
+    """``{kind: [R] values}`` of ``kinds`` on bootstrap resamples ``counts`` [R, N] (module docstring); None for a
+    kind that ``construction`` has no such form for."""
+    by_row = np.ascontiguousarray(np.asarray(counts).T)  # [N, R]: a division's rows are gathered as whole rows
+    counts = by_row.T
+    kinds = list(kinds)
+    no_form = {"set_size", "set_size_median", "sscv"} if construction == "lac_cc" else set()
+    wanted = [kind for kind in kinds if kind not in no_form]
+    sums = {kind: np.zeros(counts.shape[0]) for kind in wanted}
     for sets in sets_list:
-        w_cal, w = counts[:, sets.cal_rows], counts[:, sets.rows].astype(np.float64)
-        y = labels[sets.rows]
+        w_cal, w = by_row[sets.cal_rows], by_row[sets.rows].T  # [n_cal, R], [R, m]
+        total = w.sum(axis=1)
         if construction == "lac_cc":
-            covered = _class_covered(sets, labels, w_cal, alpha, num_classes)
+            q = None
+            covered = _class_covered(sets, labels, w_cal.T, alpha, num_classes)
         else:
             q = _weighted_quantiles(sets.cal_scores, w_cal, alpha)
-            covered = sets.true_scores[:, None] <= q[None, :]  # [m, R]
-        total = w.sum(axis=1)
-        coverage = np.einsum("rm,mr->r", w, covered) / total
-        sums["coverage"] += coverage
-        sums["coverage_gap"] += coverage - (1 - alpha)
-        resamples = counts.shape[0]
-        offsets = np.arange(resamples)[:, None] * num_classes
-        hits = np.bincount((offsets + y[None, :]).ravel(), weights=(w * covered.T).ravel(),
-                           minlength=resamples * num_classes).reshape(resamples, num_classes)
-        held = np.bincount((offsets + y[None, :]).ravel(), weights=w.ravel(),
-                           minlength=resamples * num_classes).reshape(resamples, num_classes)
-        mean_gap, top_gap = _class_gaps(hits, held, alpha)
-        sums["cc_gap"] += mean_gap
-        sums["cc_gap_top"] += top_gap
-        if sizes_known:
-            sizes = _sizes_under(sets.set_scores, q)  # [m, R]
-            sums["set_size"] += np.einsum("rm,mr->r", w, sizes) / total
-            sums["set_size_median"] += _weighted_median(sizes, w, num_classes)
-            sums["sscv"] += _weighted_sscv(sizes, covered, w, alpha)
-    out = {kind: value / len(sets_list) for kind, value in sums.items()}
-    if not sizes_known:
-        out.update(set_size=None, set_size_median=None, sscv=None)
-    return out
+            covered = sets.true_scores[None, :] <= q[:, None]  # [R, m]
+        hits = w * covered
+        if {"coverage", "coverage_gap"} & set(wanted):
+            coverage = hits.sum(axis=1) / total
+            for kind, value in (("coverage", coverage), ("coverage_gap", coverage - (1 - alpha))):
+                if kind in sums:
+                    sums[kind] += value
+        if {"cc_gap", "cc_gap_top"} & set(wanted):
+            onehot = labels[sets.rows][:, None] == np.arange(num_classes)[None, :]
+            mean_gap, top_gap = _class_gaps(hits @ onehot, w @ onehot, alpha)
+            for kind, value in (("cc_gap", mean_gap), ("cc_gap_top", top_gap)):
+                if kind in sums:
+                    sums[kind] += value
+        if {"set_size", "set_size_median", "sscv"} & set(wanted):
+            sizes = _sizes_under(sets.set_scores, q)  # [R, m]
+            if "set_size" in sums:
+                sums["set_size"] += np.einsum("rm,rm->r", w, sizes) / total
+            if "set_size_median" in sums:
+                sums["set_size_median"] += _weighted_median(sizes, w, num_classes)
+            if "sscv" in sums:
+                sums["sscv"] += _weighted_sscv(sizes, hits, w, alpha)
+    return {kind: sums[kind] / len(sets_list) if kind in sums else None for kind in kinds}
 
 
 def _class_covered(sets, labels, w_cal, alpha, num_classes):
-    """[m, R]: whether each evaluation row's true label passes its class's threshold under each resample: the
+    """[R, m]: whether each evaluation row's true label passes its class's threshold under each resample: the
     weighted conformal quantile of each class's calibration rows (one sort by (class, score); each resample's
     cumulative weights offset so that one searchsorted finds every (resample, class) rank)."""
     y_cal, y = labels[sets.cal_rows], labels[sets.rows]
@@ -228,11 +231,11 @@ def _class_covered(sets, labels, w_cal, alpha, num_classes):
     flat = np.searchsorted((cum + offsets).ravel(), (before + rank + offsets).ravel(), side="left")
     position = np.minimum(flat.reshape(resamples, num_classes) - np.arange(resamples)[:, None] * n, n - 1)
     thresholds = np.where((rank <= per_class) & (per_class > 0), sets.cal_scores[order][position], np.inf)
-    return sets.true_scores[:, None] <= thresholds[:, y].T
+    return sets.true_scores[None, :] <= thresholds[:, y]
 
 
 def _sizes_under(set_scores, q):
-    """[m, R]: each row's number of inclusion scores ≤ q_r, for R thresholds at once (one searchsorted of every
+    """[R, m]: each row's number of inclusion scores ≤ q_r, for R thresholds at once (one searchsorted of every
     score among the sorted thresholds, then a cumulative count per row)."""
     m, num_classes = set_scores.shape
     order = np.argsort(q)
@@ -241,8 +244,8 @@ def _sizes_under(set_scores, q):
     counts = np.bincount(np.repeat(np.arange(m), num_classes) * (resamples + 1) + first,
                          minlength=m * (resamples + 1)).reshape(m, resamples + 1)
     by_rank = np.cumsum(counts, axis=1)[:, :resamples]
-    sizes = np.empty_like(by_rank)
-    sizes[:, order] = by_rank
+    sizes = np.empty((resamples, m), dtype=by_rank.dtype)
+    sizes[order] = by_rank.T
     return sizes
 
 
@@ -250,7 +253,7 @@ def _weighted_median(sizes, w, num_classes):
     """[R]: np.median of each resample's multiset of set sizes (rows repeated by their counts ``w`` [R, m])."""
     resamples = w.shape[0]
     offsets = np.arange(resamples)[:, None] * (num_classes + 1)
-    hist = np.bincount((offsets + sizes.T).ravel(), weights=w.ravel(),
+    hist = np.bincount((offsets + sizes).ravel(), weights=w.ravel(),
                        minlength=resamples * (num_classes + 1)).reshape(resamples, num_classes + 1)
     cum = np.cumsum(hist, axis=1)
     total = cum[:, -1]
@@ -259,12 +262,11 @@ def _weighted_median(sizes, w, num_classes):
     return (low + high) / 2.0
 
 
-def _weighted_sscv(sizes, covered, w, alpha):
-    """[R]: SSCV of each resample."""
+def _weighted_sscv(sizes, hits, w, alpha):
+    """[R]: SSCV of each resample (``hits`` = counts × covered, [R, m])."""
     resamples, strata = w.shape[0], SSCV_UPPER.size + 1
-    index = (np.arange(resamples)[:, None] * strata + _stratum(sizes).T).ravel()
+    index = (np.arange(resamples)[:, None] * strata + _stratum(sizes)).ravel()
     held = np.bincount(index, weights=w.ravel(), minlength=resamples * strata).reshape(resamples, strata)
-    hits = np.bincount(index, weights=(w * covered.T).ravel(), minlength=resamples * strata).reshape(resamples,
-                                                                                                     strata)
-    gaps = np.where(held > 0, np.abs(hits / np.where(held > 0, held, 1) - (1 - alpha)), -np.inf)
+    covered = np.bincount(index, weights=hits.ravel(), minlength=resamples * strata).reshape(resamples, strata)
+    gaps = np.where(held > 0, np.abs(covered / np.where(held > 0, held, 1) - (1 - alpha)), -np.inf)
     return np.max(gaps, axis=1)

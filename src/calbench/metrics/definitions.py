@@ -454,13 +454,9 @@ def _conformal_metric(kind):
         return float(np.mean([v[kind] for v in values]))
 
     def resampled(ctx, counts, construction, alpha, cal, div):
-        def run():
-            return conformal_eval.resampled_values(_conformal_sets(ctx, construction, alpha, cal, div), ctx.labels,
-                                                   int(alpha) / 100, counts, construction, ctx.probs.shape[1])
-
-        held_counts, values = ctx.shared(("conformal resamples", construction, alpha, cal, div),
-                                         lambda: (counts, run()))
-        return (values if held_counts is counts else run())[kind]
+        return conformal_eval.resampled_values(_conformal_sets(ctx, construction, alpha, cal, div), ctx.labels,
+                                               int(alpha) / 100, counts, construction, ctx.probs.shape[1],
+                                               kinds=[kind])[kind]
 
     return compute, resampled
 
