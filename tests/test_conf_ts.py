@@ -4,11 +4,11 @@ paired bootstrap."""
 
 import numpy as np
 import pytest
-from conftest import shared_data
 
-from calbench.methods import make
 from calbench.methods import conf_ts as module
+from calbench.methods import make
 from calbench.metrics import evaluate
+from conftest import shared_data
 
 
 def test_loss_is_the_mean_squared_efficiency_gap():

@@ -127,7 +127,6 @@ def test_resamples_of_all_ones_give_the_estimate_and_counts_weight_rows():
     estimates, draws = evaluate_resampled(probs, labels, ids, np.ones((2, 600), dtype=np.int64), seed=2)
     for metric_id, values in draws.items():
         assert values == pytest.approx([estimates[metric_id]] * 2, abs=1e-12), metric_id
-    assert "set_size.lac_cc.a10.div4" not in draws  # no row-weighted form: R × N × K comparisons per division
     # a resample is the division's rows repeated by their counts: LAC by hand on the expanded rows
     counts = np.random.default_rng(5).integers(0, 3, size=(1, 600))
     _, draws = evaluate_resampled(probs, labels, ["coverage.lac.a10.div1", "set_size.lac.a10.div1"], counts, seed=2)
@@ -137,6 +136,12 @@ def test_resamples_of_all_ones_give_the_estimate_and_counts_weight_rows():
     q = cp.conformal_quantile(1 - probs[cal, labels[cal]], 0.1)
     assert draws["coverage.lac.a10.div1"][0] == pytest.approx(np.mean(1 - probs[ev, labels[ev]] <= q))
     assert draws["set_size.lac.a10.div1"][0] == pytest.approx(np.mean(np.sum(1 - probs[ev] <= q, axis=1)))
+    # and Mondrian LAC: one threshold per class from that class's repeated calibration rows
+    _, draws = evaluate_resampled(probs, labels, ["set_size.lac_cc.a10.div1", "coverage.lac_cc.a10.div1"], counts,
+                                  seed=2)
+    q = cp.class_quantiles(1 - probs[cal, labels[cal]], labels[cal], 5, 0.1)
+    assert draws["set_size.lac_cc.a10.div1"][0] == pytest.approx(np.mean(np.sum(1 - probs[ev] <= q, axis=1)))
+    assert draws["coverage.lac_cc.a10.div1"][0] == pytest.approx(np.mean(1 - probs[ev, labels[ev]] <= q[labels[ev]]))
 
 
 def test_metric_values_are_the_mean_over_divisions():

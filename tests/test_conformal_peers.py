@@ -8,9 +8,9 @@ import types
 
 import numpy as np
 import pytest
-from conftest import reference
 
 from calbench.metrics import conformal as cp
+from conftest import reference
 
 N_CAL, N_TEST, CLASSES, SEED = 400, 300, 7, 3
 

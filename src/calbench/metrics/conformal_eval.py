@@ -16,9 +16,9 @@ divided alike, so their differences are paired. Per division, on the evaluation 
 ``resampled`` gives the same metrics on bootstrap resamples given as row counts [R, N] (the tables' paired
 bootstrap): each resample keeps the divisions, recomputes the threshold as the weighted quantile of its
 conformal-calibration rows (weights = counts; all-ones counts give the estimate exactly) and weights its
-evaluation rows by their counts; RAPS keeps the k_reg and λ chosen on the rows themselves. The set sizes of
-``lac_cc`` under R per-class thresholds would cost R × N × K comparisons per division: its size metrics return
-None there (recomputed by the bootstrap where its budget allows).
+evaluation rows by their counts; RAPS keeps the k_reg and λ chosen on the rows themselves. Recomputing a
+resample's drawn rows instead would let copies of one row fall into both parts (a leak that raises coverage),
+so every id has this form.
 """
 
 from __future__ import annotations
@@ -180,15 +180,14 @@ def resampled_values(sets_list: list[DivisionSets], labels, alpha: float, counts
     by_row = np.ascontiguousarray(np.asarray(counts).T)  # [N, R]: a division's rows are gathered as whole rows
     counts = by_row.T
     kinds = list(kinds)
-    no_form = {"set_size", "set_size_median", "sscv"} if construction == "lac_cc" else set()
-    wanted = [kind for kind in kinds if kind not in no_form]
+    wanted = kinds
     sums = {kind: np.zeros(counts.shape[0]) for kind in wanted}
     for sets in sets_list:
         w_cal, w = by_row[sets.cal_rows], by_row[sets.rows].T  # [n_cal, R], [R, m]
         total = w.sum(axis=1)
         if construction == "lac_cc":
-            q = None
-            covered = _class_covered(sets, labels, w_cal.T, alpha, num_classes)
+            q = _class_thresholds(sets, labels, w_cal.T, alpha, num_classes)  # [R, K]
+            covered = sets.true_scores[None, :] <= q[:, labels[sets.rows]]
         else:
             q = _weighted_quantiles(sets.cal_scores, w_cal, alpha)
             covered = sets.true_scores[None, :] <= q[:, None]  # [R, m]
@@ -205,21 +204,22 @@ def resampled_values(sets_list: list[DivisionSets], labels, alpha: float, counts
                 if kind in sums:
                     sums[kind] += value
         if {"set_size", "set_size_median", "sscv"} & set(wanted):
-            sizes = _sizes_under(sets.set_scores, q)  # [R, m]
+            sizes = (_sizes_under(sets.set_scores, q) if q.ndim == 1
+                     else _sizes_under_classes(sets.set_scores, q))  # [R, m]
             if "set_size" in sums:
                 sums["set_size"] += np.einsum("rm,rm->r", w, sizes) / total
             if "set_size_median" in sums:
                 sums["set_size_median"] += _weighted_median(sizes, w, num_classes)
             if "sscv" in sums:
                 sums["sscv"] += _weighted_sscv(sizes, hits, w, alpha)
-    return {kind: sums[kind] / len(sets_list) if kind in sums else None for kind in kinds}
+    return {kind: sums[kind] / len(sets_list) for kind in kinds}
 
 
-def _class_covered(sets, labels, w_cal, alpha, num_classes):
-    """[R, m]: whether each evaluation row's true label passes its class's threshold under each resample: the
-    weighted conformal quantile of each class's calibration rows (one sort by (class, score); each resample's
+def _class_thresholds(sets, labels, w_cal, alpha, num_classes):
+    """[R, K]: each class's threshold under each resample (``w_cal`` [R, n_cal]): the weighted conformal quantile
+    of that class's calibration rows (one sort by (class, score); each resample's
     cumulative weights offset so that one searchsorted finds every (resample, class) rank)."""
-    y_cal, y = labels[sets.cal_rows], labels[sets.rows]
+    y_cal = labels[sets.cal_rows]
     order = np.lexsort((sets.cal_scores, y_cal))
     resamples, n = w_cal.shape
     cum = np.cumsum(w_cal[:, order], axis=1)
@@ -230,8 +230,16 @@ def _class_covered(sets, labels, w_cal, alpha, num_classes):
     offsets = np.arange(resamples)[:, None] * step
     flat = np.searchsorted((cum + offsets).ravel(), (before + rank + offsets).ravel(), side="left")
     position = np.minimum(flat.reshape(resamples, num_classes) - np.arange(resamples)[:, None] * n, n - 1)
-    thresholds = np.where((rank <= per_class) & (per_class > 0), sets.cal_scores[order][position], np.inf)
-    return sets.true_scores[None, :] <= thresholds[:, y]
+    return np.where((rank <= per_class) & (per_class > 0), sets.cal_scores[order][position], np.inf)
+
+
+def _sizes_under_classes(set_scores, thresholds, budget: int = 2**24):
+    """[R, m]: each row's number of labels k with score ≤ the resample's threshold of class k (``thresholds``
+    [R, K]), in blocks of resamples of at most ``budget`` comparisons."""
+    m, num_classes = set_scores.shape
+    block = max(1, budget // (m * num_classes))
+    return np.concatenate([np.sum(set_scores[None, :, :] <= thresholds[start:start + block, None, :], axis=2)
+                           for start in range(0, thresholds.shape[0], block)])
 
 
 def _sizes_under(set_scores, q):
