@@ -181,6 +181,15 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
                                   rows)
 
 
+def conformal_metrics(entries: dict[str, dict], records: list[dict]) -> str:
+    """Every conformal id of one test split, and the same ids on the tables' bootstrap resamples."""
+    e = entries["conformal_metrics"]
+    return table(["test split", "ids", "divisions", "CPU-s", "wall s", f"CPU-s on {e['resamples']} resamples"],
+                 [[f"{e['rows']:,} × {e['classes']}", str(e["ids"]), str(e["divisions"]),
+                   f"**{number(e['cpu_seconds'], 2)}**", number(e["seconds"], 1),
+                   number(e["resampled_cpu_seconds"], 1)]])
+
+
 class Block(NamedTuple):
     page: str
     #: The records shown (docs/measurements/NAME.json), merged by benchmark name in this order.
@@ -204,6 +213,7 @@ BLOCKS = {
     "scale-metrics": Block("docs/runtime.md", ("scale_metric",), scale_metrics),
     "each-metric": Block("docs/runtime.md", ("metrics_each",), each_metric),
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
+    "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
 }
 
 
