@@ -193,3 +193,20 @@ def test_conformal_rows_are_test_rows_never_the_calibrators_rows(tmp_path):
     assert not set(cal_index.tolist()) & set(test["index"].tolist())
     recorded = json.loads(metrics.read_text())
     assert {m: recorded[m] for m in ids} == pytest.approx(evaluate(test["probs"], test["labels"], ids, seed=0))
+
+
+def test_recommend_ranks_by_a_conformal_metric(tmp_path, capsys):
+    """`calbench recommend --metric set_size.aps.a10` ranks the methods by their mean set size (smaller first)."""
+    import pandas as pd
+
+    from calbench.cli import main
+
+    rows = [("s", method, seed, "set_size.aps.a10", value + 0.01 * seed) for seed in range(3)
+            for method, value in (("ts", 5.5), ("conf_ts", 4.1), ("uncal", 4.4))]
+    (tmp_path / "tables").mkdir()
+    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
+        tmp_path / "tables/metrics_long.csv", index=False)
+    assert main(["recommend", str(tmp_path), "--metric", "set_size.aps.a10"]) == 0
+    out = capsys.readouterr().out
+    assert "set_size.aps.a10, lower is better" in out
+    assert "s: conf_ts 4.11" in out and "untested: uncal 4.41, ts 5.51" in out

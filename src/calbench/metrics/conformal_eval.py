@@ -49,6 +49,8 @@ SSCV_UPPER = np.array([1, 3, 6, 10, 100, 1000])
 TOP_FRACTION = 0.05
 #: The metric families of one (construction, α), by the id's first part.
 KINDS = ("coverage", "coverage_gap", "set_size", "set_size_median", "sscv", "cc_gap", "cc_gap_top")
+#: The kinds whose bootstrap values share their intermediates (:func:`resampled_values` computes a group at once).
+GROUPS = (("coverage", "coverage_gap"), ("cc_gap", "cc_gap_top"), ("set_size", "set_size_median", "sscv"))
 
 
 def divisions(n: int, *, count: int = DIVISIONS, cal_fraction: float = CAL_FRACTION,
@@ -144,13 +146,14 @@ def summaries(sets: DivisionSets, labels, alpha: float, num_classes: int) -> dic
 
 
 def _class_gaps(hits, held, alpha):
-    """(mean, top-5 % mean) over the classes present of |coverage − (1 − α)|, per row of ``hits``/``held`` [R, K]."""
+    """(mean, top-5 % mean) over the classes present of |coverage − (1 − α)|, per row of ``hits``/``held`` [R, K]
+    (the top share over the classes present where fewer are present than it names)."""
     present = held > 0
     gaps = np.where(present, np.abs(hits / np.where(present, held, 1) - (1 - alpha)), -np.inf)
     mean = np.sum(np.where(present, gaps, 0.0), axis=1) / np.sum(present, axis=1)
     top = max(int(TOP_FRACTION * held.shape[1]), 1)
     largest = -np.sort(-gaps, axis=1)[:, :top]
-    return mean, np.mean(np.where(np.isfinite(largest), largest, np.nan), axis=1)
+    return mean, np.nanmean(np.where(np.isfinite(largest), largest, np.nan), axis=1)
 
 
 def conformal_values(probs, labels, construction: str, alpha: float, *, seed: int = 0, count: int = DIVISIONS,

@@ -454,9 +454,17 @@ def _conformal_metric(kind):
         return float(np.mean([v[kind] for v in values]))
 
     def resampled(ctx, counts, construction, alpha, cal, div):
-        return conformal_eval.resampled_values(_conformal_sets(ctx, construction, alpha, cal, div), ctx.labels,
-                                               int(alpha) / 100, counts, construction, ctx.probs.shape[1],
-                                               kinds=[kind])[kind]
+        """The kind's values on the resamples ``counts``, computed with the other kinds of its group
+        (:data:`calbench.metrics.conformal_eval.GROUPS`) once per ``counts`` for all the metrics of ``ctx``."""
+        held_counts, found = ctx.shared(("conformal resamples", construction, alpha, cal, div), lambda: (counts, {}))
+        if held_counts is not counts:
+            found = {}
+        if kind not in found:
+            group = next(g for g in conformal_eval.GROUPS if kind in g)
+            found.update(conformal_eval.resampled_values(
+                _conformal_sets(ctx, construction, alpha, cal, div), ctx.labels, int(alpha) / 100, counts,
+                construction, ctx.probs.shape[1], kinds=group))
+        return found[kind]
 
     return compute, resampled
 
