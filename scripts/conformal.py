@@ -6,7 +6,7 @@ per seed, the rest test, as config/cifar.yaml splits them; seeds 0 and 1), compu
 calbench.metrics.conformal_eval), sweeps the temperature of the raw logits as Dabah & Tirer (ICML 2025) do, and
 records everything with the command, machine and time in ``scripts/conformal_summary.json``, and the sweep's figure
 in ``docs/figures/conformal_sweep.png``. ``render`` writes the page and draws the figure from the summary alone;
-``--check`` exits 1 when the committed page is not what it would write (``tests/test_conformal_page.py``):
+``--check`` exits 1 when the committed page is not what it would write (``tests/docs/test_conformal_page.py``):
 
     python scripts/conformal.py run       # the fits, metrics and sweep (about 5 CPU-min), then the page
     python scripts/conformal.py render    # the page from the recorded summary
@@ -166,7 +166,7 @@ def page(summary: dict) -> str:
              "(Angelopoulos et al. 2021, k_reg and λ chosen as that paper does), randomised and not (`_nr`); "
              "`cc_gap` and `cc_gap_top` are Dabah & Tirer's AvgCovGap and TopCovGap "
              "(src/calbench/metrics/conformal.py and conformal_eval.py cite the equations). The sets equal MAPIE's "
-             "and TorchCP's on the same probabilities, rows and random draws (tests/test_conformal_peers.py).", "",
+             "and TorchCP's on the same probabilities, rows and random draws (tests/unit/test_conformal_peers.py).", "",
              "`conf_ts` is ConfTS (Xi et al., TMLR 2025): a temperature fitted to the efficiency gap of APS sets "
              "instead of the log-loss, by the authors' descent (src/calbench/methods/conf_ts.py).", "",
              "## Reproduce", "", "```bash", "python scripts/conformal.py run      # fits, metrics, sweep; writes "

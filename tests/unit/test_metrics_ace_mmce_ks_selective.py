@@ -282,7 +282,7 @@ def test_every_fast_bootstrap_equals_recomputing_each_resample():
     ctx = MetricContext(probs, labels, true_probs, seed=0, uncal_probs=probs)
     for metric_id, family in _examples():
         if family.resampled is None or metric_id.split(".")[0] in conformal_eval.KINDS:
-            continue  # conformal ids keep their divisions on a resample (tests/test_conformal.py checks that form)
+            continue  # conformal ids keep their divisions on a resample (tests/unit/test_conformal.py checks that form)
         groups = family.pattern.match(metric_id).groupdict()
         fast = family.resampled(ctx, counts, **groups)
         if fast is None:
