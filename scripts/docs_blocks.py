@@ -184,10 +184,11 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
 def conformal_metrics(entries: dict[str, dict], records: list[dict]) -> str:
     """Every conformal id of one test split, and the same ids on the tables' bootstrap resamples."""
     e = entries["conformal_metrics"]
-    return table(["test split", "ids", "divisions", "CPU-s", "wall s", f"CPU-s on {e['resamples']} resamples"],
+    return table(["test split", "ids", "divisions", "CPU-s", "wall s",
+                  f"CPU-s on {e['resamples']} resamples (all but `lac_cc`; `lac_cc`'s 14 ids)"],
                  [[f"{e['rows']:,} × {e['classes']}", str(e["ids"]), str(e["divisions"]),
                    f"**{number(e['cpu_seconds'], 2)}**", number(e["seconds"], 1),
-                   number(e["resampled_cpu_seconds"], 1)]])
+                   f"{number(e['resampled_cpu_seconds'], 1)}; {number(e['resampled_lac_cc_cpu_seconds'], 1)}"]])
 
 
 class Block(NamedTuple):
