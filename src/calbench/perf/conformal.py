@@ -6,7 +6,7 @@ and 0.05, 20 random divisions each), as the evaluate job computes them.
 ``resampled_cpu_seconds``: the same ids but Mondrian LAC's on 200 bootstrap resamples (the tables' paired
 bootstrap, :func:`calbench.metrics.evaluation.evaluate_resampled`), ``resampled_lac_cc_cpu_seconds``: Mondrian LAC's
 14 ids alone (its set sizes compare every label with R per-class thresholds: R × N × K per division).
-Synthetic probabilities σ(3·N(0, 1)) with labels drawn from them. The figures are in docs/conformal.md.
+Synthetic probabilities σ(3·N(0, 1)) with labels drawn from them. The figures are in docs/metrics.md.
 """
 
 from __future__ import annotations
