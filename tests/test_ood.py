@@ -84,6 +84,7 @@ def test_validate_checks_an_import_sources_ood_logits(logits, message, tmp_path,
     assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 
+@pytest.mark.workflow
 def test_a_model_sources_ood_sets_plan_their_dump_and_evaluations_but_no_calibration(tmp_path):
     config = {"seeds": [0], "sources": {"m": {**MODEL, "split": {"cal_size": 50},
                                               "ood": {"mnist": {"dataset": "mnist5k"}, "noise": {"noise": "uniform"}}}},

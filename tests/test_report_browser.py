@@ -15,7 +15,7 @@ from browser import chromium, load_page
 from conftest import REPO, SNAKEMAKE
 from workflow_helpers import tiny_config
 
-pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("report_browser")]
+pytestmark = [pytest.mark.workflow, pytest.mark.browser, pytest.mark.xdist_group("report_browser")]
 
 
 @pytest.fixture(scope="module")
