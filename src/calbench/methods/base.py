@@ -24,6 +24,7 @@ import numpy as np
 from calbench.fitted_state import Count
 from calbench.methods.constraints import check_settings
 from calbench.metrics.proper import log_loss_rows
+from calbench.parallel import blas_region
 from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
 
 
@@ -208,8 +209,13 @@ class Calibrator:
 
         ``train`` is ``(train_scores, train_labels)`` of the classifier's training split; only
         methods whose ``needs`` include ``"train"`` use it (and require it). Settings are checked against
-        their declared ranges here, not in ``set_params`` (scikit-learn's convention).
+        their declared ranges here, not in ``set_params`` (scikit-learn's convention). BLAS runs on the threads
+        :func:`calbench.parallel.blas_region` allows: one unless :func:`calbench.parallel.use_cores` says more.
         """
+        with blas_region():
+            return self._checked_fit(scores, y, train)
+
+    def _checked_fit(self, scores, y, train) -> "Calibrator":
         check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
         scores = self._check_scores(scores)
         y = check_labels(y, scores.num_classes, scores.n)
@@ -245,7 +251,8 @@ class Calibrator:
             raise ValueError(
                 f"{method_label(self)} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
             )
-        return self._predict_proba(scores)
+        with blas_region():  # BLAS on the threads the policy allows (calbench.parallel)
+            return self._predict_proba(scores)
 
     def transform(self, scores) -> Scores:
         """The calibrated output as :class:`Scores` for the next stage of a chain.
