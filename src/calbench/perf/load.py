@@ -61,7 +61,7 @@ def _run(command: list[str], cwd: Path, pinned: bool, neighbours: list) -> dict:
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         busy, start = _busy_seconds(), time.perf_counter()
         child = subprocess.Popen(command, cwd=cwd, stdout=out, stderr=err,
-                                 preexec_fn=(lambda: os.sched_setaffinity(0, {core})) if pinned else None)
+                                 preexec_fn=lambda: (_die_with_parent(), pinned and os.sched_setaffinity(0, {core})))
         _, status, usage = os.wait4(child.pid, 0)  # the child's own rusage, not the neighbours'
         wall = time.perf_counter() - start
         busy = _busy_seconds() - busy
@@ -79,8 +79,18 @@ def _run(command: list[str], cwd: Path, pinned: bool, neighbours: list) -> dict:
     return {key: round(value, 2) for key, value in record.items()}
 
 
+def _die_with_parent() -> None:
+    """In a child before it runs: SIGKILL when the benchmark's process ends, however it ends (Linux prctl), so that
+    no neighbour or fit outlives an interrupted benchmark."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
 def _neighbours() -> list:
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(NEIGHBOURS)]
+    return [subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=_die_with_parent)
+            for _ in range(NEIGHBOURS)]
 
 
 def _stop(processes: list) -> None:
