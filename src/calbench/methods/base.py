@@ -212,27 +212,25 @@ class Calibrator:
         their declared ranges here, not in ``set_params`` (scikit-learn's convention). BLAS runs on the threads
         :func:`calbench.parallel.blas_region` allows: one unless :func:`calbench.parallel.use_cores` says more.
         """
-        with blas_region():
-            return self._checked_fit(scores, y, train)
-
-    def _checked_fit(self, scores, y, train) -> "Calibrator":
-        check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
-        scores = self._check_scores(scores)
-        y = check_labels(y, scores.num_classes, scores.n)
-        check_not_empty(scores, method_label(self))
-        check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
-        self.num_classes_ = scores.num_classes
-        self._record_embedding_width(scores)
-        if "train" in self.needs:
-            if train is None:
-                raise ValueError(f"{type(self).__name__} learns from the training split: pass train=(scores, labels) "
-                                 "(in the workflow: a source with a `train` group, e.g. a `train` source)")
-            train_scores = self._check_scores(train[0])
-            self._fit(scores, y, train=(train_scores, check_labels(train[1], scores.num_classes, train_scores.n,
-                                                                   name="train labels")))
-        else:
-            self._fit(scores, y)
-        return self
+        with blas_region():  # no frame of its own: warnings' stacklevel points at the caller of fit
+            check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
+            scores = self._check_scores(scores)
+            y = check_labels(y, scores.num_classes, scores.n)
+            check_not_empty(scores, method_label(self))
+            check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
+            self.num_classes_ = scores.num_classes
+            self._record_embedding_width(scores)
+            if "train" in self.needs:
+                if train is None:
+                    raise ValueError(f"{type(self).__name__} learns from the training split: pass "
+                                     "train=(scores, labels) (in the workflow: a source with a `train` group, e.g. a "
+                                     "`train` source)")
+                train_scores = self._check_scores(train[0])
+                self._fit(scores, y, train=(train_scores, check_labels(train[1], scores.num_classes, train_scores.n,
+                                                                       name="train labels")))
+            else:
+                self._fit(scores, y)
+            return self
 
     def _record_embedding_width(self, scores: Scores) -> None:
         """``embedding_dim_``: the width of the embeddings a calibrator that reads them was fitted on (what a loaded
