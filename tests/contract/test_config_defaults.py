@@ -10,9 +10,9 @@ import jsonschema
 import pytest
 
 from calbench.config import complete_source, load, load_schema
-from test_config_load import user_config
+from conftest import user_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema()
 #: Defaults that ``load`` fills from the config itself (a source's seeds, a model source's normalisation).
 CONFIG_DEPENDENT = {"seeds", "normalize"}

@@ -10,8 +10,7 @@ import yaml
 
 from calbench.config import ConfigError, load
 from calbench.metrics.ood import confidence_curve, fpr_at_tpr, ood_metrics
-from conftest import run_snakemake
-from test_config_load import user_config
+from conftest import run_snakemake, user_config
 from workflow_helpers import planned_jobs
 
 

@@ -15,6 +15,7 @@ SPIN = ("import json, os, time\nstart = time.process_time()\nwhile time.process_
         "print(json.dumps({'fit_seconds': 1.0, 'fit_cpu_seconds': 1.0, 'cores': len(os.sched_getaffinity(0))}))")
 
 
+@pytest.mark.workflow
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs os.sched_setaffinity (Linux)")
 def test_the_three_runs_pin_load_and_stop_their_neighbours(monkeypatch, tmp_path):
     started = []
@@ -35,6 +36,7 @@ def test_the_three_runs_pin_load_and_stop_their_neighbours(monkeypatch, tmp_path
     assert record["timed"] == "the fit alone" and record["loaded_over_idle"] == 1.0  # the printed fit seconds
 
 
+@pytest.mark.workflow
 def test_a_failing_run_names_the_command_and_its_error(tmp_path):
     with pytest.raises(RuntimeError, match="(?s)failed \\(1\\):.*ZeroDivisionError"):
         load._run([sys.executable, "-c", "1 / 0"], tmp_path, False, [])
