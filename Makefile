@@ -30,8 +30,9 @@ run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables,
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml
 	$(MAKE) report
 
-test: $(STAMP)  ## the linter, then the whole test suite, in a random order (its seed printed)
+test: $(STAMP)  ## the linters (ruff, snakefmt), then the whole test suite, in a random order (its seed printed)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	@echo "pytest: random order, seed $(SEED) (make test SEED=$(SEED) repeats it)"
 	$(PYTEST)
 

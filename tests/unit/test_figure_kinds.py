@@ -13,7 +13,7 @@ from PIL import Image
 from scipy.special import softmax
 
 from calbench.data import store
-from calbench.jobs.reliability import reliability_job
+from calbench.jobs.reliability import ReliabilitySpec, reliability_job
 from calbench.report import reliability, shift
 from calbench.report.plotting import save_figure
 
@@ -69,8 +69,10 @@ def _outputs(tmp_path, classes: int, seeds=(0,), n=3000, temperature=2.0):
 @pytest.mark.parametrize("target", ["conf", "cw"])
 def test_reliability_figures_are_readable(tmp_path, saved, classes, seeds, target):
     names = [f"c{j:03d}" for j in range(classes)]
-    reliability_job(_outputs(tmp_path, classes, seeds), tmp_path / "f.png", tmp_path / "f.csv", target, "src",
-                    list(seeds), 15, "em", 3, "auto", names)
+    reliability_job(spec=ReliabilitySpec(source="src", target=target, seeds=list(seeds), n_bins=15, scheme="em",
+                                         max_classes=3, axis="auto", class_names=names,
+                                         calibrated=_outputs(tmp_path, classes, seeds), figure=tmp_path / "f.png",
+                                         table=tmp_path / "f.csv"))
     (checks, path), = saved
     _check(checks, path)
     if target == "cw":  # the classes named as the source names them
@@ -139,7 +141,7 @@ def test_validate_checks_the_length_of_class_names(tmp_path, capsys):
     config = {"seeds": [0], "methods": ["uncal", "ts"], "metrics": ["nll"], "sources": {"mine": source}}
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["validate", str(tmp_path / "my.yaml")]) == 1
-    assert "sources.mine.class_names: 3 names, but the files hold 4 classes" in capsys.readouterr().out
+    assert "sources.mine.class_names: 3 names, but the files hold 4 classes" in capsys.readouterr().err
     source["class_names"].append("eel")
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["validate", str(tmp_path / "my.yaml")]) == 0

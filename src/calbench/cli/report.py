@@ -10,12 +10,7 @@ few hundred kB)."""
 
 from __future__ import annotations
 
-import argparse
 import base64
-import contextlib
-import csv
-import io
-import json
 import os
 import shutil
 import subprocess
@@ -33,16 +28,35 @@ def add_parser(sub) -> None:
                      help="the run's config file (default config/config.yaml)")
     rep.add_argument("-o", "--output", default="results/report.html", help="where to write it (.html)")
     rep.add_argument("--metric", default="nll", help="metric id the recommendation ranks by (default nll)")
-    rep.add_argument("--snakefile", help="calbench's Snakefile (default: the one beside the installed package)")
+    rep.add_argument("--snakefile",
+                     help="calbench's Snakefile (default: the checkout's, else the one installed with the package)")
     rep.set_defaults(handler=run)
 
 
 def snakefile(given: str | None) -> Path:
-    path = Path(given) if given else Path(calbench.__file__).resolve().parents[2] / "Snakefile"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: calbench's Snakefile is not there; pass --snakefile "
-                                "PATH/TO/calbench/Snakefile")
-    return path
+    """calbench's Snakefile: ``given`` (``--snakefile``), else that of the source tree the package was imported from
+    (a checkout: ``src/calbench`` beside the Snakefile, installed editable or on ``PYTHONPATH``), else the workflow
+    installed with the package (pyproject.toml's data-files: ``share/calbench/`` of the environment)."""
+    if given:
+        candidates = [Path(given)]
+    else:
+        candidates = [Path(calbench.__file__).resolve().parents[1].parent / "Snakefile", *installed_snakefiles()]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"{candidates[0]}: calbench's Snakefile is not there; pass --snakefile "
+                            "PATH/TO/calbench/Snakefile")
+
+
+def installed_snakefiles() -> list[Path]:
+    """The Snakefile the installed distribution ``calbench`` holds among its files (none for a checkout)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("calbench").files or []
+    except metadata.PackageNotFoundError:
+        return []
+    return [Path(f.locate()).resolve() for f in files if f.as_posix().endswith("share/calbench/Snakefile")]
 
 
 def snakemake_command(config: Path, given_snakefile: str | None) -> list[str]:
@@ -76,41 +90,38 @@ def stale_jobs(status: dict[str, tuple[str, str]]) -> int:
 
 def recommendation_records(results: Path, metric: str) -> list[dict]:
     """The records ``calbench recommend RESULTS --metric METRIC --json`` prints (per source, every method best first,
-    with its interval, ties, accuracy change and saved calibrator)."""
-    from calbench.cli import recommend
+    with its interval, ties, accuracy change, saved calibrator and caveats): the one library function both call,
+    :func:`calbench.jobs.recommendation.recommend`, with recommend's defaults."""
+    from calbench.jobs.recommendation import Request, recommend
 
-    parser = argparse.ArgumentParser(prog="calbench")
-    recommend.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["recommend", str(results), "--metric", metric, "--json"])
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        recommend.run(args)
-    return json.loads(out.getvalue())
+    return recommend(results, Request(metrics=(metric,))).records
 
 
 def run_warnings(results: Path) -> list[dict]:
-    """The rows of ``results/tables/warnings.csv`` (source, method, seed, stage, category, message); none where the
-    run wrote no such file."""
-    path = Path(results) / "tables" / "warnings.csv"
-    if not path.is_file():
-        return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    """The rows of ``results/tables/warnings.csv`` (source, method, seed, stage, category, message;
+    :func:`calbench.report.warnings.read_warnings`); none where the run wrote no such file."""
+    from calbench.report.warnings import read_warnings
+
+    return read_warnings(results)
 
 
-def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes:
-    """The confidence reliability diagram of ``methods`` on ``source`` (its seeds pooled, the figures' bins) as PNG
-    bytes (the drawing of the workflow's reliability figures, :func:`calbench.jobs.reliability.reliability_job`)."""
-    from calbench.jobs.reliability import reliability_job
+def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes | None:
+    """The confidence reliability diagram of ``methods`` on ``source`` (the seeds and bins of the config's
+    ``figures.reliability``) as PNG bytes, drawn by the workflow's reliability job
+    (:func:`calbench.jobs.reliability.reliability_job`); None where the config draws no reliability diagrams."""
+    from dataclasses import replace
 
-    section = config.get("figures", {}).get("reliability") or {}
-    seeds = config["sources"][source]["seeds"]
-    calibrated = {m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in seeds] for m in methods}
+    from calbench.jobs import reliability
+
+    if config["figures"].get("reliability") is None:
+        return None
     with tempfile.TemporaryDirectory() as folder:
-        figure = Path(folder) / "figure.png"
-        reliability_job(calibrated, figure, Path(folder) / "figure.csv", "conf", source, seeds,
-                        section.get("bins", 15), section.get("scheme", "em"), 3, section.get("axis", "auto"))
-        return figure.read_bytes()
+        drawn = reliability.spec(config, source=source, target="conf")
+        drawn = replace(drawn, figure=str(Path(folder) / "figure.png"), table=str(Path(folder) / "figure.csv"),
+                        calibrated={m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in drawn.seeds]
+                                    for m in methods})
+        reliability.reliability_job(spec=drawn)
+        return Path(drawn.figure).read_bytes()
 
 
 def _figure_methods(decision) -> list[str]:
@@ -153,6 +164,8 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
     for decision in rows:
         methods = _figure_methods(decision)
         png = recommendation_figure(config, decision.source, methods)
+        if png is None:
+            continue
         embedded.append((f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
                          f"{decision.source}: confidence reliability of {' and '.join(methods)} (test split, seeds "
                          "pooled)"))

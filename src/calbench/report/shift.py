@@ -5,10 +5,11 @@ corruption families; calbench's tables show its mean over families and seeds per
 split), the mean over every shifted set ("under shift"), and each method's rank on the clean split beside its
 rank under shift (ranked as the clean tables: on the displayed mean, ties get the minimum rank).
 
-Each cell carries the interval of the paired bootstrap of the main tables (:mod:`calbench.report.paired_bootstrap`)
-over the rows it rests on: every set's test rows resampled within each seed (shifted copies of the same test rows
-together), the mean over the column's sets (the families are a fixed list, not a sample), the seeds pooled; the
-difference from ``uncal`` is paired the same way and tested with Holm's adjustment over the column's methods.
+Each cell carries the interval of the paired bootstrap of the main tables (:mod:`calbench.stats`)
+over the rows it rests on: the rows the seeds test on resampled as the clean table's (shifted copies of a test
+row get the row's count), the mean over the column's sets (the families are a fixed list, not a sample), the seeds
+pooled; the difference from ``uncal`` is paired the same way and tested with Holm's adjustment over the column's
+methods.
 """
 
 from __future__ import annotations
@@ -20,16 +21,11 @@ import pandas as pd
 
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
-from calbench.report.paired_bootstrap import (
-    RECOMPUTE_SECONDS,
-    REFERENCE,
-    TABLE_RESAMPLES,
-    against_reference,
-    mean_over_sets,
-    source_draws,
-)
 from calbench.report.plotting import plt, save_figure
-from calbench.report.tables import ALPHA, CLEAN, clean
+from calbench.report.tables import ALPHA, CLEAN, UNITS, clean
+from calbench.stats.draws import RECOMPUTE_SECONDS, REFERENCE, mean_over_sets, source_draws
+from calbench.stats.paired import against_reference
+from calbench.stats.resampling import RESAMPLES
 
 #: The metrics of the shift figure, as Ovadia et al. draw them (ECE, NLL, Brier score, accuracy): the first
 #: configured metric of each pattern.
@@ -67,10 +63,10 @@ def ranks(means: pd.DataFrame, metric_id: str, column) -> pd.DataFrame:
     return family.badness(shown).rank(axis=1, method="min")
 
 
-def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = TABLE_RESAMPLES,
+def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = RESAMPLES,
                 level: float = 0.95) -> pd.DataFrame:
     """Every cell of the severity tables with its interval and paired difference from ``uncal``
-    (:func:`calbench.report.paired_bootstrap.against_reference`, columns ``CONTRAST_COLUMNS`` and ``column``:
+    (:func:`calbench.stats.paired.against_reference`, columns ``CONTRAST_COLUMNS`` and ``column``:
     a severity, 0 = clean, or :data:`UNDER_SHIFT`), from the outputs ``load(source, test_set, method, seed)``
     (``{"probs", "labels", "index"}``, None where absent) and the long table's estimates."""
     frames = []
@@ -87,9 +83,9 @@ def column_draws(source: str, rows: pd.DataFrame, metrics, load, resamples: int,
                  recompute: bool = False) -> dict:
     """``{column: SourceDraws}`` of ``source``'s severity-table ``columns`` (severities, 0 = clean, and
     :data:`UNDER_SHIFT`; all by default): the paired bootstrap of each test set's rows
-    (:func:`~calbench.report.paired_bootstrap.source_draws`, the long table's ``rows`` (:func:`with_severity`)
+    (:func:`~calbench.stats.draws.source_draws`, the long table's ``rows`` (:func:`with_severity`)
     giving the estimates, the recomputation budget of a source shared among its sets), averaged over the
-    column's sets (:func:`~calbench.report.paired_bootstrap.mean_over_sets`); ``recompute``: every estimator
+    column's sets (:func:`~calbench.stats.draws.mean_over_sets`); ``recompute``: every estimator
     without a row-weighted form recomputed, whatever the cost."""
     seeds = sorted(int(s) for s in rows["seed"].unique())
     methods = list(dict.fromkeys(rows["method"]))
@@ -127,7 +123,8 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
     marks = ("over / under: over- / under-confident, the interval above / below 0" if family.signed else
              f"+ / −: better / worse than {REFERENCE} (paired bootstrap, Holm over the column's methods, "
              f"α = {ALPHA:g})")
-    intervals = (f"[95 % interval]: paired bootstrap of the test rows, seeds pooled; {marks}"
+    unit = UNITS.get(sub["unit"].iloc[0] if len(sub) and "unit" in sub else "test rows")
+    intervals = (f"[95 % interval]: paired bootstrap, resampling unit: {unit}; seeds pooled; {marks}"
                  if len(sub) and sub["low"].notna().any() else
                  "no intervals or marks: the notes below say why")
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({family.direction}; mean over "
