@@ -16,7 +16,11 @@ import calbench
 from calbench.fitted_state import Array, Count, Scalar, StateError, check_state, declared_state, fitted_names
 from calbench.methods import available, make, method_class
 from calbench.methods.chain import Chain
-from calbench.persist import CalibratorFileError, _checksum, _compositions, _derived, _maps
+from calbench.persist import CalibratorFileError
+from calbench.persist.format import checksum as _checksum
+from calbench.persist.format import compositions as _compositions
+from calbench.persist.format import derived as _derived
+from calbench.persist.format import maps as _maps
 from test_persist import KCAL_FAST, _data, _make, _rewrite, _tensors, fitted
 
 CLASSES = [method_class(name) for name in available()] + list(_compositions().values()) + list(_maps().values())
@@ -199,6 +203,6 @@ def _get(tree, at):
 
 def test_the_crafted_fields_reach_nested_calibrators():
     """The crafted files reach nested calibrators: a grid search's fold models' weights are among the fields."""
-    header = json.loads(json.dumps(calbench.persist._Encoder().encode(fitted("dir_odir"), "calibrator")))
+    header = json.loads(json.dumps(calbench.persist.encode.Encoder().encode(fitted("dir_odir"), "calibrator")))
     paths = [where for where, *_ in _fields(header)]
     assert "calibrator.state.estimators_[0].state.weights_" in paths and "calibrator.state.cv_losses_" in paths

@@ -14,11 +14,21 @@ possibly times an integer: ``"n-1"``, ``"m+C"``, ``"2*n_pieces+1"``. :func:`chec
 :class:`StateError` naming the attribute (``weights_``, ``binary_maps_[2]['filled']``) with what was expected and
 what was found; :mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
 ``tests/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
+
+A number or an array may also declare the range of its values, ``within="[0, 1]"`` (probabilities, bin
+accuracies, mixture weights), ``"(0, inf)"`` (temperatures), ``"[1, n]"`` (a neighbour count no larger than the
+pool), ``"[0, C)"`` (labels): brackets closed, parentheses open, each end a number, ``inf``/``-inf`` or a symbol
+of the shapes (a symbol not bound by the object's state leaves that end unchecked). Inside :func:`charging`, each
+range check of an array first reports its bytes (the decode budget of :mod:`calbench.persist.budget`: a file can
+name one array many times).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+import math
 import re
 from numbers import Integral, Real
 
@@ -27,6 +37,61 @@ import numpy as np
 _DTYPE_KINDS = {float: ("f", "float"), int: ("iu", "integer"), bool: ("b", "boolean")}
 _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 _TERM = re.compile(r"\s*([+-]?)\s*(?:([0-9]+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\s*")
+_RANGE = re.compile(r"^([\[(])\s*([^,\s]+)\s*,\s*([^,\s\])]+)\s*([\])])$")
+#: Called with (bytes, field) before each range check of an array, where :func:`charging` set it.
+_CHARGE = contextvars.ContextVar("fitted_state_charge", default=None)
+
+
+@contextlib.contextmanager
+def charging(charge):
+    """Within the block, every range check of an array first calls ``charge(nbytes, field)`` (which may raise)."""
+    token = _CHARGE.set(charge)
+    try:
+        yield
+    finally:
+        _CHARGE.reset(token)
+
+
+class Within:
+    """The range ``text`` of a declared number or array (module docstring): ``[low, high]``, ends open with
+    parentheses."""
+
+    def __init__(self, text: str):
+        match = _RANGE.match(text)
+        if match is None:
+            raise ValueError(f"range {text!r}: expected [low, high] with brackets or parentheses")
+        self.text, self.low, self.high = text, match[2], match[3]
+        self.low_open, self.high_open = match[1] == "(", match[4] == ")"
+
+    @staticmethod
+    def _end(term: str, scope: dict):
+        """An end's value: a number (``inf`` too), a bound symbol's value, or None (unbound: unchecked)."""
+        try:
+            return float(term)
+        except ValueError:
+            return scope.get(term)
+
+    def check(self, value, field: str, scope: dict) -> None:
+        """Raise :class:`StateError` for the values of number or array ``value`` outside the range."""
+        low, high = self._end(self.low, scope), self._end(self.high, scope)
+        values = np.asarray(value)
+        if values.size == 0 or (low is None and high is None):
+            return
+        if isinstance(value, np.ndarray) and (charge := _CHARGE.get()) is not None:
+            charge(value.nbytes, field)
+        smallest, largest = values.min(), values.max()
+        below = low is not None and (smallest <= low if self.low_open else smallest < low)
+        above = high is not None and (largest >= high if self.high_open else largest > high)
+        if not (below or above):
+            return
+        low, high = (-math.inf if low is None else low), (math.inf if high is None else high)
+        outside = ~(((values > low) if self.low_open else (values >= low))
+                    & ((values < high) if self.high_open else (values <= high)))
+        worst = smallest if below else largest
+        ends = f"{'(' if self.low_open else '['}{low:g}, {high:g}{')' if self.high_open else ']'}"
+        shown = self.text if ends.replace(" ", "") == self.text.replace(" ", "") else f"{self.text} = {ends}"
+        raise StateError(field, f"expected values in {shown}, found {int(outside.sum())} of {values.size} outside "
+                                f"(e.g. {worst.item()!r:.40})")
 
 
 class StateError(ValueError):
@@ -77,21 +142,26 @@ class Scalar(_Spec):
     _TYPES = {float: (Real, "a number"), int: (Integral, "an integer"), bool: ((bool, np.bool_), "a boolean"),
               str: (str, "a string")}
 
-    def __init__(self, kind: type, none: bool = False, optional: bool = False):
+    def __init__(self, kind: type, none: bool = False, optional: bool = False, within: str | None = None):
         self.kind, self.none, self.optional = kind, none, optional
+        self.within = None if within is None else Within(within)
 
     def _check(self, value, field, scope, deep):
         types, what = self._TYPES[self.kind]
         if not isinstance(value, types) or (self.kind in (float, int) and isinstance(value, (bool, np.bool_))):
             self.fail(value, field, what)
+        if self.within is not None:
+            self.within.check(value, field, scope)
 
 
 class Array(_Spec):
     """A numpy array of ``dtype`` ``float``, ``int`` or ``bool``, of ``shape`` (sizes: numbers or symbol
-    expressions; ``None``: any shape)."""
+    expressions; ``None``: any shape), its values ``within`` a range (module docstring)."""
 
-    def __init__(self, dtype: type, shape: tuple | None, none: bool = False, optional: bool = False):
+    def __init__(self, dtype: type, shape: tuple | None, none: bool = False, optional: bool = False,
+                 within: str | None = None):
         self.dtype, self.shape, self.none, self.optional = dtype, shape, none, optional
+        self.within = None if within is None else Within(within)
 
     def _check(self, value, field, scope, deep):
         kinds, what = _DTYPE_KINDS[self.dtype]
@@ -99,12 +169,13 @@ class Array(_Spec):
         shape = "" if self.shape is None else f" of shape ({sizes}{',' * (len(self.shape) == 1)})"
         if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
             self.fail(value, field, f"a {what} array{shape}")
-        if self.shape is None:
-            return
-        if value.ndim != len(self.shape):
-            self.fail(value, field, f"a {what} array{shape}")
-        for axis, (size, expected) in enumerate(zip(value.shape, self.shape)):
-            _size(expected, size, field, scope, f"axis {axis} of a {what} array{shape}")
+        if self.shape is not None:
+            if value.ndim != len(self.shape):
+                self.fail(value, field, f"a {what} array{shape}")
+            for axis, (size, expected) in enumerate(zip(value.shape, self.shape)):
+                _size(expected, size, field, scope, f"axis {axis} of a {what} array{shape}")
+        if self.within is not None:
+            self.within.check(value, field, scope)
 
 
 class Instance(_Spec):

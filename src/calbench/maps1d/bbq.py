@@ -49,7 +49,8 @@ def elbow(weights: np.ndarray, alpha: float) -> np.ndarray:
 class BayesianBinning:
     """BBQ on one binary problem: ``strength`` prior samples per bin (N'/B), pruning by ``elbow_alpha`` (None: off)."""
 
-    _fitted_state = {"cuts_": Array(float, ("n",)), "values_": Array(float, ("n+1",)), "models_": Scalar(int)}
+    _fitted_state = {"cuts_": Array(float, ("n",)), "values_": Array(float, ("n+1",), within="[0, 1]"),
+                     "models_": Scalar(int)}
 
     def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha

@@ -198,7 +198,7 @@ class Isotonic:
     """
 
     #: The knots of the step function, as many x as y (rebuilt from the saved ``x``, ``y`` by ``_set_state``).
-    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",))}
+    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",), within="[0, 1]")}
 
     def fit(self, p, y) -> "Isotonic":
         return self.fit_checked(*check_binary(p, y))

@@ -145,7 +145,8 @@ class GridSearch(Calibrator):
     """
 
     #: G grid points: the CV table has one entry per point (arrays, or lists of the points' settings).
-    _fitted_state = {"cv_losses_": Array(float, ("G",)), "best_index_": Scalar(int), "best_score_": Scalar(float),
+    _fitted_state = {"cv_losses_": Array(float, ("G",)), "best_index_": Scalar(int, within="[0, G)"),
+                     "best_score_": Scalar(float),
                      "best_params_": DictOf(str, Setting()), "fixed_params_": DictOf(str, Setting()),
                      "cv_results_": DictOf(str, OneOf(Array(float, ("G",)), Array(int, ("G",)),
                                                       ListOf(Setting(), "G"))),
