@@ -7,6 +7,7 @@ ranges are refused at loading; a loaded calibrator refuses rows that are not pro
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import numpy as np
@@ -38,7 +39,13 @@ def _unchecked_save(cal, path, monkeypatch):
 @pytest.fixture(autouse=True, scope="module")
 def _warm(tmp_path_factory):
     """Imports and compiled kernels (numba's cache is unpickled) loaded before any load is watched."""
-    calbench.load(calbench.save(fitted("ts+lece"), tmp_path_factory.mktemp("warm") / "tl.safetensors"))
+    where = tmp_path_factory.mktemp("warm")
+    calbench.load(calbench.save(fitted("ts+lece"), where / "tl.safetensors"))
+    ts = make("ts")
+    ts.temperature_, ts.num_classes_ = 1.5, 1000
+    chain = Chain([ts, ts])
+    chain.num_classes_ = 1000
+    calbench.load(calbench.save(chain, where / "wide.safetensors"))
 
 
 def _bounded(path):
@@ -170,3 +177,53 @@ def test_a_loaded_calibrator_refuses_rows_that_are_not_distributions(tmp_path, m
     head.stage = Negated()
     with pytest.raises(NotDistributionsError, match=r"t.safetensors: the calibration head computed 7 of 50 rows"):
         head(torch.tensor(logits))
+
+
+def _forged(name, edit, tmp_path, monkeypatch):
+    import copy
+
+    cal = copy.deepcopy(fitted(name))
+    edit(cal)
+    with monkeypatch.context() as patch:
+        patch.setattr(Encoder, "check_map", lambda self, value, where: None)
+        return _unchecked_save(cal, tmp_path / f"{name}.safetensors", monkeypatch)
+
+
+def _one_uncal(cal):
+    cal.estimators_ = [make("uncal").fit(CAL[0], CAL[1])]
+
+
+def _drop_setting(name):
+    def edit(cal):
+        del cal.binary_maps_[0].__dict__[name]
+    return edit
+
+
+@pytest.mark.parametrize("name, edit, message", [
+    ("dir_l2", _one_uncal, r"estimators_: expected length of list to be models = 5, found 1"),
+    ("dir_l2", lambda cal: setattr(cal, "estimators_", [make("uncal").fit(CAL[0], CAL[1])] * 5),
+     r"estimators_\[0\]: expected a .* \(the class of estimator\), found a Uncalibrated"),
+    ("ts+vs", lambda cal: cal.steps.__setitem__(0, make("uncal").fit(CAL[0].logits[:, :3], CAL[1] % 3)),
+     r"steps\[0\]\.num_classes_: expected count C to be C = 4, found 3"),
+    ("ts+vs", lambda cal: cal.steps.clear(), r"steps: expected length of list to be S\+1 with S >= 0, found 0"),
+    ("tva_hist", lambda cal: setattr(cal, "binary_", make("irova")), r"binary_: expected a HistogramBinning"),
+    ("pl3_ovr", _drop_setting("logit_space"), r"binary_maps_\[0\]: a PiecewiseLinearCV takes the settings .* lacks "
+                                              r"\['logit_space'\]"),
+    ("pl3_ovr", lambda cal: setattr(cal.binary_maps_[0], "n_folds", "3"), r"binary_maps_\[0\]\.n_folds: expected an "
+                                                                          "integer, found a str '3'"),
+    ("pl_ovr", lambda cal: setattr(cal.binary_maps_[1], "loss", "hinge"), r"binary_maps_\[1\]\.loss: expected one of"),
+    ("irova", lambda cal: setattr(cal.binary_maps_[0], "knots_y_", cal.binary_maps_[0].knots_y_.astype(bool)),
+     r"binary_maps_\[0\]: the saved Isotonic cannot be built \(ValueError: saved isotonic knots: x and y must be"),
+    ("lece", lambda cal: setattr(cal.estimators_[0].pool_, "logits", cal.estimators_[0].pool_.logits.astype(int)),
+     r"estimators_\[0\]: the saved LECE cannot be built \(ValueError: pool logits: expected a float array, got int64"),
+])
+def test_nested_calibrators_chain_steps_wrappers_and_map_settings_are_declared(name, edit, message, tmp_path,
+                                                                                monkeypatch):
+    """A grid search's fold models are its estimator's class, ``folds`` of them with ``ensemble`` (else one); a
+    chain's steps are at least one fitted calibrator of its classes; a TvA wrapper's binary calibrator is its
+    class's; a 1-D map gives every setting, each of its declared kind and range; dtypes are checked before any
+    cast."""
+    path = _forged(name, edit, tmp_path, monkeypatch)
+    prefix = rf"{re.escape(name)}.safetensors: calibrator\.(state|params)\."
+    with pytest.raises(CalibratorFileError, match=prefix + f".*{message}"):
+        calbench.load(path)

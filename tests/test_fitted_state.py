@@ -62,6 +62,18 @@ def test_fitted_maps_satisfy_their_declaration(cls):
     check_state(fitted_map, deep=True)
 
 
+@pytest.mark.parametrize("cls", list(_maps().values()), ids=lambda cls: cls.__name__)
+def test_every_map_declares_each_of_its_settings_and_its_defaults_satisfy_them(cls):
+    """A saved map is rebuilt from its settings: each is declared (kind and range), so a file cannot leave one out
+    for its default or give another kind (``n_folds: "3"``)."""
+    from calbench.fitted_state import check_declared_settings, declared_settings
+    from calbench.persist.format import init_names
+
+    assert set(declared_settings(cls)) == set(init_names(cls))
+    made = cls()
+    check_declared_settings(cls, {name: getattr(made, name) for name in init_names(cls)})
+
+
 def test_a_wrong_state_is_refused_naming_the_field_with_expected_and_found():
     cal = fitted("vs")
     reshaped = r"expected axis 0 of a float array of shape \(C, C\) to be C = 4, found 16"

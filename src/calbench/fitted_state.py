@@ -15,6 +15,13 @@ possibly times an integer: ``"n-1"``, ``"m+C"``, ``"2*n_pieces+1"``. :func:`chec
 what was found; :mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
 ``tests/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
 
+A nested calibrator may be required to be exactly the class of one of its owner's settings or class attributes
+(``Instance(Calibrator, like="estimator")``: a grid search's fold models), and a class may give symbols of its
+own to the sizes (``_declared_symbols()``: a grid search holds ``folds`` models with ``ensemble``, else one).
+Settings are declared the same way where a class needs it (``_declared_settings``, :func:`check_declared_settings`):
+every setting of a 1-D map (a saved map is rebuilt from them, so none may be missing or of another kind,
+``Choice`` for options), and a chain's ``steps`` (at least one fitted calibrator of its classes).
+
 A number or an array may also declare the range of its values, ``within="[0, 1]"`` (probabilities, bin
 accuracies, mixture weights), ``"(0, inf)"`` (temperatures), ``"[1, n]"`` (a neighbour count no larger than the
 pool), ``"[0, C)"`` (labels): brackets closed, parentheses open, each end a number, ``inf``/``-inf`` or a symbol
@@ -38,6 +45,8 @@ _DTYPE_KINDS = {float: ("f", "float"), int: ("iu", "integer"), bool: ("b", "bool
 _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 _TERM = re.compile(r"\s*([+-]?)\s*(?:([0-9]+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\s*")
 _RANGE = re.compile(r"^([\[(])\s*([^,\s]+)\s*,\s*([^,\s\])]+)\s*([\])])$")
+#: The scope's entry for the object being checked (no symbol can be spelt so).
+_OWNER = "$owner"
 #: Called with (bytes, field) before each range check of an array, where :func:`charging` set it.
 _CHARGE = contextvars.ContextVar("fitted_state_charge", default=None)
 
@@ -154,6 +163,18 @@ class Scalar(_Spec):
             self.within.check(value, field, scope)
 
 
+class Choice(_Spec):
+    """One of the listed ``values`` (a setting's options: a loss's name, ``True``/``False``); compared by type and
+    value, so ``1`` is not ``True`` and ``"3"`` is not ``3``."""
+
+    def __init__(self, *values, none: bool = False):
+        self.values, self.none = values, none
+
+    def _check(self, value, field, scope, deep):
+        if not any(type(value) is type(option) and value == option for option in self.values):
+            self.fail(value, field, f"one of {', '.join(map(repr, self.values))}")
+
+
 class Array(_Spec):
     """A numpy array of ``dtype`` ``float``, ``int`` or ``bool``, of ``shape`` (sizes: numbers or symbol
     expressions; ``None``: any shape), its values ``within`` a range (module docstring)."""
@@ -185,12 +206,18 @@ class Instance(_Spec):
     this object's symbols (LECE's pool). With ``deep``, its own declaration is checked too."""
 
     def __init__(self, cls: type, none: bool = False, classes: str | None = None, fields: dict | None = None,
-                 fitted: bool = True):
+                 fitted: bool = True, like: str | None = None):
         self.cls, self.none, self.classes, self.fields, self.fitted = cls, none, classes, fields or {}, fitted
+        self.like = like
 
     def _check(self, value, field, scope, deep):
         if not isinstance(value, self.cls):
             self.fail(value, field, f"a {self.cls.__name__}")
+        if self.like is not None:  # exactly the class of the owner's setting (or class attribute) ``like``
+            model = getattr(scope[_OWNER], self.like)
+            expected = model if isinstance(model, type) else type(model)
+            if type(value) is not expected:
+                self.fail(value, field, f"a {expected.__name__} (the class of {self.like})")
         attributes = vars(value)
         for name, spec in declared_state(type(value)).items() if self.fitted else ():
             if name not in attributes and not spec.optional:
@@ -341,13 +368,39 @@ def declared_state(cls: type) -> dict:
     return dict(sorted(merged.items(), key=lambda item: not isinstance(item[1], Count)))
 
 
-def check_state(obj, prefix: str = "", deep: bool = False) -> None:
+@functools.cache
+def declared_settings(cls: type) -> dict:
+    """The settings ``cls`` declares in ``_declared_settings`` (merged with its bases'): a 1-D map's every setting,
+    a composition's nested calibrators (a chain's ``steps``)."""
+    merged = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(vars(klass).get("_declared_settings", {}))
+    return merged
+
+
+def check_declared_settings(cls: type, settings: dict, prefix: str = "") -> None:
+    """Raise :class:`StateError` for the first of ``settings`` (name → value) that ``cls``'s
+    :func:`declared_settings` do not allow."""
+    declared = declared_settings(cls)
+    scope = {name: value for name, value in settings.items() if type(value) is int}
+    for name, value in settings.items():
+        if name in declared:
+            declared[name].check(value, prefix + name, scope, False)
+
+
+def check_state(obj, prefix: str = "", deep: bool = False, settings_prefix: str | None = None) -> None:
     """Raise :class:`StateError` for the first fitted attribute of ``obj`` that its class's declaration does not
     allow, or that a fitted ``obj`` (one holding any declared attribute) lacks and is not optional; an unfitted
-    object holds none (a one-vs-rest calibrator kept for its settings). ``deep``: nested calibrators and maps are
-    checked against their own declarations too (loading checks each as it is built)."""
+    object holds none (a one-vs-rest calibrator kept for its settings); then for its declared settings
+    (:func:`declared_settings`, named with ``settings_prefix``, by default ``prefix``). ``deep``: nested
+    calibrators and maps are checked against their own declarations too (loading checks each as it is built). The
+    sizes may use the object's integer settings and the symbols its ``_declared_symbols()`` gives (a grid search's
+    number of models)."""
     attributes = vars(obj)
     scope = {name: value for name, value in attributes.items() if not name.endswith("_") and type(value) is int}
+    scope[_OWNER] = obj
+    if hasattr(obj, "_declared_symbols"):
+        scope.update(obj._declared_symbols())
     declared = declared_state(type(obj))
     fitted = not attributes.keys().isdisjoint(declared)
     for name, spec in declared.items():
@@ -355,6 +408,9 @@ def check_state(obj, prefix: str = "", deep: bool = False) -> None:
             spec.check(attributes[name], prefix + name, scope, deep)
         elif fitted and not spec.optional:
             raise StateError(prefix + name, f"missing: a fitted {type(obj).__name__} holds it")
+    for name, spec in declared_settings(type(obj)).items():
+        if name in attributes:
+            spec.check(attributes[name], (prefix if settings_prefix is None else settings_prefix) + name, scope, deep)
 
 
 @functools.cache

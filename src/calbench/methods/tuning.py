@@ -151,7 +151,9 @@ class GridSearch(Calibrator):
                      "cv_results_": DictOf(str, OneOf(Array(float, ("G",)), Array(int, ("G",)),
                                                       ListOf(Setting(), "G"))),
                      "added_points_": ListOf(DictOf(str, Setting())),
-                     "estimators_": ListOf(Instance(Calibrator, classes="C"))}
+                     "estimators_": ListOf(Instance(Calibrator, classes="C", like="estimator"), "models")}
+    #: The template of the models (unfitted; its class is the models' class).
+    _declared_settings = {"estimator": Instance(Calibrator, fitted=False)}
 
     #: The settings a config's ``cv`` may give (``estimator`` and ``grid`` come from the method and its ``grid``).
     _parameter_constraints = {"folds": [Interval("int", 2)], "scoring": [Options("nll", "brier")],
@@ -196,6 +198,11 @@ class GridSearch(Calibrator):
     @property
     def method_name(self) -> str:
         return getattr(self.estimator, "method_name", type(self.estimator).__name__)
+
+    def _declared_symbols(self) -> dict:
+        """The number of fitted models its declaration holds: the ``folds`` fold models with ``ensemble``, else one
+        refitted model (:mod:`calbench.fitted_state`)."""
+        return {"models": self.folds if self.ensemble is True else 1}
 
     def _splits(self, y: np.ndarray):
         counts = np.bincount(y, minlength=self.num_classes_)

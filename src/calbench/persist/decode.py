@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from calbench.fitted_state import StateError, charging, check_state, declared_state
+from calbench.fitted_state import StateError, charging, check_declared_settings, check_state, declared_state
 from calbench.persist.budget import PROBE_ROWS, DecodeBudget
 from calbench.persist.format import (
     MAX_CLASSES,
@@ -165,7 +165,7 @@ class Decoder:
                 if type(count) is not int or not 1 <= count <= MAX_CLASSES:
                     raise self.error(f"{where}.state.{key}", f"{str(count)[:40]} is not a count in [1, {MAX_CLASSES}]")
             self.set_state(cal, state, f"{where}.state")
-            self.check_state(cal, f"{where}.state.")
+            self.check_state(cal, f"{where}.state.", f"{where}.params.")
         except CalibratorFileError:
             raise
         except Exception as err:  # a trust boundary: whatever the state makes the class do is the file's fault
@@ -187,15 +187,14 @@ class Decoder:
         self.budget.charge(nbytes, f"rebuilding the {type(obj).__name__}", where)
         obj._set_state(state)
 
-    def check_state(self, obj, prefix: str) -> None:
+    def check_state(self, obj, prefix: str, settings_prefix: str | None = None) -> None:
         """Every fitted attribute of a built calibrator or map against its class's declaration
         (:func:`calbench.fitted_state.check_state`), before it first predicts."""
         try:
-            with charging(lambda nbytes, field: self.budget.charge(nbytes, "the range check", prefix + field)):
-                check_state(obj)
+            with charging(lambda nbytes, field: self.budget.charge(nbytes, "the range check", field)):
+                check_state(obj, prefix, settings_prefix=settings_prefix)
         except StateError as err:
-            raise self.error(prefix + err.field, f"{err.detail} (the fitted state {type(obj).__name__} "
-                             "declares)") from err
+            raise self.error(err.field, f"{err.detail} (the fitted state {type(obj).__name__} declares)") from err
 
     def default_grid(self, marker: DefaultGrid, params: dict, where: str, allowed: bool):
         from calbench.methods.base import Calibrator
@@ -227,7 +226,14 @@ class Decoder:
                 self.set_state(obj, state, where)
             else:
                 settings = init_names(cls)
-                obj = cls(**{k: state[k] for k in settings if k in state})
+                missing = sorted(set(settings) - set(state))
+                if missing:
+                    raise self.error(where, f"a {name} takes the settings {settings}; the file lacks {missing}")
+                try:
+                    check_declared_settings(cls, {k: state[k] for k in settings}, f"{where}.")
+                except StateError as err:
+                    raise self.error(err.field, f"{err.detail} (the setting {name} declares)") from err
+                obj = cls(**{k: state[k] for k in settings})
                 obj.__dict__.update({k: v for k, v in state.items() if k not in settings})
             self.check_state(obj, f"{where}.")
             return obj

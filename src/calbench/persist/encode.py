@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from calbench.fitted_state import StateError, check_state, declared_state
+from calbench.fitted_state import StateError, check_declared_settings, check_state, declared_state
 from calbench.persist.format import SCALAR_DTYPES, init_names, maps, name_of_class, state_of
 
 #: float64 arrays of at least this many entries are checked for a lossless float32 copy (logits read from a
@@ -95,6 +95,12 @@ class Encoder:
 
     def check_map(self, value, where: str) -> None:
         self.check_declared(value, f"{where}.")
+        settings = {name: getattr(value, name) for name in init_names(type(value))}
+        try:
+            check_declared_settings(type(value), settings, f"{where}.")
+        except StateError as err:
+            raise TypeError(f"cannot save {err.field}: {err.detail}, which the settings {type(value).__name__} "
+                            "declares do not allow, so loading would refuse it") from err
         if hasattr(value, "_get_state"):
             return
         extra = set(vars(value)) - set(init_names(type(value))) - set(declared_state(type(value)))
