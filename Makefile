@@ -9,7 +9,7 @@ export OMP_NUM_THREADS ?= 1
 export OPENBLAS_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: run test bench docs report choosing clean
+.PHONY: run test fuzz bench docs report choosing clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -24,6 +24,9 @@ run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables
 test: $(STAMP)  ## the linter, then the whole test suite
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
+
+fuzz: $(STAMP)  ## a long fuzzing run of saved-calibrator loading (FUZZ=5000 forgeries, FUZZ_SEED=0)
+	CALBENCH_FUZZ=$(or $(FUZZ),5000) CALBENCH_FUZZ_SEED=$(or $(FUZZ_SEED),0) $(VENV)/bin/pytest -q tests/test_fuzz_calibrators.py
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
 	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json

@@ -22,6 +22,9 @@ from calbench.persist.format import (
 )
 
 _ATTRIBUTE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: The dtypes of the arrays a calibrator file gives (what saving writes): an array of another dtype would also
+#: make the compiled kernels compile a new specialisation.
+DECODED_DTYPES = (np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_))
 
 
 class DefaultGrid:
@@ -88,6 +91,10 @@ class Decoder:
         if widen and (node["as"] != "<f8" or stored.dtype != np.float32):
             raise self.error(where, f"'as' {str(node['as'])[:40]!r} on a {stored.dtype} tensor (only float32 "
                              "tensors widen, to '<f8')")
+        if not widen and stored.dtype not in DECODED_DTYPES:
+            raise self.error(where, f"tensor {key[:40]!r} of dtype {stored.dtype}: a calibrator's arrays are "
+                             f"{', '.join(map(str, DECODED_DTYPES))} (float32 only where the node widens it, 'as': "
+                             "'<f8')")
         if (key, widen) in self.checked:  # one widened copy and one check per tensor, however often it is named
             return self.checked[key, widen]
         if widen:
