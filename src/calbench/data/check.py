@@ -15,10 +15,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
-
 from calbench.data import importers
 from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
+from calbench.data.npy_files import load_npy
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
 from calbench.data.where import shown
@@ -110,7 +109,7 @@ def _ood_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[st
         if not deep:
             continue
         try:
-            found = convert_scores(np.load(path, allow_pickle=False), entry["scores"], where).shape[1]
+            found = convert_scores(load_npy(path), entry["scores"], where).shape[1]
         except (OSError, ValueError) as err:
             problems.append(str(err) if str(err).startswith(where) else f"{where}: {err}")
             continue

@@ -13,6 +13,7 @@ import numpy as np
 import calbench
 from calbench.atomic import atomic_path, write_text_atomic
 from calbench.data import store
+from calbench.data.npy_files import load_npy
 from calbench.scores import Scores, convert_scores
 
 #: The confidence thresholds of Ovadia et al.'s Fig. 3 curves.
@@ -43,7 +44,7 @@ def dump_source_ood_job(source: str, entry: dict, dump, output) -> None:
     sets = {}
     for name, spec in entry["ood"].items():
         where = f"sources.{source}.ood.{name}.logits"
-        logits = convert_scores(np.load(spec["logits"], allow_pickle=False), entry["scores"], where)
+        logits = convert_scores(load_npy(spec["logits"]), entry["scores"], where)
         if logits.shape[1] != classes:
             raise ValueError(f"{where}: {logits.shape[1]} classes, but {dump} has {classes}; an OOD set holds the "
                              "same classifier's outputs")
