@@ -26,7 +26,7 @@ test: $(STAMP)  ## the linter, then the whole test suite
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 fuzz: $(STAMP)  ## a long fuzzing run of saved-calibrator loading (FUZZ=5000 forgeries, FUZZ_SEED=0)
-	CALBENCH_FUZZ=$(or $(FUZZ),5000) CALBENCH_FUZZ_SEED=$(or $(FUZZ_SEED),0) $(VENV)/bin/pytest -q tests/test_fuzz_calibrators.py
+	CALBENCH_FUZZ=$(or $(FUZZ),5000) CALBENCH_FUZZ_SEED=$(or $(FUZZ_SEED),0) $(VENV)/bin/pytest -q tests/contract/test_fuzz_calibrators.py
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
 	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json

@@ -19,7 +19,7 @@ from calbench.persist.format import CalibratorFileError
 BUDGET_BASE = 16 * 2**20
 BUDGET_PER_BYTE = 16
 #: The bound on the memory traced while a file loads (tensors read, the header's JSON, the budget, the calibrator's
-#: objects): what docs/saved_calibrators.md states and tests/test_decode_budget.py measures with tracemalloc.
+#: objects): what docs/saved_calibrators.md states and tests/contract/test_decode_budget.py measures with tracemalloc.
 PEAK_BASE = 32 * 2**20
 PEAK_PER_BYTE = 40
 #: Rows of the one probe input of a file, and the float64 arrays of the probe's shape that the probe's computation

@@ -1,6 +1,6 @@
 """Fuzzing saved calibrators (docs/saved_calibrators.md, "Guarantees"): forgeries drawn at random, with a fixed seed,
-from every family of tests/test_decode_budget.py and tests/test_calibrator_files.py (widened references, chains of
-one shared stage, wide class counts, values scaled, negated or zeroed, integers set to edge values, tensors recast
+from every family of test_decode_budget.py and test_calibrator_files.py (widened references, chains of one shared
+stage, wide class counts, values scaled, negated or zeroed, integers set to edge values, tensors recast
 to other dtypes, settings and attributes removed or given as strings) over the saved file of every registered
 method, the checksum recomputed. Each forgery is refused with CalibratorFileError naming the file, or loads to a
 calibrator whose outputs are probability distributions (or are refused as not being ones), within the documented

@@ -1,5 +1,6 @@
 """A dump holds its own bytes: a dataset whose data HDF5 would read from elsewhere (external raw storage, a virtual
-dataset) is refused by every reader, as soft and external links are (tests/test_slips.py), naming the dataset."""
+dataset) is refused by every reader, as soft and external links are (test_config_and_file_mistakes.py), naming the
+dataset."""
 
 from __future__ import annotations
 

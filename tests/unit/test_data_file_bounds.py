@@ -75,6 +75,7 @@ def test_a_csv_with_a_byte_order_mark_keeps_its_first_row_and_a_header_is_all_te
         read_array(tmp_path / "mixed.csv")
 
 
+@pytest.mark.workflow  # starts a process (the other writer)
 def test_a_writer_keeps_the_temporary_file_of_another_live_writer(tmp_path):
     """Two writers of one path at once: neither removes the other's temporary file (a dead writer's is removed)."""
     target = tmp_path / "cal.safetensors"
