@@ -1,4 +1,5 @@
-"""``calbench validate``: the config (schema, names, settings), then its files; one line per problem."""
+"""``calbench validate``: the config (schema, names, settings), then its files, then what ``fit`` and the metrics
+would refuse of their data (:mod:`calbench.cli.fit_checks`); one line per problem."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from calbench.cli.fit_checks import fit_problems
     from calbench.config import ConfigError, load
     from calbench.data.check import config_problems
 
@@ -24,6 +26,8 @@ def run(args) -> int:
     with warnings.catch_warnings(record=True) as caught:  # coarse probabilities: reported, not a problem
         warnings.simplefilter("always")
         problems = config_problems(config, deep=True)
+        if not problems:  # the files read: what fit and evaluate would refuse of them
+            problems = fit_problems(config)
     for message in dict.fromkeys(str(w.message) for w in caught):
         print(f"{path}: warning: {message}")
     for problem in problems:
