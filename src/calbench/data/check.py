@@ -16,7 +16,13 @@ import os
 from pathlib import Path
 
 from calbench.data import importers
-from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
+from calbench.data.image_folder import (
+    IMAGE_EXTENSIONS,
+    dataset_folder,
+    image_file_problem,
+    image_files,
+    not_a_folder,
+)
 from calbench.data.npy_files import load_npy
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
@@ -159,8 +165,14 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
     except ValueError as err:
         return [str(err)]
     empty = sorted(set(classes) - {Path(path).relative_to(root).parts[0] for path in images})
-    return [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) {', '.join(empty)}"
-            ] if empty else []
+    problems = [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) "
+                f"{', '.join(empty)}"] if empty else []
+    bad = [(path, problem) for path in images if (problem := image_file_problem(path))]
+    problems += [f"{where}.data_dir: {shown(Path(path))} {problem}; remove it or replace it with the image"
+                 for path, problem in bad[:5]]
+    if len(bad) > 5:
+        problems.append(f"{where}.data_dir: {len(bad) - 5} more files with an image ending are no image files")
+    return problems
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:
