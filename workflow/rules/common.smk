@@ -119,11 +119,12 @@ def source_entry(wildcards):
 
 
 def source_data(wildcards):
-    """The files the source's entry names (an import's files, a model's local weights) and an image folder's
-    manifest: inputs of the rules that read them, so that changing a file's content reruns what depends on it
-    (calbench.data.inputs)."""
+    """The digest table of the files the source's entry names (an import's files, a model's local weights; rule
+    source_digest) and an image folder's manifest: inputs of the rules that read them, so that a change of a file's
+    content reruns what depends on it, and a change of its modification time alone nothing (calbench.data.digests)."""
     images = [paths.IMAGE_MANIFEST.format(source=wildcards.source)] if wildcards.source in IMAGEFOLDER_SOURCES else []
-    return source_files(SOURCES[wildcards.source]) + images
+    files = [paths.SOURCE_DIGEST.format(source=wildcards.source)] if source_files(SOURCES[wildcards.source]) else []
+    return files + images
 
 
 def shift_data(wildcards):

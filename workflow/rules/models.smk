@@ -4,11 +4,13 @@
 # only where the source's `device` names one (cuda, cuda:N); `auto` (the default) runs on a GPU when the
 # machine it lands on has one and reserves none, so that the default config's small models train on the CPU.
 # Each job declares the source's `threads`, which torch uses and SLURM grants as CPUs.
-# An imagefolder source's images are listed when the DAG is built, as the inputs of its `image_manifest` job (each
-# image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its model rules read: a changed,
-# added or removed image reruns them, an untouched folder nothing.
+# An imagefolder source's images are listed and digested when the DAG is built (calbench.data.digests), a param of
+# its `image_manifest` job (each image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its
+# model rules read: an image changed in content (whatever its modification time), added or removed reruns them, an
+# untouched or only touched folder nothing.
 # lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
 # (common.smk holds only those several rule files share), so that each file reads as one stage
+from calbench.data.digests import content_digest
 from calbench.data.image_folder import dataset_folder, image_files
 from calbench.jobs import paths
 
@@ -42,12 +44,13 @@ def image_folder(wildcards):
 
 rule image_manifest:
     input:
-        images=source_images,
         code=script_code("image_manifest"),
     output:
         paths.IMAGE_MANIFEST,
     params:
         data_dir=image_folder,
+        images=source_images,
+        content=lambda wildcards: content_digest(source_images(wildcards)),
     wildcard_constraints:
         source=_alternatives(IMAGEFOLDER_SOURCES),
     log:

@@ -1,5 +1,6 @@
 # Sources → results/dumps/{source}.h5 (docs/architecture.md §3). Model-backed sources (train, pretrained)
 # have their own GPU rules.
+from calbench.data.digests import content_digest
 from calbench.jobs import paths
 
 
@@ -47,3 +48,29 @@ rule draw_split:
         "../../envs/calbench.yaml"
     script:
         "../scripts/draw_split.py"
+
+
+# The content digests of a source's data files, computed when the DAG is built (calbench.data.digests): the files
+# enter the DAG by content, so that a replaced file reruns its dump even with its old modification time, and a
+# touched one nothing.
+
+
+rule source_digest:
+    input:
+        code=script_code("source_digest"),
+    output:
+        paths.SOURCE_DIGEST,
+    params:
+        files=lambda wildcards: source_files(SOURCES[wildcards.source]),
+        content=lambda wildcards: content_digest(source_files(SOURCES[wildcards.source])),
+    log:
+        "logs/digests/{source}.log",
+    benchmark:
+        "benchmarks/digests/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=200,
+        runtime=30,
+    script:
+        "../scripts/source_digest.py"

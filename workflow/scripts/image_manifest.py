@@ -4,4 +4,4 @@ from calbench.jobs.logs import job_logging, snakemake_log
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    image_manifest_job(smk.params.data_dir, list(smk.input.images), smk.output[0])
+    image_manifest_job(smk.params.data_dir, list(smk.params.images), smk.output[0])

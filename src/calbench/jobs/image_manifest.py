@@ -1,9 +1,10 @@
 """The manifest of an ``imagefolder`` source's images: the input of its model jobs (training, dumps), so that a
 changed, added or removed image reruns them and what depends on them, and nothing else (docs/operations.md).
 
-Its own rule reads every image (:func:`calbench.data.inputs.image_files`): Snakemake reruns it where the set of
-images changed or an image is newer than the manifest and, below its checksum limit (1 MB by default), differs in
-content; the model jobs then read one small file rather than each image.
+Its own rule reads every image (:func:`calbench.data.image_folder.image_files`), whose content digests, computed
+when the DAG is built (:mod:`calbench.data.digests`), are a param of it: Snakemake reruns it where the set of images
+or the content of one changed, whatever the modification times; the model jobs then read one small file rather
+than each image.
 """
 
 from __future__ import annotations
