@@ -149,9 +149,10 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         return [f"{origin}: {err}"], set(), None
 
 
-def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
+def image_folder_problems(name: str, entry: dict, cache_dir, deep: bool = False) -> list[str]:
     """Problems of an ``imagefolder`` source's folder, as torchvision's ``ImageFolder`` would meet them when its
-    model job starts: not a folder, no class sub-folder, a class without images, a link looping back."""
+    model job starts: not a folder, no class sub-folder, a class without images, a link looping back; ``deep``
+    (validate): also every file with an image ending that is no image file or does not decode."""
     if entry.get("dataset") != "imagefolder":
         return []
     where, root = f"sources.{name}", dataset_folder(entry, cache_dir)
@@ -167,7 +168,8 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
     empty = sorted(set(classes) - {Path(path).relative_to(root).parts[0] for path in images})
     problems = [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) "
                 f"{', '.join(empty)}"] if empty else []
-    bad = [(path, problem) for path in images if (problem := image_file_problem(path))]
+    bad = [(path, problem) for path in images if (problem := image_file_problem(path) or _decode_problem(path))] \
+        if deep else []
     problems += [f"{where}.data_dir: {shown(Path(path))} {problem}; remove it or replace it with the image"
                  for path, problem in bad[:5]]
     if len(bad) > 5:
@@ -175,7 +177,22 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
     return problems
 
 
+def _decode_problem(path) -> str | None:
+    """What stops Pillow (the model jobs' image reader, where installed) from opening and decoding ``path``."""
+    try:
+        from PIL import Image
+    except ImportError:  # the base install reads no images
+        return None
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception as err:  # noqa: BLE001 (any failure to decode is the file's)
+        return f"does not decode as an image ({type(err).__name__}: {' '.join(str(err).split())[:120]})"
+    return None
+
+
 def config_problems(config: dict, deep: bool = True) -> list[str]:
     """Problems of every source of a loaded config (:func:`calbench.config.load`)."""
     return [p for name, entry in config["sources"].items()
-            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])]
+            for p in source_problems(name, entry, deep)
+            + image_folder_problems(name, entry, config["downloads_dir"], deep)]
