@@ -200,3 +200,9 @@ def test_fit_reports_its_progress_on_stderr(files, capsys):
     err = capsys.readouterr().err
     assert "calbench fit: fitting dir_l2 on 300 x 4 logits" in err
     assert "fold 1/5 done (2 points" in err and "dir_l2 fitted in" in err
+
+
+def test_validate_names_a_missing_config_once(tmp_path, capsys):
+    missing = tmp_path / "nosuch.yaml"
+    assert main(["validate", str(missing)]) == 1
+    assert capsys.readouterr().out == f"{missing}: no such config file\n"

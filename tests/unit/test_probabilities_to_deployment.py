@@ -161,9 +161,12 @@ def test_rounded_probabilities_warn_in_validate_and_fit_saying_what_to_do(tmp_pa
     rounded = np.round(rounded, 4)  # rows still sum to 1 within 1e-3: valid probabilities, 4 decimals
     assert main(["validate", str(_config(tmp_path, "probs", rounded, part["labels"]))]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"warning: .*p.npy:all/logits: every value is rounded to 4 decimals and \d+% of the values",
-                     out), out
-    assert "export the logits, or the probabilities unrounded" in out and "valid (1 sources" in out
+    assert re.search(r"warning: .*p.npy:all/logits: every value is rounded to 4 decimals: ", out), out
+    assert "export the logits or unrounded probabilities" in out and "valid (1 sources" in out
+    warned = [line for line in out.splitlines() if "warning: " in line]
+    assert len(warned) == 2 and "floor=5e-05" in warned[1]  # one idea a line: the problem, then the floor
+    messages = [line.split("all/logits: ", 1)[1] for line in warned]  # after the file's name
+    assert all(len(m) <= 160 and m.count("(") == m.count(")") for m in messages), messages
     assert main(["fit", "ts", "--probs", "--scores", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy"),
                  "-o", str(tmp_path / "ts.safetensors")]) == 0
     assert "calbench fit: warning: " in capsys.readouterr().err

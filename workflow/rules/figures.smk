@@ -38,6 +38,11 @@ def reliability_methods(wildcards):
     return figure_methods(RELIABILITY, wildcards.source)
 
 
+def class_names(wildcards):
+    """The source's ``class_names`` (figures name the classes by them), or None."""
+    return SOURCES[wildcards.source].get("class_names")
+
+
 def simplex_inputs(wildcards):
     return figure_calibrated(SIMPLEX, wildcards.source)
 
@@ -87,6 +92,7 @@ rule reliability_diagram:
         scheme=section_value(RELIABILITY, "scheme"),
         axis=section_value(RELIABILITY, "axis"),
         max_classes=section_value(RELIABILITY, "max_classes"),
+        class_names=class_names,
     wildcard_constraints:
         target="conf|cw",
     log:

@@ -20,8 +20,8 @@ def run(args) -> int:
     path = args.config
     try:
         config = load(path)
-    except ConfigError as err:
-        print(f"{path}: {err}")
+    except ConfigError as err:  # a message about the file itself names it already
+        print(err if str(err).startswith(f"{path}:") else f"{path}: {err}")
         return 1
     with warnings.catch_warnings(record=True) as caught:  # coarse probabilities: reported, not a problem
         warnings.simplefilter("always")

@@ -98,6 +98,10 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
         return []
     origin = f"sources.{name}"
     problems, classes, pool_labels = _file_problems(origin, entry, deep)
+    names = entry.get("class_names")
+    if names is not None and len(classes) == 1 and len(names) not in classes:
+        problems.append(f"{origin}.class_names: {len(names)} names, but the files hold {min(classes)} classes; give "
+                        "one name per class, in the order of the logits' columns")
     return (problems + _shift_problems(origin, entry, deep, classes, pool_labels)
             + _ood_problems(origin, entry, deep, classes))
 

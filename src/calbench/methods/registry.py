@@ -8,6 +8,7 @@ lower-case identifiers; ``+`` joins names into a :class:`~calbench.methods.chain
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import pkgutil
@@ -58,8 +59,10 @@ def split_chain(name: str) -> list[str]:
     known = available()
     unknown = [p for p in parts if p not in _REGISTRY]
     if unknown or not name:
+        close = [c for u in unknown for c in difflib.get_close_matches(u, known, n=3, cutoff=0.6)]
+        guess = f"did you mean {' or '.join(map(repr, dict.fromkeys(close)))}? " if close else ""
         raise ValueError(
-            f"unknown method {', '.join(repr(u) for u in unknown) or repr(name)} in {name!r}; "
+            f"unknown method {', '.join(repr(u) for u in unknown) or repr(name)} in {name!r}; {guess}"
             f"allowed: {', '.join(known)} (join names with '+' to chain them)"
         )
     return parts

@@ -157,7 +157,7 @@ def draw_cd(ax, result: RankTest, group: dict[str, str] | None = None) -> None:
     else:
         reach = avg[0] + result.cd
         ax.plot([max(avg[0] - result.cd, 1), reach], [-0.15, -0.15], color="tab:red", linewidth=3)
-        ax.text(reach + 0.05, -0.15, f"within one CD of {names[0]}", va="center", fontsize=7, color="tab:red")
+        ax.text(reach + 0.05, -0.15, f"within one CD of {names[0]}", va="center", fontsize=8, color="tab:red")
 
 
 def cd_figure(result: RankTest | None, path, metric_id: str, group: dict[str, str] | None = None) -> None:
