@@ -50,7 +50,7 @@ class Calibration(nn.Module):
         self.tolerance = SUM_TOLERANCE
         self.mixed_kinds = _MIXED_KINDS  # an attribute: TorchScript cannot read module-level strings
         self.not_distributions = (f"{source}: the calibration head computed rows that are not probability "
-                                  f"distributions (finite, entries >= 0 and summing to 1 within {DISTRIBUTION_TOL})"
+                                  f"distributions (finite, non-negative and summing to 1, within {DISTRIBUTION_TOL})"
                                   "; its file holds fitted values that no fit makes: refit the calibrator")
         self.distribution_tol = DISTRIBUTION_TOL
 

@@ -259,7 +259,7 @@ class Calibrator:
         if source is not None and (bad := non_distributions(probs)):
             raise NotDistributionsError(
                 f"{source}: the loaded {method_label(self)} computed {bad} of {len(probs)} rows that are not "
-                f"probability distributions (finite, entries >= 0 and summing to 1 within {DISTRIBUTION_TOL}); its "
+                f"probability distributions (finite, non-negative and summing to 1, within {DISTRIBUTION_TOL}); its "
                 "file holds fitted values that no fit makes: refit the calibrator and save it again")
         return probs
 
