@@ -17,7 +17,7 @@ SEED := $(shell python3 -c 'import random; print(random.randrange(1, 10**6))')
 endif
 PYTEST := $(VENV)/bin/pytest -n 2 --dist loadgroup -q -p randomly --randomly-seed=$(SEED)
 
-.PHONY: run test test-fast bench docs report choosing clean
+.PHONY: run test test-fast fuzz bench docs report choosing clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -40,6 +40,9 @@ test-fast: $(STAMP)  ## the linter, then the unit and contract tests (no workflo
 	$(VENV)/bin/ruff check .
 	@echo "pytest: random order, seed $(SEED) (make test-fast SEED=$(SEED) repeats it)"
 	$(PYTEST) -m "not workflow and not peers and not slurm and not browser"
+
+fuzz: $(STAMP)  ## a long fuzzing run of saved-calibrator loading (FUZZ=5000 forgeries, FUZZ_SEED=0)
+	CALBENCH_FUZZ=$(or $(FUZZ),5000) CALBENCH_FUZZ_SEED=$(or $(FUZZ_SEED),0) $(VENV)/bin/pytest -q tests/contract/test_fuzz_calibrators.py
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
 	$(PY) -m calbench.perf --only "$(ONLY)" --out results/bench/bench.json

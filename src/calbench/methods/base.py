@@ -25,7 +25,16 @@ from calbench.fitted_state import Count
 from calbench.methods.constraints import check_settings
 from calbench.metrics.proper import log_loss_rows
 from calbench.parallel import blas_region
-from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
+from calbench.scores import (
+    DISTRIBUTION_TOL,
+    PROB_EPS,
+    NotDistributionsError,
+    Scores,
+    as_scores,
+    check_labels,
+    input_scores,
+    non_distributions,
+)
 
 
 class MissingClass(enum.Enum):
@@ -254,7 +263,14 @@ class Calibrator:
                 f"{method_label(self)} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
             )
         with blas_region():  # BLAS on the threads the policy allows (calbench.parallel)
-            return self._predict_proba(scores)
+            probs = self._predict_proba(scores)
+        source = getattr(self, "loaded_from_", None)  # set by calbench.load: a file's values are checked on the way out
+        if source is not None and (bad := non_distributions(probs)):
+            raise NotDistributionsError(
+                f"{source}: the loaded {method_label(self)} computed {bad} of {len(probs)} rows that are not "
+                f"probability distributions (finite, non-negative and summing to 1, within {DISTRIBUTION_TOL}); its "
+                "file holds fitted values that no fit makes: refit the calibrator and save it again")
+        return probs
 
     def transform(self, scores) -> Scores:
         """The calibrated output as :class:`Scores` for the next stage of a chain.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.methods.base import Calibrator
 from calbench.parallel import blas_region
 from calbench.scores import Derivation, Scores
@@ -16,6 +17,9 @@ from calbench.scores import Derivation, Scores
 
 class Chain(Calibrator):
     """Apply ``steps`` in order, each fitted on the output of the previous ones."""
+
+    #: At least one step, each a fitted calibrator of the chain's number of classes.
+    _declared_settings = {"steps": ListOf(Instance(Calibrator, classes="C"), "S+1")}
 
     def __init__(self, steps):
         self.steps = steps
