@@ -22,10 +22,14 @@ import jsonschema
 import yaml
 
 from calbench import corruptions
+from calbench.data.entry import has_embeddings as source_has_embeddings  # noqa: F401 (read here by tests)
+from calbench.data.entry import has_train as source_has_train  # noqa: F401
+from calbench.data.entry import is_model
 from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, split_chain
 from calbench.methods.constraints import InvalidSetting
-from calbench.methods.registry import chain_needs
+from calbench.methods.registry import chain_needs, resolved
+from calbench.methods.registry import runs_on as method_runs_on  # noqa: F401 (the rule files read it here)
 from calbench.metrics import check_metric_ids, lookup
 
 #: The config schema, package data: found through the installed package, as the workflow finds it too.
@@ -62,13 +66,45 @@ def _describe(error) -> str:
     return error.message
 
 
+#: The most nodes a YAML document may expand to once its aliases are replaced by what they name (the default
+#: config has about 2,000): a few hundred bytes of nested aliases can name billions (an "alias bomb").
+MAX_YAML_NODES = 200_000
+
+
+def _expanded_nodes(node, memo: dict) -> int:
+    """The nodes of ``node`` with every alias expanded, each shared node counted as often as it is named."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1  # a node that holds itself expands to nothing more
+    count = 1
+    if isinstance(node, yaml.MappingNode):
+        count += sum(_expanded_nodes(k, memo) + _expanded_nodes(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        count += sum(_expanded_nodes(item, memo) for item in node.value)
+    memo[id(node)] = count
+    return count
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a mapping that gives one key twice (the safe loader keeps the last silently:
-    a source written twice would run once, with the second entry)."""
+    a source written twice would run once, with the second entry) and a document whose aliases expand beyond
+    :data:`MAX_YAML_NODES` nodes. Merge keys (``<<: *defaults``) are merged first; a key the mapping gives
+    itself overrides a merged one (YAML's rule), but a key given twice by the mapping itself is refused."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and (count := _expanded_nodes(node, {})) > MAX_YAML_NODES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases (*name) expand it to {count:,} nodes, more than {MAX_YAML_NODES:,}; write "
+                "the repeated parts out, or use fewer nested aliases", node.start_mark)
+        return node
 
     def construct_mapping(self, node, deep=False):
+        own = [pair for pair in node.value if pair[0].tag != "tag:yaml.org,2002:merge"]
+        if len(own) != len(node.value):
+            self.flatten_mapping(node)
         seen: dict = {}
-        for key_node, _ in node.value:
+        for key_node, _ in own:
             key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
@@ -79,6 +115,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} is given twice in one mapping (lines {first} and "
                     f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+class _ConfigLoader(_UniqueKeyLoader):
+    """:class:`_UniqueKeyLoader` for config files: every key is a string (YAML reads ``1``, ``on`` and dates as
+    numbers, booleans and dates, which name no source, method or setting)."""
+
+    def construct_mapping(self, node, deep=False):
+        for key_node, _ in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} (line {key_node.start_mark.line + 1}) is not a name: YAML "
+                        f"reads it as the {type(key).__name__} {key!r}; quote it: '{key_node.value}'",
+                        key_node.start_mark)
         return super().construct_mapping(node, deep)
 
 
@@ -99,18 +151,27 @@ def load_schema() -> dict:
 
 
 def read_config_file(path) -> dict:
-    """The mapping of config file ``path``, read with :func:`read_yaml`; :class:`ConfigError` names the file and
-    the problem (no such file, not YAML, a key twice, not a mapping)."""
+    """The mapping of config file ``path``, read as :func:`read_yaml` reads (merge keys merged, aliases expanding to
+    at most :data:`MAX_YAML_NODES` nodes) with every key a string; :class:`ConfigError` names the file and the
+    problem (no such file, not YAML, a key twice, a key YAML reads as a number, boolean or date, an alias bomb, not
+    a mapping, two sources whose names differ only in case)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
     try:
-        config = read_yaml(path.read_text())
+        config = yaml.load(path.read_text(), Loader=_ConfigLoader)  # noqa: S506 (a SafeLoader subclass)
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: a config is a mapping of keys (sources, methods, metrics, ...), got "
                           f"{type(config).__name__}")
+    names: dict = {}
+    for name in config.get("sources") or {} if isinstance(config.get("sources"), dict) else ():
+        if name.casefold() in names:
+            raise ConfigError(f"{path}: sources {names[name.casefold()]!r} and {name!r} differ only in case, so their "
+                              f"results (results/dumps/{name}.h5, ...) would be one file where file names ignore "
+                              "case (macOS, Windows); rename one")
+        names[name.casefold()] = name
     return config
 
 
@@ -159,7 +220,7 @@ def _fill_entry_defaults(entry: dict, seeds: list) -> None:
     ``normalize``: ImageNet statistics for published weights (``pretrained`` or ``weights``), else the statistics
     of the training split."""
     entry.setdefault("seeds", list(seeds))
-    if entry["type"] in ("train", "pretrained") and "normalize" not in entry:
+    if is_model(entry) and "normalize" not in entry:
         entry["normalize"] = "imagenet" if entry["pretrained"] or entry.get("weights") else "dataset"
 
 
@@ -187,6 +248,13 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key methods: {err}") from None
         if "perturb" in parts:
             _check_perturb(config, method, parts)
+    seen: dict[str, str] = {}
+    for method in config["methods"]:
+        same = seen.setdefault(resolved(method), method)
+        if same != method:
+            raise ConfigError(f"config key methods: {same!r} and {method!r} fit the same calibrator "
+                              f"({resolved(method)}: an uncal stage is the identity, and {resolved(method)} "
+                              "repeated is itself), so the tables would list one method twice; keep one of them")
     if "perturb" in config["method_settings"]:
         raise ConfigError("config key method_settings.perturb: the stage perturb has no settings; the perturbed "
                           "calibration set's levels and clipping are the config key perturbed_cal "
@@ -206,7 +274,7 @@ def _check_perturb(config: dict, method: str, parts: list) -> None:
     if parts[0] != "perturb" or len(parts) < 2 or parts.count("perturb") > 1:
         raise ConfigError(f"config key methods: {method!r}: 'perturb' perturbs the calibration images the "
                           "calibrators after it fit on; write it once, first, before a calibrator (e.g. perturb+ts)")
-    if not any(e.get("type") in ("train", "pretrained") for e in (config.get("sources") or {}).values()):
+    if not any(is_model(e) for e in (config.get("sources") or {}).values()):
         raise ConfigError(f"config key methods: {method!r} needs the images of a train or pretrained source, and "
                           "sources has none (import and download sources carry no images to perturb)")
 
@@ -244,34 +312,9 @@ def source_has_true_map(entry: dict) -> bool:
     return entry["type"] == "synthetic"
 
 
-def source_has_embeddings(entry: dict) -> bool:
-    """Model sources and the ``imagenet_like`` network dump embeddings; imports may carry them."""
-    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
-        return True
-    files = entry.get("files", {})
-    return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
-
-
-def source_has_train(entry: dict) -> bool:
-    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
-    one (``files.train``), and synthetic networks with ``n_train``."""
-    if entry["type"] in ("train", "pretrained"):
-        return entry.get("sizes", {}).get("train") != 0
-    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
-
-
 def method_needs(method: str) -> set[str]:
     """What the stages of ``method`` read beyond the logits (the values of :data:`calbench.methods.base.NEEDS`)."""
     return set(chain_needs(method)) - {"logits"}
-
-
-def method_runs_on(method: str, entry: dict) -> bool:
-    """Methods that need embeddings (a training split, perturbed calibration images) run only on sources that
-    have them."""
-    needs = method_needs(method)
-    return ("embeddings" not in needs or source_has_embeddings(entry)) and (
-        "train" not in needs or source_has_train(entry)) and (
-        "perturbed_cal" not in needs or entry["type"] in ("train", "pretrained"))
 
 
 def _source_list(sources: dict, names) -> str:
@@ -358,12 +401,13 @@ def _check_shifts(config: dict) -> None:
                 if isinstance(item, dict) and "rows" in item and "aligned" in item:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}.{k}: give `rows` (the pool row of "
                                       "each row) or `aligned: true` (row i copies pool row i), not both")
-            if entry.get("type") in ("train", "pretrained") and family in corruptions.FAMILIES:
+            if is_model(entry) and family in corruptions.FAMILIES:
                 wrong = [s for s in severities if s not in corruptions.levels(family)]
                 if wrong:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
                                       f"{family}'s 1-{len(corruptions.levels(family))}"
                                       + ("" if family.endswith("_full") else
+                                         " (MNIST-C publishes one severity)" if family.startswith("mnistc_") else
                                          " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
 
 
@@ -373,7 +417,7 @@ def _check_ood(config: dict) -> None:
     for name, entry in (config.get("sources") or {}).items():
         if not isinstance(entry, dict) or not entry.get("ood"):
             continue
-        if entry.get("type") not in ("train", "pretrained", "import"):
+        if not (is_model(entry) or entry.get("type") == "import"):
             raise ConfigError(f"config key sources.{name}.ood: out-of-distribution sets belong to train/pretrained "
                               "sources ({dataset: D} or {noise: uniform}) and import sources ({logits: FILE.npy})")
         for set_name, spec in entry["ood"].items():

@@ -18,7 +18,15 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data import importers
-from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
+from calbench.data.copies import row_keys, warn_of_copies
+from calbench.data.image_folder import (
+    IMAGE_EXTENSIONS,
+    dataset_folder,
+    image_file_problem,
+    image_files,
+    not_a_folder,
+)
+from calbench.data.npy_files import load_npy
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
 from calbench.data.where import shown
@@ -93,6 +101,10 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
         return []
     origin = f"sources.{name}"
     problems, classes, pool_labels = _file_problems(origin, entry, deep)
+    names = entry.get("class_names")
+    if names is not None and len(classes) == 1 and len(names) not in classes:
+        problems.append(f"{origin}.class_names: {len(names)} names, but the files hold {min(classes)} classes; give "
+                        "one name per class, in the order of the logits' columns")
     return (problems + _shift_problems(origin, entry, deep, classes, pool_labels)
             + _ood_problems(origin, entry, deep, classes))
 
@@ -110,7 +122,7 @@ def _ood_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[st
         if not deep:
             continue
         try:
-            found = convert_scores(np.load(path, allow_pickle=False), entry["scores"], where).shape[1]
+            found = convert_scores(load_npy(path), entry["scores"], where).shape[1]
         except (OSError, ValueError) as err:
             problems.append(str(err) if str(err).startswith(where) else f"{where}: {err}")
             continue
@@ -129,7 +141,8 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         pool_labels = groups.get("all", {}).get("labels")
         if errors:  # a split with a problem is left out of the groups: no layout check on the rest
             return [str(err) for err in errors], classes, pool_labels
-        return _layout_problems(origin, shapes, entry.get("split")), classes, pool_labels
+        return (_layout_problems(origin, shapes, entry.get("split")) + content_problems(origin, groups), classes,
+                pool_labels)
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing] or [f"{origin}: {err}" for err in importers.archive_problems(
@@ -144,9 +157,70 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         return [f"{origin}: {err}"], set(), None
 
 
-def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
+def content_problems(origin: str, groups: dict) -> list[str]:
+    """Rows that would make a table claim more than the data hold, compared by content (scores and label): test
+    rows that are also calibration rows (a problem: the method that over-fits wins); a pool with copies of rows
+    (a warning with the count; :func:`calbench.data.splits.split_pool` keeps the copies on one side)."""
+    problems = []
+    if {"cal", "test"} <= set(groups):
+        cal, test = groups["cal"], groups["test"]
+        if cal["logits"].shape[1] == test["logits"].shape[1]:
+            shared = np.isin(row_keys(test["logits"], test["labels"]), row_keys(cal["logits"], cal["labels"]))
+            if shared.any():
+                problems.append(f"{origin}.files.test: {int(shared.sum())} of its {shared.size} rows are also "
+                                "calibration rows (same scores and label): the test part must be held out from "
+                                "calibration, else the method that over-fits wins; give disjoint files or one pool "
+                                "with `split`")
+    if "all" in groups:
+        warn_of_copies(f"{origin}.files", groups["all"])
+    return problems
+
+
+def same_data_problems(config: dict) -> list[str]:
+    """Sources whose data are the same: ``import`` sources whose files have equal SHA-256 digests, or sources with
+    equal entries (a synthetic task drawn twice): counted as two in the tables' ``k/N``, the average ranks and
+    the Friedman test, they would claim twice the evidence."""
+    seen: dict[tuple, str] = {}
+    problems = []
+    for name, entry in config["sources"].items():
+        key = _data_key(entry)
+        if key is None:
+            continue
+        if key in seen:
+            problems.append(f"sources.{name}: holds the same data as sources.{seen[key]} (equal "
+                            f"{'file digests' if entry['type'] == 'import' else 'entries'}); a source counted twice "
+                            "doubles its weight in the k/N columns, average ranks and Friedman test: keep one")
+        seen.setdefault(key, name)
+    return problems
+
+
+def _data_key(entry: dict):
+    """The identity of a source's data: its files' digests (``import``), else its entry without the keys that do
+    not change the data (shifts, OOD and label-shift sets, seeds)."""
+    import hashlib
+    import json
+
+    if entry["type"] == "import":
+        files = [path for path in _file_paths(entry["files"]) if Path(path).is_file()]
+        if not files:
+            return None
+        return ("import", *sorted(hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in files))
+    later = ("shifts", "ood", "label_shift", "seeds")
+    return (entry["type"], json.dumps({k: v for k, v in entry.items() if k not in later}, sort_keys=True,
+                                      default=str))
+
+
+def _file_paths(files) -> list[str]:
+    """Every path in an import source's ``files`` (nested per split or not)."""
+    if isinstance(files, dict):
+        return [path for value in files.values() for path in _file_paths(value)]
+    return [str(files)] if isinstance(files, (str, Path)) else []
+
+
+def image_folder_problems(name: str, entry: dict, cache_dir, deep: bool = False) -> list[str]:
     """Problems of an ``imagefolder`` source's folder, as torchvision's ``ImageFolder`` would meet them when its
-    model job starts: not a folder, no class sub-folder, a class without images, a link looping back."""
+    model job starts: not a folder, no class sub-folder, a class without images, a link looping back; ``deep``
+    (validate): also every file with an image ending that is no image file or does not decode."""
     if entry.get("dataset") != "imagefolder":
         return []
     where, root = f"sources.{name}", dataset_folder(entry, cache_dir)
@@ -160,11 +234,35 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
     except ValueError as err:
         return [str(err)]
     empty = sorted(set(classes) - {Path(path).relative_to(root).parts[0] for path in images})
-    return [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) {', '.join(empty)}"
-            ] if empty else []
+    problems = [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) "
+                f"{', '.join(empty)}"] if empty else []
+    bad = [(path, problem) for path in images if (problem := image_file_problem(path) or _decode_problem(path))] \
+        if deep else []
+    problems += [f"{where}.data_dir: {shown(Path(path))} {problem}; remove it or replace it with the image"
+                 for path, problem in bad[:5]]
+    if len(bad) > 5:
+        problems.append(f"{where}.data_dir: {len(bad) - 5} more files with an image ending are no image files")
+    return problems
+
+
+def _decode_problem(path) -> str | None:
+    """What stops Pillow (the model jobs' image reader, where installed) from opening and decoding ``path``."""
+    try:
+        from PIL import Image
+    except ImportError:  # the base install reads no images
+        return None
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception as err:  # noqa: BLE001 (any failure to decode is the file's)
+        return f"does not decode as an image ({type(err).__name__}: {' '.join(str(err).split())[:120]})"
+    return None
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:
-    """Problems of every source of a loaded config (:func:`calbench.config.load`)."""
+    """Problems of every source of a loaded config (:func:`calbench.config.load`); deep: also sources holding the
+    same data (:func:`same_data_problems`)."""
     return [p for name, entry in config["sources"].items()
-            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])]
+            for p in source_problems(name, entry, deep)
+            + image_folder_problems(name, entry, config["downloads_dir"], deep)
+            ] + (same_data_problems(config) if deep else [])

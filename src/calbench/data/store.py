@@ -40,14 +40,33 @@ def _open_for_reading(path) -> h5py.File:
             f"{path}: not a readable HDF5 file ({err}); it is truncated or corrupted: delete it and rerun "
             "the job that makes it"
         ) from None
+    elsewhere = _stored_elsewhere(f)
+    if elsewhere:
+        f.close()
+        raise ValueError(f"{path}: {elsewhere}; the files calbench writes hold none, so this one was changed: delete "
+                         "it and rerun the job that makes it")
+    return f
+
+
+def _stored_elsewhere(f: h5py.File) -> str | None:
+    """What of ``f`` HDF5 would read from another object or file (a soft or external link, a dataset with external
+    raw storage, a virtual dataset), said as the refusal says it; None where everything is stored in ``f``."""
     links = []
     f.visititems_links(lambda name, link: links.append(name) if not isinstance(link, h5py.HardLink) else None)
     if links:
-        f.close()
-        raise ValueError(f"{path}: {links[0]} is a link (soft or external: HDF5 would read another object or file "
-                         "in its place); the files calbench writes hold none, so this one was changed: delete it and "
-                         "rerun the job that makes it")
-    return f
+        return f"{links[0]} is a link (soft or external: HDF5 would read another object or file in its place)"
+    found = []
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Dataset):
+            return None
+        if obj.is_virtual:
+            found.append(f"{name} is a virtual dataset (HDF5 would read other datasets or files in its place)")
+        elif obj.id.get_create_plist().get_external_count():
+            found.append(f"{name} has external raw storage (HDF5 would read another file's bytes in its place)")
+        return found[0] if found else None
+
+    return f.visititems(visit)
 
 
 def validate_split(arrays: dict, where: str) -> dict:
@@ -134,6 +153,18 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
                              "rerun") from None
 
 
+#: Attribute (dump, calibrated file) and metrics-JSON key of the warnings the jobs raised (:mod:`calbench.caught`).
+WARNINGS_KEY = "warnings"
+#: Attribute of a calibrated file: the dump group its test index refers to (:func:`read_calibrated`).
+ROWS_OF_KEY = "test_rows_of"
+
+
+def read_warnings(path) -> list[dict]:
+    """The warnings recorded in a dump's or calibrated file's attributes (none in files of earlier versions)."""
+    found = read_attrs(path).get(WARNINGS_KEY)
+    return json.loads(found) if found else []
+
+
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
     """The calibrate stage's output: test probabilities, split indices, test labels, attributes, and the
     in-sample (calibration split) probabilities only where ``cal_probs`` is given (nothing in calbench
@@ -156,9 +187,14 @@ def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_la
 
 def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (also from the float32
-    ``logprobs`` of files written by earlier versions). Files written without the in-sample outputs have no
-    ``cal`` probabilities: asking for them says how to get them."""
+    ``logprobs`` of files written by earlier versions) and, for the test part, ``rows_of``: the dump group that
+    ``index`` refers to (``all``, ``test``, ``seed{s}/test``; absent in files of earlier versions), the unit the
+    paired bootstrap resamples (:mod:`calbench.stats.resampling`). Files written without the in-sample outputs
+    have no ``cal`` probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
+    rows_of = read_attrs(path).get(ROWS_OF_KEY) if part == "test" else None
+    if rows_of is not None:
+        arrays["rows_of"] = str(rows_of)
     if part == "cal" and not {"logprobs", "probs"} & set(arrays):
         raise KeyError(f"{path}: holds no calibration-split outputs (cal/probs); they are stored only on "
                        "request: rerun calibrate_job with keep_cal_outputs=True")

@@ -24,9 +24,10 @@ class TemperatureScaling(Calibrator):
     Fitted attribute ``temperature_`` (T > 1 softens, T < 1 sharpens).
     """
 
-    _fitted_state = {"temperature_": Scalar(float)}
+    _fitted_state = {"temperature_": Scalar(float, within="(0, inf)")}
 
     preserves_argmax = True
+    composes_to_itself = True
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         self.temperature_ = 1.0 / fit_inverse_temperature(scores.logits, y)
