@@ -74,7 +74,7 @@ def test_conf_ts_gives_smaller_aps_sets_than_ts(network):
 
 
 def test_conformal_metrics_get_paired_bootstrap_draws():
-    from calbench.report.paired_bootstrap import source_draws
+    from calbench.stats.draws import source_draws
 
     logits, labels = _task(n=800)
     test = np.arange(400, 800)

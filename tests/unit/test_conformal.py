@@ -176,17 +176,19 @@ def test_conformal_rows_are_test_rows_never_the_calibrators_rows(tmp_path):
     # the evaluate job passes only the calibrated test outputs: the conformal metrics of its JSON are those of the
     # test rows alone, whose pool indices never meet the calibrator's calibration rows
     from calbench.data import store
-    from calbench.jobs.calibrate import calibrate_job
-    from calbench.jobs.evaluate import evaluate_job
+    from calbench.jobs.calibrate import CalibrateSpec, calibrate_job
+    from calbench.jobs.evaluate import EvaluateSpec, evaluate_job
 
     dump = tmp_path / "dump.h5"  # one pool that the seed splits into calibration and test rows
     logits = np.random.default_rng(0).normal(size=(700, 5)) * 3
     labels = (logits + np.random.default_rng(1).gumbel(size=logits.shape)).argmax(1)
     store.write_dump(dump, {"all": {"logits": logits.astype(np.float32), "labels": labels}}, {"num_classes": 5})
     calibrated, metrics = tmp_path / "ts.h5", tmp_path / "ts.json"
-    calibrate_job(dump, calibrated, "ts", {"ts": {}}, 0, {"cal_size": 300}, input_kind="logits")
+    calibrate_job(spec=CalibrateSpec(source="toy", method="ts", seed=0, method_settings={"ts": {}},
+                                     split={"cal_size": 300}, input_kind="logits", dump=dump, calibrated=calibrated))
     ids = ["coverage.aps.a10", "set_size.raps.a10"]
-    evaluate_job(calibrated, dump, metrics, ids, "toy", "ts", 0, {"cal_size": 300})
+    evaluate_job(spec=EvaluateSpec(source="toy", method="ts", seed=0, metrics=ids, split={"cal_size": 300},
+                                   calibrated=calibrated, dump=dump, output=metrics))
     test = store.read_calibrated(calibrated, "test")
     cal_index = store.read_group(calibrated, "cal")["index"]
     assert cal_index.size == 300 and test["index"].size == 400

@@ -12,6 +12,8 @@ import pytest
 from calbench.metrics import conformal as cp
 from conftest import reference
 
+pytestmark = pytest.mark.peers
+
 N_CAL, N_TEST, CLASSES, SEED = 400, 300, 7, 3
 
 
