@@ -9,7 +9,9 @@ import numpy as np
 
 import calbench
 from calbench.data import splits, store
+from calbench.data.store import PEAK_KEY
 from calbench.jobs import paths
+from calbench.jobs.logs import peak_rss_mb
 from calbench.methods.registry import build_method, chain_needs, chain_settings
 from calbench.scores import Scores
 
@@ -76,7 +78,7 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
                            data["test"]["labels"],
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
-                            "calbench_version": calbench.__version__})
+                            "calbench_version": calbench.__version__, PEAK_KEY: peak_rss_mb()})
 
 
 def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:

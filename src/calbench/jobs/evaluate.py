@@ -5,7 +5,6 @@ before and after prior adaptation (docs/label_shift.md)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -15,6 +14,7 @@ from calbench.data import splits, store
 from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
 from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
 from calbench.jobs import paths
+from calbench.jobs.logs import peak_rss_mb
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.evaluation import evaluate_resampled
 from calbench.metrics.label_shift import LabelShiftInputs
@@ -134,11 +134,3 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     means = {strength: {m: np.mean(d, axis=0).tolist() for m, d in per.items()} for strength, per in resampled.items()}
     return values, means
 
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (MB): an evaluate job ends within Snakemake's first
-    benchmark sample, whose ``max_rss`` then shows the freshly started process (0-2 MB)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux
