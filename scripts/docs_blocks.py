@@ -181,6 +181,28 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
                                   rows)
 
 
+def default_run(entries: dict[str, dict], records: list[dict]) -> str:
+    """The default run's time per rule (calbench.perf.run_breakdown), the longest first."""
+    run = records[0]["run"]
+    head = (f"{sum(e['jobs'] for e in entries.values())} jobs, **{run['wall']} wall**, "
+            f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run).")
+    rows = [[f"`{name}`", str(e["jobs"]), number(e["cpu_seconds"], 1) + ("" if e["cpu_source"] == "runner" else " *"),
+             number(e["wall_seconds"], 1)] for name, e in entries.items()]
+    return (head + "\n\n" + table(["rule", "jobs", "CPU-s", "wall s (sum over jobs)"], rows) +
+            "\n\n* Snakemake's sampled `cpu_time`, which under-reads short jobs; the others: the job runner's exact "
+            "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).")
+
+
+def peers(entries: dict[str, dict], records: list[dict]) -> str:
+    """calbench beside probmetrics, CPU seconds and test NLL of both, one row per method and size."""
+    rows = [[f"`{name.split('.')[1]}`", f"{e['classes']:,} × {e['n_cal']:,} / {e['n_test']:,}",
+             number(e["cpu"], 3), number(e["probmetrics_cpu"], 3),
+             f"{e['probmetrics_cpu'] / e['cpu']:.1f}×", f"{e['nll']} / {e['probmetrics_nll']}"]
+            for name, e in entries.items() if "probmetrics_cpu" in e]
+    return table(["method", "classes × cal / test rows", "calbench CPU-s", "probmetrics CPU-s", "ratio",
+                  "test NLL calbench / probmetrics"], rows)
+
+
 class Block(NamedTuple):
     page: str
     #: The records shown (docs/measurements/NAME.json), merged by benchmark name in this order.
@@ -204,6 +226,8 @@ BLOCKS = {
     "scale-metrics": Block("docs/runtime.md", ("scale_metric",), scale_metrics),
     "each-metric": Block("docs/runtime.md", ("metrics_each",), each_metric),
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
+    "default-run": Block("docs/runtime.md", ("default_run",), default_run),
+    "peers": Block("docs/runtime.md", ("peers",), peers),
 }
 
 

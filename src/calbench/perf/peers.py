@@ -24,8 +24,8 @@ from scipy.special import softmax
 from calbench.perf import benchmark
 from calbench.perf.defaults import LOGITS, split
 
-PEER_NAMES = {"sms": "sms", "ts": "temp-scaling"}
-IMAGENET_ROWS = 10_000
+PEER_NAMES = {"sms": "sms", "svs": "svs", "ts": "temp-scaling"}
+IMAGENET_ROWS = 25_000
 
 
 @functools.cache
@@ -61,7 +61,7 @@ def _peer(name: str, z, y, z_test, y_test) -> dict:
     torch.set_num_threads(1)
     peer = PEER_NAMES[name]
     p_cal, p_test = softmax(z, axis=1), softmax(z_test, axis=1)
-    options = {f"{peer}_print_init_info": False} if peer == "sms" else {}
+    options = {f"{peer}_print_init_info": False} if peer in ("sms", "svs") else {}
     probs, cpu = _clock(lambda: get_calibrator(peer, **options).fit(p_cal, y).predict_proba(p_test))
     return {"probmetrics_cpu": round(cpu, 3), "probmetrics_nll": _nll(np.asarray(probs), y_test)}
 
