@@ -280,7 +280,7 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     w_warm, _, info_warm = fit_affine_softmax(x, y, penalty, False, init=(w_cg, b_cg), path=shared)
     assert info_warm["converged"] and info_warm["solver"] == "newton-cg"
     assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
-    # a fit alone (sms) takes its preconditioners' curvature from every 4th row (PRECONDITIONER_ROWS): same optimum
+    # a fit alone (sms) takes its diagonal start's preconditioner from every 4th row (PRECONDITIONER_ROWS)
     import calbench.solvers.affine_truncated_newton as truncated_newton
 
     monkeypatch.setattr(truncated_newton, "PRECONDITIONER_ROWS", 200)
