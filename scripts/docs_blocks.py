@@ -182,14 +182,26 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
 
 
 def default_run(entries: dict[str, dict], records: list[dict]) -> str:
-    """The default run's time per rule (calbench.perf.run_breakdown), the longest first."""
-    run = records[0]["run"]
-    head = (f"{sum(e['jobs'] for e in entries.values())} jobs, **{run['wall']} wall**, "
-            f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run).")
-    rows = [[f"`{name}`", str(e["jobs"]), number(e["cpu_seconds"], 1) + ("" if e["cpu_source"] == "runner" else " *"),
-             number(e["wall_seconds"], 1)] for name, e in entries.items()]
-    return (head + "\n\n" + table(["rule", "jobs", "CPU-s", "wall s (sum over jobs)"], rows) +
-            "\n\n* Snakemake's sampled `cpu_time`, which under-reads short jobs; the others: the job runner's exact "
+    """The default run's time per benchmarks/ folder (calbench.perf.run_breakdown), the longest first, beside the
+    same run before the job runner (the second record)."""
+    now, before = records[0]["entries"], records[1]["entries"]
+
+    def total(record: dict) -> str:
+        run = record["run"]
+        return (f"{sum(e['jobs'] for e in record['entries'].values())} jobs, **{run['wall']} wall**, "
+                f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run), load average "
+                f"{record['load_average']}")
+
+    def cpu(e: dict | None) -> str:
+        return "" if e is None else number(e["cpu_seconds"], 1) + ("" if e["cpu_source"] == "runner" else " *")
+
+    rows = [[f"`{name}`", str(e["jobs"]), cpu(e), number(e["wall_seconds"], 1), cpu(before.get(name)),
+             number(before[name]["wall_seconds"], 1) if name in before else ""] for name, e in now.items()]
+    return (f"With the job runner: {total(records[0])}. Before it (commit {records[1]['commit']}): "
+            f"{total(records[1])}.\n\n" +
+            table(["benchmarks/ folder (rules)", "jobs", "CPU-s", "wall s (sum over jobs)", "before: CPU-s",
+                   "before: wall s"], rows) +
+            "\n\n\\* Snakemake's sampled `cpu_time`, which under-reads short jobs; the others: the job runner's exact "
             "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).")
 
 
@@ -226,7 +238,7 @@ BLOCKS = {
     "scale-metrics": Block("docs/runtime.md", ("scale_metric",), scale_metrics),
     "each-metric": Block("docs/runtime.md", ("metrics_each",), each_metric),
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
-    "default-run": Block("docs/runtime.md", ("default_run",), default_run),
+    "default-run": Block("docs/runtime.md", ("default_run", "default_run_before"), default_run),
     "peers": Block("docs/runtime.md", ("peers",), peers),
 }
 

@@ -91,6 +91,28 @@ def test_a_cancelled_job_ends_its_child(tmp_path, started):
     assert not Path(f"/proc/{children[0]}").exists()
 
 
+def test_the_runner_ends_with_its_run_and_removes_its_socket(tmp_path):
+    """A killed Snakemake process (here a stand-in parent) leaves no runner and no socket behind."""
+    code = ("import sys, time; from calbench.jobs import runner; runner.start(record=None); "
+            "print(runner._server.pid, runner.os.environ[runner.ADDRESS_ENV], flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    pid, address = parent.stdout.readline().split()
+    parent.kill()
+    parent.wait()
+    status = Path(f"/proc/{pid}/stat")
+
+    def running() -> bool:  # a zombie has ended (until init reaps it)
+        try:
+            return status.read_text().split()[2] != "Z"
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 60
+    while (Path(address).parent.exists() or running()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(address).parent.exists() and not running()
+
+
 def test_without_a_runner_the_script_runs_in_its_own_process(tmp_path, monkeypatch):
     monkeypatch.delenv(runner.ADDRESS_ENV, raising=False)
     done = _job(tmp_path, "print")

@@ -93,7 +93,7 @@ def stop() -> None:
         except subprocess.TimeoutExpired:
             _server.kill()
     _server = None
-    if address:
+    if address and Path(address).parent.is_dir():
         Path(address).unlink(missing_ok=True)
         Path(address).parent.rmdir()
 
@@ -111,6 +111,9 @@ def serve(address: str, parent: int, record: str | None = None) -> None:
     def end(*_):
         for pid in children:
             _kill(pid)
+        if os.getppid() != parent:  # Snakemake was killed: nobody else removes the socket and its folder
+            Path(address).unlink(missing_ok=True)
+            os.rmdir(os.path.dirname(address))
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, end)
