@@ -1,10 +1,11 @@
-"""``make bench ONLY=peers``: ``sms`` and ``ts`` beside the SMS authors' package probmetrics (``sms``,
-``temp-scaling``) on the same split, in one process: the CIFAR-100 ResNet-20 logits of ../shared/data (seeded
-random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 classes (``imagenet_like`` of
-config/scale.yaml, 10,000 calibration + 10,000 test rows). Each record has the CPU seconds of fit + predict
-and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed). Run with
-OMP_NUM_THREADS=1 for the one-core figures; probmetrics's torch is set to one thread. The figures are in
-docs/methods_parametric.md, "Beside probmetrics".
+"""``make bench ONLY=peers``: ``sms``, ``svs`` and ``ts`` beside the SMS authors' package probmetrics (``sms``,
+``svs``, ``temp-scaling``) on the same split, in one process: the CIFAR-100 ResNet-20 logits of ../shared/data
+(seeded random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 classes (``imagenet_like`` of
+config/scale.yaml, 25,000 calibration + 25,000 test rows, ImageNet's size). Each record has the CPU seconds of
+fit + predict and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed), both warm
+(each package's one-time start-up paid on a few rows first). Run with OMP_NUM_THREADS=1 for the one-core figures;
+probmetrics's torch is set to one thread. The figures are in docs/runtime.md, "``sms`` and ``svs`` beside
+probmetrics".
 
 The calibrators of docs/methods_newer.md ("Spline, BBQ, ENIR, CIR, quadratic scaling, one-vs-one Venn-Abers") run
 beside their reference packages on the CIFAR-100 split only (``peers.<method>.k100``): probmetrics' ``cir`` (needs
