@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Headless Chromium (Debian's package `chromium`) for tests/test_report_browser.py, which opens the HTML report in
+# Headless Chromium (Debian's package `chromium`) for tests/workflow/test_report_browser.py, which opens the HTML report in
 # it (called by .ci/run). Exit status 0 only when chromium is in place; .ci/run tolerates a failure, and the test
 # then skips with a message.
 set -euo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepare a one-node SLURM cluster on this machine for tests/test_slurm.py (called by .ci/run).
+# Prepare a one-node SLURM cluster on this machine for tests/workflow/test_slurm.py (called by .ci/run).
 # Installs Debian's slurmctld, slurmd, slurm-client and munge when missing and writes
 # /etc/slurm/slurm.conf for this host. It starts no daemon: the test starts munged, slurmctld and
 # slurmd itself and stops them by PID. Exit status 0 only when everything is in place; .ci/run
@@ -34,7 +34,7 @@ mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/m
 chown -R munge:munge /etc/munge /run/munge /var/lib/munge /var/log/munge 2>/dev/null || true
 chmod 0700 /etc/munge && chmod 0400 /etc/munge/munge.key
 
-# MessageTimeout=3: the controller runs only during tests/test_slurm.py, but Snakemake's SLURM executor plugin
+# MessageTimeout=3: the controller runs only during tests/workflow/test_slurm.py, but Snakemake's SLURM executor plugin
 # asks for the controller's config (10 s timeout) each time Snakemake starts while this file exists; with the
 # default MessageTimeout of 10 s every other workflow test and every local run waited 9 s for it.
 cat > /etc/slurm/slurm.conf <<CONF

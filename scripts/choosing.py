@@ -5,7 +5,7 @@
 scikit-learn, written), runs the workflow there and records ``calbench recommend --all-metrics --json`` of the
 result (the paired bootstrap of :mod:`calbench.report.paired_bootstrap`), with the command, machine and time, in
 ``scripts/choosing_summary.json``. ``render`` writes the page from that summary alone; ``--check`` exits 1 when
-the committed page is not what it would write (``tests/test_choosing_page.py``):
+the committed page is not what it would write (``tests/docs/test_choosing_page.py``):
 
     python scripts/choosing.py run --work /tmp/choosing    # the runs (CIFAR + tabular), then the page
     python scripts/choosing.py render                      # the page from the recorded summary

@@ -4,7 +4,7 @@
 a job's inputs hold its code inputs (the import closure of its script and method, ``calbench.imports``). Editing
 a file reschedules the jobs that have it as an input and every job downstream of them: :func:`rerun_table`
 follows the outputs. The table, files grouped by the rules they reschedule, is the section "Which rules each
-file reschedules" of docs/operations.md (``tests/test_edit_reruns.py`` checks that the two agree):
+file reschedules" of docs/operations.md (``tests/workflow/test_edit_reruns.py`` checks that the two agree):
 
     python scripts/edit_reruns.py            # rewrite that section of docs/operations.md
     python scripts/edit_reruns.py --check    # exit 1 when it is out of date

@@ -15,6 +15,15 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+WORKFLOW_TESTS = REPO / "tests" / "workflow"
+
+
+def pytest_collection_modifyitems(items):
+    """Every test of tests/workflow/ carries the ``workflow`` marker by its folder (tests elsewhere that start a
+    subprocess carry it by hand; tests/contract/test_test_layout.py checks both)."""
+    for item in items:
+        if WORKFLOW_TESTS in item.path.parents:
+            item.add_marker(pytest.mark.workflow)
 
 
 def shared_data(*parts) -> Path:
@@ -82,6 +91,19 @@ def stand_in_image_folders(config: dict, where: Path) -> dict:
     sources = {name: {**entry, "data_dir": str(image_folder(where / "images" / name, classes=2, per_class=1))}
                if entry.get("dataset") == "imagefolder" else entry for name, entry in config["sources"].items()}
     return {**config, "sources": sources}
+
+
+def user_config(folder, rows=600, classes=5, **source) -> dict:
+    """A newcomer's config: their own npy logits (rows × classes) re-split into calibration and test."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    np.save(folder / "logits.npy", (rng.normal(size=(rows, classes)) * 3).astype(np.float32))
+    np.save(folder / "labels.npy", rng.integers(classes, size=rows))
+    entry = {"type": "import", "format": "npy", "scores": "logits",
+             "files": {"logits": str(folder / "logits.npy"), "labels": str(folder / "labels.npy")},
+             "split": {"cal_size": rows // 2}, **source}
+    return {"sources": {"my_model": entry}, "methods": ["uncal", "ts"], "metrics": ["acc", "nll", "ece.conf.em15.l1"]}
 
 
 def dry_run_jobs(workdir: Path, *args: str, env: dict | None = None) -> dict[str, int]:

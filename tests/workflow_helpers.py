@@ -1,5 +1,5 @@
-"""Tiny configs, table readers and run set-ups shared by the workflow tests (tests/test_{slurm,reruns,resume,faults,
-shift_workflow,label_shift_workflow}.py)."""
+"""Tiny configs, table readers and run set-ups shared by the tests that run the workflow (tests/workflow/ and the
+few tests elsewhere marked ``workflow``)."""
 
 from __future__ import annotations
 

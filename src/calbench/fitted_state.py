@@ -13,7 +13,7 @@ is first met and the same everywhere else in one object. An expression sums symb
 possibly times an integer: ``"n-1"``, ``"m+C"``, ``"2*n_pieces+1"``. :func:`check_state` raises
 :class:`StateError` naming the attribute (``weights_``, ``binary_maps_[2]['filled']``) with what was expected and
 what was found; :mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
-``tests/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
+``tests/contract/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
 """
 
 from __future__ import annotations
@@ -290,7 +290,7 @@ def check_state(obj, prefix: str = "", deep: bool = False) -> None:
 def fitted_names(cls: type) -> frozenset[str]:
     """The names ending in ``_`` that the methods of ``cls`` and of its bases assign to ``self``
     (``self.temperature_ = ...``), read from their source: what its declaration must name
-    (``tests/test_fitted_state.py`` checks every registered class)."""
+    (``tests/contract/test_fitted_state.py`` checks every registered class)."""
     import ast
     import inspect
     import textwrap

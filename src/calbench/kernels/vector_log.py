@@ -3,7 +3,7 @@ the cross-entropy terms of the PL / PL3 maps (:mod:`calbench.kernels.piecewise`)
 
 t = m·2^k with m ∈ [√½, √2) (k and m from the bits of t), ln t = k·ln 2 + 2 atanh(s), s = (m − 1)/(m + 1),
 |s| ≤ 0.172: the odd series of atanh to s^19 (remainder 0.172^21 / 21 < 3e-17 relative), ln 2 in two parts.
-Within 2 ulps of libm's log (tests/test_maps1d.py).
+Within 2 ulps of libm's log (tests/unit/test_maps1d.py).
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def method_label(cal) -> str:
 
 
 #: The values of a calibrator's ``needs`` and what each makes the calibrate job read; the one list of them (the docs
-#: point here; tests/test_layers.py checks every registered method's ``needs`` against it).
+#: point here; tests/contract/test_layers.py checks every registered method's ``needs`` against it).
 NEEDS = {
     "logits": "the classifier's scores (:class:`~calbench.scores.Scores` ``logits``, or log-probabilities)",
     "embeddings": "the classifier's penultimate-layer features (``Scores.embeddings``; KCal)",

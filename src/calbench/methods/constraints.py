@@ -1,7 +1,7 @@
 """Declared ranges of method settings, checked before any fit (as scikit-learn's ``_parameter_constraints``).
 
 A calibrator class declares ``_parameter_constraints = {"q": [Interval("real", 0, 1, closed="right")]}``:
-each setting (every keyword argument of its ``__init__``: ``tests/test_settings_declared.py`` checks every
+each setting (every keyword argument of its ``__init__``: ``tests/contract/test_settings_declared.py`` checks every
 registered method) maps to a list of allowed forms (an :class:`Interval`, :class:`Options`, :class:`Pattern`,
 :class:`IncreasingPair`, or ``None`` for "may be None"); a value must fit one of them. :func:`check_settings`
 raises :class:`InvalidSetting`, one line naming the setting, the value and what is allowed. ``make`` (hence

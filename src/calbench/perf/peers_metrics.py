@@ -10,7 +10,7 @@ Each network's 10,000 test rows are split as ``make bench ONLY=defaults`` splits
 :func:`calbench.perf.defaults.split`); the metrics are computed on the 5,000 test rows, uncalibrated and after
 temperature scaling fitted on the 5,000 calibration rows (whose p-values are not all 0). netcal's MMCE forms
 the n × n kernel, so it gets the first 3,000 rows. A record holds every pair of values, the largest absolute
-difference per peer, and the tolerance it is checked against (``tests/test_metrics_peers.py``); a peer that is
+difference per peer, and the tolerance it is checked against (``tests/unit/test_metrics_peers.py``); a peer that is
 not installed is "absent" (the peers are pyproject's ``reference`` extra; docs/metrics.md, "Beside other
 libraries").
 """

@@ -17,7 +17,7 @@ import yaml
 
 from calbench.version import __version__
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 #: Runs in a fresh interpreter where importing any package of the extra fails, as on a base install.
 WITHOUT_EXTRA = """

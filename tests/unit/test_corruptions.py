@@ -31,7 +31,7 @@ from calbench.corruptions import (
     roll_pixels,
 )
 
-GOLDEN = np.load(Path(__file__).parent / "golden" / "corruptions_golden.npz")
+GOLDEN = np.load(Path(__file__).parents[1] / "golden" / "corruptions_golden.npz")
 INPUTS = {"mnist_c": "in|grey28", "cifar10_c": "in|rgb32", "imagenet_c": "in|rgb224"}
 PUBLISHED = ("gaussian_blur", "contrast", "brightness", "pixelate")
 DETERMINISTIC = (*PUBLISHED, "gaussian_blur_one_axis")

@@ -324,6 +324,7 @@ def test_mapie_documented_examples():
     assert round(float(ndtr(-z)), 4) == 0.8486
 
 
+@pytest.mark.workflow
 def test_calbench_metrics_lists_every_family():
     """`calbench metrics`, in a fresh interpreter, prints every registered family's usage and direction."""
     import subprocess

@@ -14,20 +14,8 @@ from calbench.__main__ import main
 from calbench.config import ConfigError, load
 from calbench.methods import make
 from calbench.methods.constraints import InvalidSetting
-from conftest import REPO, SNAKEMAKE, run_snakemake
+from conftest import REPO, SNAKEMAKE, run_snakemake, user_config
 from workflow_helpers import copy_repository
-
-
-def user_config(folder, rows=600, classes=5, **source) -> dict:
-    """A newcomer's config: their own npy logits (rows × classes) re-split into calibration and test."""
-    rng = np.random.default_rng(0)
-    np.save(folder / "logits.npy", (rng.normal(size=(rows, classes)) * 3).astype(np.float32))
-    np.save(folder / "labels.npy", rng.integers(classes, size=rows))
-    entry = {"type": "import", "format": "npy", "scores": "logits",
-             "files": {"logits": str(folder / "logits.npy"), "labels": str(folder / "labels.npy")},
-             "split": {"cal_size": rows // 2}, **source}
-    return {"sources": {"my_model": entry}, "methods": ["uncal", "ts"], "metrics": ["acc", "nll", "ece.conf.em15.l1"]}
-
 
 # ---- load: defaults from the schema alone, null sections, cross-checks --------------------------------------
 

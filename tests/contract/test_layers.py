@@ -95,7 +95,7 @@ def private_imports() -> set[tuple[str, str]]:
 
 def test_every_part_of_the_package_has_a_layer():
     parts = {_component(p) for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py"}
-    assert parts - set(LAYER) == set(), "add the new subpackage or module to LAYERS in tests/test_layers.py"
+    assert parts - set(LAYER) == set(), "add the new subpackage or module to LAYERS in tests/contract/test_layers.py"
 
 
 def test_no_module_imports_a_higher_layer():
@@ -105,7 +105,7 @@ def test_no_module_imports_a_higher_layer():
     assert layer[ROOT] == LAYER["persist"]  # the facade's save/load import persist
     upward = sorted(f"{file}: {source} imports {target}" for source, target, file in edges
                     if layer[target] >= layer[source])
-    assert upward == [], "upward imports (layers in tests/test_layers.py):\n" + "\n".join(upward)
+    assert upward == [], "upward imports (layers in tests/contract/test_layers.py):\n" + "\n".join(upward)
 
 
 def test_imports_of_the_root_are_seen():

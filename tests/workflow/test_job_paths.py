@@ -1,7 +1,7 @@
 """The two ways to run a job, the workflow's scripts and ``python -m calbench dump|calibrate|evaluate``, build its
 arguments with the same functions (calbench.jobs.arguments): every job kind the command line offers gives the same
 files both ways, on a source with fixed parts and on a pooled one with label-shifted test sets. (The chain
-``perturb+ts`` on a model source: tests/test_perturb_cal.py.)"""
+``perturb+ts`` on a model source: tests/unit/test_perturb_cal.py.)"""
 
 from __future__ import annotations
 

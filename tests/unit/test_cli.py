@@ -144,11 +144,12 @@ def test_listings_are_plain_text(capsys):
     assert "ece.{conf|cw}" in metrics and "(?P<" not in metrics and "\\." not in metrics
 
 
+@pytest.mark.workflow
 def test_console_script_entry_point_is_main():
     import tomllib
     from pathlib import Path
 
-    project = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]
     assert project["scripts"]["calbench"] == "calbench.cli:main"
     assert subprocess.run([sys.executable, "-m", "calbench", "metrics"], capture_output=True).returncode == 0
 
@@ -162,7 +163,7 @@ def test_readme_use_the_winner_runs_as_written(tmp_path, monkeypatch, capsys):
     from pathlib import Path
 
     pytest.importorskip("timm")
-    text = (Path(__file__).parents[1] / "README.md").read_text()
+    text = (Path(__file__).parents[2] / "README.md").read_text()
     section = text.split("## Use the winner", 1)[1].split("\n## ", 1)[0]
     shell, python = re.findall(r"```(?:bash|python)\n(.*?)```", section, flags=re.S)
     monkeypatch.chdir(tmp_path)

@@ -11,7 +11,7 @@ import pytest
 
 from calbench.config import complete_source, load, load_schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema()
 #: Defaults that ``load`` fills from the config itself (a source's seeds, a model source's normalisation).
 CONFIG_DEPENDENT = {"seeds", "normalize"}

@@ -9,7 +9,7 @@ import yaml
 from calbench.__main__ import main
 from calbench.config import ConfigError, load, load_schema, shift_sets
 from calbench.corruptions import FAMILIES
-from test_config_load import user_config
+from conftest import user_config
 
 MODEL = {"type": "train", "dataset": "digits", "model": "timm:vit_tiny_r_s16_p8_224",
          "sizes": {"train": 100, "cal": 50, "test": 50}}

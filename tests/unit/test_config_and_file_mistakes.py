@@ -111,6 +111,7 @@ def _expect_one_line_each(output: str, folder, files) -> None:
     assert "Traceback" not in output
 
 
+@pytest.mark.workflow
 def test_validate_says_one_line_per_unusable_file(bad_files):
     folder, files = bad_files
     result = subprocess.run([sys.executable, "-m", "calbench", "validate", str(folder / "config.yaml")],

@@ -17,7 +17,7 @@ PACKAGE = REPO / "src" / "calbench"
 PAGES = ("docs/architecture.md", "docs/developing.md")
 #: ``calbench.jobs.evaluate.shifted_set``: a module, then possibly attributes.
 DOTTED = re.compile(r"(?<![\w./])calbench(?:\.\w+)+")
-#: ``src/calbench/jobs/shift.py``, ``jobs/shift.py``, ``workflow/rules/shift.smk``, ``tests/test_layers.py``.
+#: ``src/calbench/jobs/shift.py``, ``jobs/shift.py``, ``workflow/rules/shift.smk``, ``tests/contract/test_layers.py``.
 FILE = re.compile(r"(?<![\w./-])(?:[\w.-]+/)+[\w.-]+\.(?:py|smk|yaml|md|toml|json)(?![\w/])")
 #: The roots a path of the two pages is relative to, in order: the repository, the package, docs/.
 ROOTS = (REPO, PACKAGE, REPO / "docs")

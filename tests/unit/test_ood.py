@@ -10,8 +10,7 @@ import yaml
 
 from calbench.config import ConfigError, load
 from calbench.metrics.ood import confidence_curve, fpr_at_tpr, ood_metrics
-from conftest import run_snakemake
-from test_config_load import user_config
+from conftest import run_snakemake, user_config
 from workflow_helpers import planned_jobs
 
 
@@ -84,6 +83,7 @@ def test_validate_checks_an_import_sources_ood_logits(logits, message, tmp_path,
     assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 
+@pytest.mark.workflow
 def test_a_model_sources_ood_sets_plan_their_dump_and_evaluations_but_no_calibration(tmp_path):
     config = {"seeds": [0], "sources": {"m": {**MODEL, "split": {"cal_size": 50},
                                               "ood": {"mnist": {"dataset": "mnist5k"}, "noise": {"noise": "uniform"}}}},

@@ -178,6 +178,7 @@ def test_import_nn_calibration_pickle(tmp_path):
         groups_of("m", {**entry, "files": {"archive": str(tmp_path / "junk.p")}}, [0])
 
 
+@pytest.mark.workflow
 def test_a_crafted_pickle_is_refused_without_running_it_by_validate_and_a_dry_run(tmp_path):
     """A `format: pickle` source is read by an unpickler that builds only numpy arrays, tuples, lists and numbers:
     a pickle that names anything else (here a function that creates a file) is refused by `calbench validate`

@@ -298,6 +298,7 @@ def test_bad_settings_are_named():  # checked before torch is needed
         make("kcal", keep="first", **FAST).fit(cal[0], cal[1], train=train)
 
 
+@pytest.mark.workflow
 def test_importing_the_methods_does_not_import_torch():
     code = "import sys, calbench.methods as m; m.available(); assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -24,6 +24,7 @@ def _registered_metrics() -> set[str]:
 LISTINGS = {"methods": _registered_methods, "metrics": _registered_metrics}
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("listing", sorted(LISTINGS))
 def test_a_listing_names_every_registered_item_in_a_fresh_process(listing):
     run = subprocess.run([sys.executable, "-m", "calbench", listing], capture_output=True, text=True, timeout=300)

@@ -101,7 +101,7 @@ def test_a_loaded_calibrator_fitted_on_logits_refuses_probabilities(prob_files):
 
 # -- 2. the tables report what the saved calibrator computes -------------------------------------------------
 # `perturb` fits on a model source's perturbed calibration images, which this dump has not: its job is checked
-# end to end in tests/test_perturb_cal.py.
+# end to end in tests/unit/test_perturb_cal.py.
 @pytest.mark.parametrize("name", [n for n in available() if "perturbed_cal" not in method_class(n).needs])
 def test_every_methods_table_metrics_are_those_of_its_saved_calibrator(name, dump, tmp_path):
     """Stored outputs are the float64 predict_proba: accuracy exactly, every metric to 1e-9, for every method."""

@@ -8,8 +8,7 @@ import pytest
 
 from calbench.__main__ import main
 from calbench.config import ConfigError, load
-from conftest import REPO, run_snakemake, stand_in_image_folders
-from test_config_load import user_config
+from conftest import REPO, run_snakemake, stand_in_image_folders, user_config
 
 IMPOSSIBLE = {
     "true-map metric without a synthetic source": (

@@ -43,7 +43,7 @@ def _make(name):
 
 @functools.cache
 def fitted(name):
-    """Registered method or chain ``name`` fitted on CAL (once per test session: tests/test_calibrator_files.py
+    """Registered method or chain ``name`` fitted on CAL (once per test session: tests/contract/test_calibrator_files.py
     too)."""
     from calbench.methods.chain import Chain
 
