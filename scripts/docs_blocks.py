@@ -188,15 +188,19 @@ def default_run(entries: dict[str, dict], records: list[dict]) -> str:
 
     def total(record: dict) -> str:
         run = record["run"]
-        return (f"{sum(e['jobs'] for e in record['entries'].values())} jobs, **{run['wall']} wall**, "
+        jobs = sum(e["jobs"] for e in record["entries"].values())
+        return (f"{jobs} jobs with benchmark files, **{run['wall']} wall**, "
                 f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run), load average "
                 f"{record['load_average']}")
 
     def cpu(e: dict | None) -> str:
         return "" if e is None else number(e["cpu_seconds"], 1) + ("" if e["cpu_source"] == "runner" else " *")
 
-    rows = [[f"`{name}`", str(e["jobs"]), cpu(e), number(e["wall_seconds"], 1), cpu(before.get(name)),
-             number(before[name]["wall_seconds"], 1) if name in before else ""] for name, e in now.items()]
+    def wall(e: dict | None) -> str:
+        return "" if e is None else number(e["wall_seconds"], 1)
+
+    rows = [[f"`{name}`", str((now.get(name) or before[name])["jobs"]), cpu(now.get(name)), wall(now.get(name)),
+             cpu(before.get(name)), wall(before.get(name))] for name in [*now, *(n for n in before if n not in now)]]
     return (f"With the job runner: {total(records[0])}. Before it (commit {records[1]['commit']}): "
             f"{total(records[1])}.\n\n" +
             table(["benchmarks/ folder (rules)", "jobs", "CPU-s", "wall s (sum over jobs)", "before: CPU-s",
