@@ -18,11 +18,13 @@ $(STAMP): pyproject.toml
 	$(PY) -m calbench compile  # numba kernels into their cache, once, instead of in the first jobs that use them
 	touch $(STAMP)
 
-run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables
+run: $(STAMP)  ## the default benchmark (config/config.yaml) → results/tables, then its report
 	$(VENV)/bin/snakemake --cores $(CORES) --configfile config/config.yaml
+	$(MAKE) report
 
-test: $(STAMP)  ## the linter, then the whole test suite
+test: $(STAMP)  ## the linters (ruff, snakefmt), then the whole test suite
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/snakefmt --check Snakefile workflow/rules
 	$(VENV)/bin/pytest -n 2 --dist loadgroup -q
 
 bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json (ONLY=scale_ for one section)
@@ -31,8 +33,9 @@ bench: $(STAMP)  ## timings of the main operations → results/bench/bench.json 
 docs: $(STAMP)  ## the docs' measured tables from the records of docs/measurements/ (scripts/docs_blocks.py)
 	$(PY) scripts/docs_blocks.py
 
-report: $(STAMP)  ## HTML report of the last run
+report: $(STAMP)  ## HTML report of the last run, and the screenshot of its first screen in docs/
 	$(PY) -m calbench report config/config.yaml -o results/report.html
+	$(PY) scripts/report_screenshot.py results/report.html docs/report_first_screen.png
 
 choosing: $(STAMP)  ## the runs behind docs/choosing.md (scripts/choosing.yaml, ../shared/data), then the page
 	$(PY) scripts/choosing.py run --work results/choosing --cores $(CORES)

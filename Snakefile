@@ -11,15 +11,16 @@ min_version("9.0")
 # (Snakemake would otherwise merge it into the default's sources, figures and studies).
 if not workflow.overwrite_configfiles:
     if not Path("config/config.yaml").is_file():
-        raise WorkflowError("calbench: no config: pass your config file (snakemake --configfile my.yaml, or "
-                            "calbench report my.yaml for the report); config/config.yaml is the default run's")
+        raise WorkflowError(
+            "calbench: no config: pass your config file (snakemake --configfile my.yaml, or "
+            "calbench report my.yaml for the report); config/config.yaml is the default run's"
+        )
 
     configfile: "config/config.yaml"
 
 
-include: "workflow/rules/report.smk"
-
 include: "workflow/rules/common.smk"
+include: "workflow/rules/report.smk"
 include: "workflow/rules/sources.smk"
 include: "workflow/rules/models.smk"
 include: "workflow/rules/shift.smk"
@@ -32,6 +33,12 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/runtime.smk"
+
+
+wildcard_constraints:
+    source=_alternatives(SOURCES),
+    method=_alternatives(config["methods"]),
+    seed=r"\d+",
 
 
 # The local job runner (calbench.jobs.runner): the calibrate and evaluate jobs of a local run run in children forked

@@ -3,7 +3,7 @@
 ``run`` measures: it puts the inputs of ``scripts/choosing.yaml`` in a work folder (the real CIFAR logits of
 ../shared/data, linked; a scikit-learn classifier's out-of-fold logits on the breast-cancer table that ships with
 scikit-learn, written), runs the workflow there and records ``calbench recommend --all-metrics --json`` of the
-result (the paired bootstrap of :mod:`calbench.report.paired_bootstrap`), with the command, machine and time, in
+result (the paired bootstrap of :mod:`calbench.stats`), with the command, machine and time, in
 ``scripts/choosing_summary.json``. ``render`` writes the page from that summary alone; ``--check`` exits 1 when
 the committed page is not what it would write (``tests/docs/test_choosing_page.py``):
 
@@ -184,28 +184,28 @@ def accuracy_moves(records: list[dict], source: str, method: str) -> str | None:
     (``calbench recommend``'s rule), else None."""
     from types import SimpleNamespace
 
-    from calbench.cli.recommend import _accuracy_flag
+    from calbench.jobs.recommendation import accuracy_flag
 
     rows = by_source(records, "acc", [source])[source]
     own, reference = (SimpleNamespace(**record_of(rows, m)) for m in (method, "uncal"))
-    return _accuracy_flag(own, SimpleNamespace(**{k: (float("nan") if v is None else v)
+    return accuracy_flag(own, SimpleNamespace(**{k: (float("nan") if v is None else v)
                                                   for k, v in vars(reference).items()}))
 
 
 def cell(record: dict, family) -> str:
     """``estimate [low, high]`` as the tables show the metric."""
-    from calbench.cli.recommend import _shown
+    from calbench.jobs.recommendation import shown
 
-    return f"{_shown(family, record['estimate'])} [{_shown(family, record['low'])}, {_shown(family, record['high'])}]"
+    return f"{shown(family, record['estimate'])} [{shown(family, record['low'])}, {shown(family, record['high'])}]"
 
 
 def caption(metric: str) -> str:
     """``metric``'s id, scale and direction, as ``calbench recommend`` words them."""
-    from calbench.cli.recommend import _scale_note
+    from calbench.jobs.recommendation import scale_note
     from calbench.metrics import lookup
 
     family, _ = lookup(metric)
-    return f"`{metric}`{_scale_note(family)}, {'higher' if family.higher_is_better else 'lower'} is better"
+    return f"`{metric}`{scale_note(family)}, {'higher' if family.higher_is_better else 'lower'} is better"
 
 
 def metric_table(records: list[dict], metric: str, sources, order=()) -> str:
@@ -332,6 +332,14 @@ def page(summary: dict) -> str:
         "- Test rows come from the distribution of the calibration rows; under dataset shift the ranking can change "
         "(docs/shift.md).",
         "- `dir_odir` runs the default run's reduced grid (scripts/choosing.yaml).",
+        "- The unit of resampling is what was sampled: these sources' seeds re-split one pool, so two seeds' test "
+        "splits share about half their rows, and `calbench recommend` draws one count per pool row, shared by "
+        "every seed that tests on it (docs/metrics.md). The intervals above were recorded when each seed's rows "
+        "were resampled on their own, which makes them about a fifth too narrow where seeds overlap; "
+        "`make choosing` measures them again.",
+        "- An ECE winner can read no more than a perfectly calibrated model at this test size (the estimator's "
+        "noise floor, docs/metrics.md): `calbench recommend` marks such a winner \"indistinguishable from a "
+        "perfectly calibrated model at this test size\"; rank by NLL to tell such methods apart.",
         "",
         "## Measure it yourself",
         "",

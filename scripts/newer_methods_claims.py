@@ -4,7 +4,7 @@ SMS (Berta et al. 2025): SMS ≤ MS-ODIR / Dir-ODIR in test NLL on CIFAR-100. Tv
 TvA variant lowers the confidence ECE (15 equal-mass bins) of the method it wraps on CIFAR-100.
 Each model's 10,000 test rows are split 5,000/5,000 (stratified, seeds as config/cifar.yaml), in-process:
 
-    python scripts/newer_methods_claims.py [--seeds 0 1 2] [--models cifar100_resnet-20 ...] [--skip-odir]
+    python scripts/newer_methods_claims.py [--seeds 0 1 2] [--models cifar100_resnet-20 ...] [--methods sms ...]
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """A page in real headless Chromium over the DevTools protocol (``--remote-debugging-pipe``: JSON messages separated
-by NUL bytes on file descriptors 3 and 4, no extra package): the errors it logs while loading, and whether every
-image embedded in it decodes."""
+by NUL bytes on file descriptors 3 and 4, no extra package): the errors it logs while loading, whether every
+image embedded in it decodes, and what a reader sees in a window of a given size (a screenshot and the places of
+the page's elements)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -106,3 +108,42 @@ def load_page(path: Path, settle: float = 3.0) -> dict:
         elif method == "Log.entryAdded" and params["entry"].get("level") == "error":
             errors.append(params["entry"].get("text", ""))
     return {"errors": errors, **report}
+
+
+#: Where the report's decision sits in the window: the heading, each source's recommendation (its box and the width
+#: its text needs), whether anything in the first screen is wider than the window, and the page's text.
+LAYOUT_JS = """
+(() => {
+  const box = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
+                                                                  right: r.right}; };
+  const heading = Array.from(document.querySelectorAll('h2')).find(h => h.textContent.trim() === 'The answer');
+  const rows = Array.from(document.querySelectorAll('tr.decision')).map(row => {
+    const cells = Array.from(row.querySelectorAll('td'));
+    return {source: row.dataset.source, text: row.innerText, box: box(row),
+            overflowing: cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText.slice(0, 80))};
+  });
+  const figures = Array.from(document.querySelectorAll('figure img'))
+    .map(i => ({src: i.src.slice(0, 60), width: i.getBoundingClientRect().width}));
+  return JSON.stringify({heading: heading ? box(heading) : null, rows: rows, figures: figures,
+                         pageWidth: document.documentElement.scrollWidth, text: document.body.innerText});
+})()
+"""
+
+
+def look(path: Path, width: int = 1400, height: int = 900, settle: float = 3.0) -> dict:
+    """Open ``path`` in headless Chromium in a ``width`` × ``height`` window: ``screenshot`` (PNG bytes of the first
+    screen) and the layout of :data:`LAYOUT_JS` (``heading``, ``rows``, ``figures``, ``pageWidth``, ``text``)."""
+    pipe = _Pipe(chromium())
+    try:
+        target = pipe.send("Target.createTarget", url="about:blank")["targetId"]
+        session = pipe.send("Target.attachToTarget", targetId=target, flatten=True)["sessionId"]
+        pipe.send("Page.enable", session)
+        pipe.send("Emulation.setDeviceMetricsOverride", session, width=width, height=height, deviceScaleFactor=1,
+                  mobile=False)
+        pipe.send("Page.navigate", session, url=Path(path).resolve().as_uri())
+        time.sleep(settle)
+        layout = pipe.send("Runtime.evaluate", session, expression=LAYOUT_JS, returnByValue=True)
+        shot = pipe.send("Page.captureScreenshot", session, format="png")
+    finally:
+        pipe.close()
+    return {"screenshot": base64.b64decode(shot["data"]), **json.loads(layout["result"]["value"])}

@@ -22,10 +22,14 @@ import jsonschema
 import yaml
 
 from calbench import corruptions
+from calbench.data.entry import has_embeddings as source_has_embeddings  # noqa: F401 (read here by tests)
+from calbench.data.entry import has_train as source_has_train  # noqa: F401
+from calbench.data.entry import is_model
 from calbench.data.shifts import shift_sets  # noqa: F401 (the workflow's rule files read it here)
 from calbench.methods import make, split_chain
 from calbench.methods.constraints import InvalidSetting
-from calbench.methods.registry import chain_needs
+from calbench.methods.registry import chain_needs, resolved
+from calbench.methods.registry import runs_on as method_runs_on  # noqa: F401 (the rule files read it here)
 from calbench.metrics import check_metric_ids, lookup
 
 #: The config schema, package data: found through the installed package, as the workflow finds it too.
@@ -159,7 +163,7 @@ def _fill_entry_defaults(entry: dict, seeds: list) -> None:
     ``normalize``: ImageNet statistics for published weights (``pretrained`` or ``weights``), else the statistics
     of the training split."""
     entry.setdefault("seeds", list(seeds))
-    if entry["type"] in ("train", "pretrained") and "normalize" not in entry:
+    if is_model(entry) and "normalize" not in entry:
         entry["normalize"] = "imagenet" if entry["pretrained"] or entry.get("weights") else "dataset"
 
 
@@ -187,6 +191,13 @@ def _check_methods(config: dict) -> None:
             raise ConfigError(f"config key methods: {err}") from None
         if "perturb" in parts:
             _check_perturb(config, method, parts)
+    seen: dict[str, str] = {}
+    for method in config["methods"]:
+        same = seen.setdefault(resolved(method), method)
+        if same != method:
+            raise ConfigError(f"config key methods: {same!r} and {method!r} fit the same calibrator "
+                              f"({resolved(method)}: an uncal stage is the identity, and {resolved(method)} "
+                              "repeated is itself), so the tables would list one method twice; keep one of them")
     if "perturb" in config["method_settings"]:
         raise ConfigError("config key method_settings.perturb: the stage perturb has no settings; the perturbed "
                           "calibration set's levels and clipping are the config key perturbed_cal "
@@ -206,7 +217,7 @@ def _check_perturb(config: dict, method: str, parts: list) -> None:
     if parts[0] != "perturb" or len(parts) < 2 or parts.count("perturb") > 1:
         raise ConfigError(f"config key methods: {method!r}: 'perturb' perturbs the calibration images the "
                           "calibrators after it fit on; write it once, first, before a calibrator (e.g. perturb+ts)")
-    if not any(e.get("type") in ("train", "pretrained") for e in (config.get("sources") or {}).values()):
+    if not any(is_model(e) for e in (config.get("sources") or {}).values()):
         raise ConfigError(f"config key methods: {method!r} needs the images of a train or pretrained source, and "
                           "sources has none (import and download sources carry no images to perturb)")
 
@@ -244,34 +255,9 @@ def source_has_true_map(entry: dict) -> bool:
     return entry["type"] == "synthetic"
 
 
-def source_has_embeddings(entry: dict) -> bool:
-    """Model sources and the ``imagenet_like`` network dump embeddings; imports may carry them."""
-    if entry["type"] in ("train", "pretrained") or entry.get("task") == "imagenet_like":
-        return True
-    files = entry.get("files", {})
-    return "embeddings" in files or any(isinstance(v, dict) and "embeddings" in v for v in files.values())
-
-
-def source_has_train(entry: dict) -> bool:
-    """Model sources dump the classifier's training split (unless ``sizes.train`` is 0); imports may carry
-    one (``files.train``), and synthetic networks with ``n_train``."""
-    if entry["type"] in ("train", "pretrained"):
-        return entry.get("sizes", {}).get("train") != 0
-    return "train" in entry.get("files", {}) or bool(entry.get("n_train"))
-
-
 def method_needs(method: str) -> set[str]:
     """What the stages of ``method`` read beyond the logits (the values of :data:`calbench.methods.base.NEEDS`)."""
     return set(chain_needs(method)) - {"logits"}
-
-
-def method_runs_on(method: str, entry: dict) -> bool:
-    """Methods that need embeddings (a training split, perturbed calibration images) run only on sources that
-    have them."""
-    needs = method_needs(method)
-    return ("embeddings" not in needs or source_has_embeddings(entry)) and (
-        "train" not in needs or source_has_train(entry)) and (
-        "perturbed_cal" not in needs or entry["type"] in ("train", "pretrained"))
 
 
 def _source_list(sources: dict, names) -> str:
@@ -358,7 +344,7 @@ def _check_shifts(config: dict) -> None:
                 if isinstance(item, dict) and "rows" in item and "aligned" in item:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}.{k}: give `rows` (the pool row of "
                                       "each row) or `aligned: true` (row i copies pool row i), not both")
-            if entry.get("type") in ("train", "pretrained") and family in corruptions.FAMILIES:
+            if is_model(entry) and family in corruptions.FAMILIES:
                 wrong = [s for s in severities if s not in corruptions.levels(family)]
                 if wrong:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
@@ -373,7 +359,7 @@ def _check_ood(config: dict) -> None:
     for name, entry in (config.get("sources") or {}).items():
         if not isinstance(entry, dict) or not entry.get("ood"):
             continue
-        if entry.get("type") not in ("train", "pretrained", "import"):
+        if not (is_model(entry) or entry.get("type") == "import"):
             raise ConfigError(f"config key sources.{name}.ood: out-of-distribution sets belong to train/pretrained "
                               "sources ({dataset: D} or {noise: uniform}) and import sources ({logits: FILE.npy})")
         for set_name, spec in entry["ood"].items():

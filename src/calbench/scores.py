@@ -102,24 +102,28 @@ def rounded_floor(decimals: int) -> float:
     return 0.5 * 10.0 ** -decimals
 
 
-def coarse_probs_text(probs: np.ndarray) -> str | None:
-    """Why ``probs`` (``[N, C]`` probabilities) cannot support calibration, or None: values rounded to at most
-    :data:`ROUNDED_MAX_DECIMALS` decimals, or more than :data:`ZERO_ROWS_WARN` of the rows with an exact zero."""
+def coarse_probs_text(probs: np.ndarray) -> list[str]:
+    """Why ``probs`` (``[N, C]`` probabilities) cannot support calibration, one short message per reason (none where
+    they can): values rounded to at most :data:`ROUNDED_MAX_DECIMALS` decimals, else more than
+    :data:`ZERO_ROWS_WARN` of the rows with an exact zero; and, for values rounded to 2 decimals or more, the floor
+    that makes them usable (half the rounding step, :func:`rounded_floor`: on a CIFAR-10 network's probabilities
+    rounded to 3 decimals it brings temperature scaling's NLL from 0.433 back to 0.249, against 0.222 from the
+    logits; rounded to 4 decimals and unfloored, temperature scaling fits T = 3.6 instead of 1.6 and leaves a
+    confidence ECE of 8.8 % instead of 1.4 %, worse than the uncalibrated 4.3 %)."""
     decimals = rounded_decimals(probs)
     zero_rows = float((probs == 0).any(axis=1).mean())
-    if decimals is None and zero_rows <= ZERO_ROWS_WARN:
-        return None
-    found = [f"every value is rounded to {decimals} decimals"] if decimals is not None else []
-    if zero_rows:
-        found.append(f"{(probs == 0).mean():.0%} of the values ({zero_rows:.0%} of the rows) are exact zeros")
-    floor = "" if decimals is None or decimals < 2 else (
-        f"; where only these exist, floor the zeros at half the rounding step (Scores.from_probs(p, "
-        f"floor={rounded_floor(decimals):g}): on that network rounded to 3 decimals it brings temperature scaling's "
-        "NLL from 0.433 back to 0.249, against 0.222 from the logits")
-    return (f"{' and '.join(found)}: methods fitted on log-probabilities (ts, vs, dir, ...) see a zero as "
-            f"ln(p) = {np.log(PROB_FLOOR):.0f} and fit the rounding, not the classifier (on a CIFAR-10 network's "
-            "probabilities rounded to 4 decimals, temperature scaling fits T = 3.6 instead of 1.6 and leaves a "
-            f"confidence ECE of 8.8 % instead of 1.4 %, worse than the uncalibrated 4.3 %); {COARSE_FIX}{floor}")
+    fitted = "calibrators fitted on log-probabilities"
+    if decimals is not None:
+        found = [f"every value is rounded to {decimals} decimals: {fitted} fit the rounding, not the classifier; "
+                 "export the logits or unrounded probabilities"]
+        if decimals >= 2:
+            found.append(f"rounded to {decimals} decimals: where only these exist, floor the zeros at half the "
+                         f"rounding step, Scores.from_probs(p, floor={rounded_floor(decimals):g})")
+        return found
+    if zero_rows <= ZERO_ROWS_WARN:
+        return []
+    return [f"{zero_rows:.0%} of the rows hold exact zeros, which {fitted} see as ln p = {np.log(PROB_FLOOR):.0f} "
+            "and fit, not the classifier; export the logits or unrounded probabilities"]
 
 
 def convert_scores(values, declared: str, where: str, fix: str | None = None) -> np.ndarray:
@@ -144,8 +148,7 @@ def convert_scores(values, declared: str, where: str, fix: str | None = None) ->
             raise ValueError(f"{where}: {said('probs')} but rows are not probability vectors "
                              "(values outside [0, 1] or rows not summing to 1); "
                              + (fix or "declare `scores: logits`"))
-        coarse = coarse_probs_text(arr)
-        if coarse:
+        for coarse in coarse_probs_text(arr):
             warnings.warn(f"{where}: {coarse}", CoarseProbabilitiesWarning, stacklevel=2)
         return log_of_probs(arr)
     if arr.shape[0] > 1 and (looks_like_probs(arr) or rounded is not None):
@@ -284,8 +287,7 @@ class Scores:
         p = check_logits(probs, name="probs")
         if (p < 0).any() or (p > 1 + 1e-6).any():
             raise ValueError("probs: values must lie in [0, 1]; were logits passed as probabilities?")
-        coarse = coarse_probs_text(p) if floor == PROB_FLOOR else None
-        if coarse:
+        for coarse in coarse_probs_text(p) if floor == PROB_FLOOR else []:
             warnings.warn(f"probs: {coarse}", CoarseProbabilitiesWarning, stacklevel=2)
         return cls(log_of_probs(p, floor), embeddings)
 

@@ -58,7 +58,7 @@ def test_a_real_logits_config_with_an_impossible_metric_is_refused_by_validate_a
     config, message = _impossible(tmp_path, "true-map metric without a synthetic source")
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["validate", str(tmp_path / "my.yaml")]) == 1
-    assert "true_ce.conf.l1 compares with the true calibration map" in capsys.readouterr().out
+    assert "true_ce.conf.l1 compares with the true calibration map" in capsys.readouterr().err
     result = run_snakemake(tmp_path / "work", config, "-n", check=False)
     assert result.returncode != 0
     assert "calbench: invalid config: config key metrics: true_ce.conf.l1" in result.stdout + result.stderr

@@ -12,10 +12,12 @@ PACKAGE = REPO / "src" / "calbench"
 
 # Lowest first. Generic helpers; the compiled (numba) kernels; the numerical solvers that call them; the 1-D maps
 # and metrics; data and models (torch classifiers, the KCal projection, below methods because kcal trains its
-# projection with it); the registered calibration methods; saving and torch export of calibrators; config and
-# report; the workflow's jobs and the performance studies; the command line.
+# projection with it); the registered calibration methods; saving and torch export of calibrators; the statistics
+# of the tables (resampling, paired tests, ranks); config and report; the workflow's jobs and the performance
+# studies; the command line.
 LAYERS = [
-    {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "fitted_state"},
+    {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "fitted_state",
+     "caught"},
     {"kernels"},
     {"solvers"},
     {"maps1d"},
@@ -24,6 +26,7 @@ LAYERS = [
     {"models"},
     {"methods"},
     {"persist", "torch"},
+    {"stats"},
     {"config", "report"},
     {"jobs", "perf"},
     {"cli"},

@@ -1,5 +1,5 @@
 """The paired bootstrap's fallback for estimators without a row-weighted form on some outputs
-(calbench.report.paired_bootstrap, module docstring): recomputed on the same row counts as every other method's
+(calbench.stats.draws, module docstring): recomputed on the same row counts as every other method's
 resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3) are those of
 ``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the verdicts and
 the tables."""
@@ -11,8 +11,10 @@ from scipy.special import softmax
 
 from calbench.metrics import evaluate
 from calbench.metrics.binned import equal_mass_stats_resampled
-from calbench.report.paired_bootstrap import compare, frame, row_counts, source_draws
 from calbench.report.tables import markdown_table
+from calbench.stats.draws import source_draws
+from calbench.stats.paired import compare, frame
+from calbench.stats.resampling import Resampler, row_counts, seed_rows
 
 ECE = "ece.conf.em15.l1"
 METRICS = [ECE, "ks.conf", "nll"]
@@ -77,7 +79,7 @@ def test_a_recomputed_resample_is_the_metric_of_the_rows_that_resample_drew():
     (Gupta et al. 2021, §4: C_k at the last row of each group of tied scores) comes from its row-count form,
     which ties do not break."""
     draws = _draws()
-    counts = np.concatenate(row_counts(N, RESAMPLES, (1,)))
+    counts = np.concatenate(Resampler([seed_rows(OUTPUTS[1]["smooth"], 1)], RESAMPLES).counts(0))
     for r in (0, 17):
         rows = np.repeat(np.arange(N), counts[r])
         out = OUTPUTS[1]["saturated"]

@@ -49,7 +49,7 @@ def test_probabilities_fit_and_apply_as_probabilities(files):
     expected = make("ts").fit(Scores.from_probs(p_cal), Y_CAL).predict_proba(Scores.from_probs(p_test))
     np.testing.assert_allclose(np.load(files / "p.npy"), expected, rtol=0, atol=1e-12)
     # the reverse mistake: logits given to a calibrator fitted on probabilities
-    assert main(["apply", str(out), str(files / "test.csv"), "-o", str(files / "bad.npy")]) == 2
+    assert main(["apply", str(out), str(files / "test.csv"), "-o", str(files / "bad.npy")]) == 1
     assert not (files / "bad.npy").exists()
 
 
@@ -62,7 +62,7 @@ def fitted(files):
 def _apply_fails(fitted, array, capsys, match):
     files, path = fitted
     np.save(files / "bad_in.npy", array)
-    assert main(["apply", str(path), str(files / "bad_in.npy"), "-o", str(files / "out.npy")]) == 2
+    assert main(["apply", str(path), str(files / "bad_in.npy"), "-o", str(files / "out.npy")]) == 1
     assert not (files / "out.npy").exists()
     err = capsys.readouterr().err
     assert match in err, err
@@ -92,9 +92,9 @@ def test_truncated_calibrator_file(fitted, capsys):
 
 def test_unknown_method_and_bad_settings_are_one_line_errors(files, capsys):
     args = ["--scores", str(files / "cal.npy"), "--labels", str(files / "y.npy"), "-o", str(files / "x.safetensors")]
-    assert main(["fit", "magic", *args]) == 2
+    assert main(["fit", "magic", *args]) == 1
     assert "unknown method 'magic'" in capsys.readouterr().err
-    assert main(["fit", "ts+lece", "--set", "q=0.1", *args]) == 2
+    assert main(["fit", "ts+lece", "--set", "q=0.1", *args]) == 1
     assert "STAGE.NAME=VALUE" in capsys.readouterr().err
     assert not (files / "x.safetensors").exists()
 
@@ -130,7 +130,7 @@ def test_recommend_without_calibrated_outputs_ranks_the_table_and_tests_nothing(
 
 
 def test_recommend_without_a_finished_run(tmp_path, capsys):
-    assert main(["recommend", str(tmp_path)]) == 2
+    assert main(["recommend", str(tmp_path)]) == 1
     assert "run the workflow first" in capsys.readouterr().err
 
 
@@ -200,3 +200,9 @@ def test_fit_reports_its_progress_on_stderr(files, capsys):
     err = capsys.readouterr().err
     assert "calbench fit: fitting dir_l2 on 300 x 4 logits" in err
     assert "fold 1/5 done (2 points" in err and "dir_l2 fitted in" in err
+
+
+def test_validate_names_a_missing_config_once(tmp_path, capsys):
+    missing = tmp_path / "nosuch.yaml"
+    assert main(["validate", str(missing)]) == 1
+    assert capsys.readouterr().err == f"{missing}: no such config file\n"

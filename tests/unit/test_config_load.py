@@ -134,7 +134,7 @@ def test_validate_opens_the_files_and_prints_one_line_per_problem(name, tmp_path
     path = tmp_path / "my.yaml"
     path.write_text(yaml.safe_dump(_broken(tmp_path, name)))
     assert main(["validate", str(path)]) == 1
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{path}: ")
     assert re.search(BROKEN[name], lines[0]), lines[0]
 
@@ -147,7 +147,7 @@ def test_validate_lists_every_problem_and_passes_a_good_config(tmp_path, capsys)
     path = tmp_path / "my.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["validate", str(path)]) == 1
-    assert len(capsys.readouterr().out.splitlines()) == 2
+    assert len(capsys.readouterr().err.splitlines()) == 2
     path.write_text(yaml.safe_dump(user_config(tmp_path)))
     assert main(["validate", str(path)]) == 0
     assert "valid (1 sources, 2 methods" in capsys.readouterr().out

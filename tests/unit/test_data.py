@@ -72,7 +72,7 @@ def test_pool_split_is_reproducible_disjoint_and_stratified():
 def test_calibrate_job_reads_only_the_fields_its_method_needs(tmp_path, monkeypatch):
     """A calibrate job reads logits and labels, embeddings only for a method that needs them, and never the true
     probabilities (at 1,000 classes × 25,000 rows, 380 MB of float64 per split that the evaluate job alone uses)."""
-    from calbench.jobs.calibrate import calibrate_job
+    from calbench.jobs.calibrate import CalibrateSpec, calibrate_job
 
     rng = np.random.default_rng(0)
     parts = {}
@@ -90,10 +90,12 @@ def test_calibrate_job_reads_only_the_fields_its_method_needs(tmp_path, monkeypa
         return arrays
 
     monkeypatch.setattr(store, "read_group", recording_read_group)
-    calibrate_job(tmp_path / "d.h5", tmp_path / "ts.h5", "ts", {"ts": {}}, 0, input_kind="logits")
+    calibrate_job(spec=CalibrateSpec(source="d", method="ts", seed=0, method_settings={"ts": {}}, input_kind="logits",
+                                     dump=tmp_path / "d.h5", calibrated=tmp_path / "ts.h5"))
     assert read == [("cal", ["labels", "logits"]), ("test", ["labels", "logits"])]
     read.clear()
-    calibrate_job(tmp_path / "d.h5", tmp_path / "kcal.h5", "kcal", {"kcal": {"max_epochs": 1}}, 0, input_kind="logits")
+    calibrate_job(spec=CalibrateSpec(source="d", method="kcal", seed=0, method_settings={"kcal": {"max_epochs": 1}},
+                                     input_kind="logits", dump=tmp_path / "d.h5", calibrated=tmp_path / "kcal.h5"))
     assert read == [(group, ["embeddings", "labels", "logits"]) for group in ("cal", "test", "train")]
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from calbench.config import ConfigError, complete_source, load
 from calbench.data import download, sources
-from calbench.jobs.calibrate import calibrate_job
+from calbench.jobs.calibrate import CalibrateSpec, calibrate_job
 from calbench.methods import Calibrator, make
 from calbench.methods.base import MissingClass, MissingClassWarning
 from conftest import DOWNLOADS, run_snakemake
@@ -142,7 +142,8 @@ def test_a_damaged_dump_is_named_and_nothing_is_written(dump, damage, message, t
     damage(dump)
     out = tmp_path / "calibrated.h5"
     with pytest.raises(ValueError, match=message) as err:
-        calibrate_job(dump, out, "ts", {"ts": {}}, 0, input_kind="logits")
+        calibrate_job(spec=CalibrateSpec(source="d", method="ts", seed=0, method_settings={"ts": {}},
+                                         input_kind="logits", dump=dump, calibrated=out))
     assert str(dump) in str(err.value)
     assert not out.exists() and os.listdir(tmp_path) == ["dump.h5"]
 
@@ -153,7 +154,8 @@ def test_a_dump_written_elsewhere_with_nan_is_refused_on_reading(dump, tmp_path)
         logits[7, 0] = np.nan
         f["seed0/cal/logits"][...] = logits
     with pytest.raises(ValueError, match=rf"{dump}:seed0/cal/logits: contains NaN or infinite values \(first at row 7"):
-        calibrate_job(dump, tmp_path / "calibrated.h5", "ts", {"ts": {}}, 0, input_kind="logits")
+        calibrate_job(spec=CalibrateSpec(source="d", method="ts", seed=0, method_settings={"ts": {}},
+                                         input_kind="logits", dump=dump, calibrated=tmp_path / "calibrated.h5"))
     assert not (tmp_path / "calibrated.h5").exists()
 
 

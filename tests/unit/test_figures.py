@@ -9,21 +9,23 @@ from scipy.special import softmax
 
 from calbench.data import store
 from calbench.data.synthetic import generate
-from calbench.jobs.reliability import reliability_job
-from calbench.jobs.simplex import simplex_job
-from calbench.jobs.studies import learning_curve_summary_job
+from calbench.jobs.reliability import ReliabilitySpec, reliability_job
+from calbench.jobs.simplex import SimplexSpec, simplex_job
+from calbench.jobs.studies import SummarySpec, learning_curve_summary_job
 from calbench.metrics.ece import classwise_ece, confidence_ece
-from calbench.report.critical_difference import (
-    _cliques,
-    cd_figure,
+from calbench.report.critical_difference import _cliques, cd_figure
+from calbench.report.learning_curve import learning_curve
+from calbench.report.reliability import binned_ece, reliability_bins
+from calbench.report.simplex import error_colours, lattice_points, to_plane
+from calbench.report.tables import summary
+from calbench.stats.ranks import (
+    MIN_SOURCES,
+    comparable_ranks,
     critical_difference,
     critical_value,
     friedman,
     rank_test,
 )
-from calbench.report.learning_curve import learning_curve
-from calbench.report.reliability import binned_ece, reliability_bins
-from calbench.report.simplex import error_colours, lattice_points, to_plane
 
 PNG = b"\x89PNG"
 
@@ -82,8 +84,8 @@ def _calibrated(path, probs, labels, index=None):
 
 def test_reliability_job_writes_figure_and_csv(tmp_path):
     files = {m: [_calibrated(tmp_path / f"{m}.h5", PROBS, LABELS)] for m in ("a", "b+c")}
-    reliability_job(files, tmp_path / "conf.png", tmp_path / "conf.csv", "conf", "toy", [0], n_bins=4, scheme="ew",
-                    max_classes=3)
+    reliability_job(spec=ReliabilitySpec(source="toy", target="conf", seeds=[0], n_bins=4, scheme="ew", max_classes=3,
+                                         calibrated=files, figure=tmp_path / "conf.png", table=tmp_path / "conf.csv"))
     assert (tmp_path / "conf.png").read_bytes()[:4] == PNG
     table = pd.read_csv(tmp_path / "conf.csv")
     assert sorted(set(table["method"])) == ["a", "b+c"] and set(table["kind"]) == {"bin", "smooth"}
@@ -117,8 +119,9 @@ def test_smooth_curve_band_covers_a_calibrated_truth_and_figure_is_readable(tmp_
     files = {m: [_calibrated(tmp_path / f"{m}{s}.h5", probs, data["labels"]) for s in (0, 1)]
              for m in ("m1", "m2", "m3", "m4", "m5")}
     for target in ("conf", "cw"):
-        reliability_job(files, tmp_path / f"{target}.png", tmp_path / f"{target}.csv", target, "toy", [0, 1], 15,
-                        "em", max_classes=3)
+        reliability_job(spec=ReliabilitySpec(source="toy", target=target, seeds=[0, 1], n_bins=15, scheme="em",
+                                             max_classes=3, calibrated=files, figure=tmp_path / f"{target}.png",
+                                             table=tmp_path / f"{target}.csv"))
         width, height = Image.open(tmp_path / f"{target}.png").size
         assert max(width, height) / min(width, height) <= 3 and width * height <= 8e6
         table = pd.read_csv(tmp_path / f"{target}.csv")
@@ -148,11 +151,13 @@ def test_simplex_job_draws_and_checks_row_alignment(tmp_path):
     store.write_dump(dump, {"seed0/cal": parts["cal"], "seed0/test": parts["test"]}, {"source": "lece"})
     p_hat = softmax(parts["test"]["logits"], axis=1)
     good = _calibrated(tmp_path / "ok.h5", parts["test"]["true_probs"], parts["test"]["labels"])
-    simplex_job({"oracle": good}, dump, tmp_path / "map.png", "lece", seed=0, split=None, divisions=6)
+    simplex_job(spec=SimplexSpec(source="lece", seed=0, divisions=6, calibrated={"oracle": good}, dump=dump,
+                                 figure=tmp_path / "map.png"))
     assert (tmp_path / "map.png").read_bytes()[:4] == PNG
     shifted = _calibrated(tmp_path / "bad.h5", p_hat, parts["test"]["labels"], np.arange(400) + 1)
     with pytest.raises(ValueError, match="test rows are not those"):
-        simplex_job({"bad": shifted}, dump, tmp_path / "bad.png", "lece", seed=0, split=None, divisions=15)
+        simplex_job(spec=SimplexSpec(source="lece", seed=0, divisions=15, calibrated={"bad": shifted}, dump=dump,
+                                     figure=tmp_path / "bad.png"))
 
 
 # Dirichlet paper Supp. Table 4 (naive Bayes, log-loss): ranks of DirL2, Beta, FreqB, Isot, WidB, TempS, Uncal.
@@ -189,20 +194,33 @@ def test_rank_test_on_a_long_table_and_its_figure(tmp_path):
     rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v + 0.01 * i}
             for i in range(6) for m, v in (("a", 0.1), ("b", 0.2), ("c", 0.3))]
     rows += [{"source": "s6", "method": "a", "seed": 0, "metric": "nll", "value": 0.5}]  # incomplete: dropped
-    result = rank_test(pd.DataFrame(rows), "nll", test="nemenyi")
-    assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"]
+    ranks, left_out = comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])
+    result = rank_test(ranks, "nll", test="nemenyi")
+    assert result.n == 6 and list(result.average_ranks.index) == ["a", "b", "c"] and left_out == []
     assert result.statistic == pytest.approx(12.0)  # perfect agreement: χ²_F = N(k − 1)
     assert result.significant
     assert result.verdict().startswith(f"Friedman p = {result.p_value:.3g}: significant at α = 0.005; nemenyi CD = ")
-    cd_figure(result, tmp_path / "cd.png", "nll")
+    cd_figure(result, tmp_path / "cd.png", left_out=["kcal"])
     assert (tmp_path / "cd.png").read_bytes()[:4] == PNG
 
 
+def test_methods_that_ran_on_fewer_sources_are_left_out_and_too_few_sources_give_no_test():
+    """Demšar 2006 §3.2.2: the Friedman test ranks methods on the data sets they all ran on; calbench runs it on
+    MIN_SOURCES (5) sources or more only (the default run's 2-source diagrams said nothing)."""
+    values = {"a": 0.1, "b": 0.2, "kcal": 0.05}
+    rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v + 0.01 * i}
+            for i in range(5) for m, v in values.items() if m != "kcal" or i < 2]
+    ranks, left_out = comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])
+    assert left_out == ["kcal"] and list(ranks.columns) == ["a", "b"] and len(ranks) == MIN_SOURCES
+    assert rank_test(ranks, "nll").n == 5
+    assert rank_test(ranks.iloc[:4], "nll") is None
+
+
 def test_verdict_says_when_the_methods_are_not_ranked_apart():
-    # 2 sources that disagree: a wins on s0, b on s1 → average ranks tie, χ²_F = 0, p = 1
-    rows = [{"source": s, "method": m, "seed": 0, "metric": "nll", "value": v}
-            for s, values in (("s0", (0.1, 0.2)), ("s1", (0.2, 0.1))) for m, v in zip("ab", values)]
-    result = rank_test(pd.DataFrame(rows), "nll")
+    # 6 sources that disagree: a wins on s0, s2, s4, b on the others → average ranks tie, χ²_F = 0, p = 1
+    rows = [{"source": f"s{i}", "method": m, "seed": 0, "metric": "nll", "value": v}
+            for i in range(6) for m, v in zip("ab", (0.1, 0.2) if i % 2 == 0 else (0.2, 0.1))]
+    result = rank_test(comparable_ranks(summary(pd.DataFrame(rows), "nll", ties="average")[2])[0], "nll")
     assert not result.significant
     assert result.verdict() == "Friedman p = 1: not significant at α = 0.005, the methods are not ranked apart"
 
@@ -226,8 +244,9 @@ def test_learning_curve_draws_and_summary(tmp_path):
     with pytest.raises(ValueError, match="exceeds the 400 calibration rows"):
         learning_curve(dump, "ts", {"ts": {}}, [500], 1, ["acc"])
     curve.to_csv(tmp_path / "ts.csv", index=False)
-    learning_curve_summary_job([tmp_path / "ts.csv"], tmp_path / "s.csv", tmp_path / "s.md", {"p": tmp_path / "p.png"},
-                               ["ece.conf.em15.l1", "acc"], ["ts"])
+    learning_curve_summary_job(spec=SummarySpec(
+        sources=["p"], methods=["ts"], metrics=["ece.conf.em15.l1", "acc"], curves=[tmp_path / "ts.csv"],
+        csv=tmp_path / "s.csv", table=tmp_path / "s.md", figures={"p": tmp_path / "p.png"}))
     summary = pd.read_csv(tmp_path / "s.csv")
     mean = summary[(summary["metric"] == "acc") & (summary["size"] == 128)]["mean"].iloc[0]
     assert mean == pytest.approx(acc.iloc[0]) and (tmp_path / "p.png").read_bytes()[:4] == PNG

@@ -182,6 +182,8 @@ def test_make_builds_chains_and_rejects_unknown_names_with_the_allowed_list():
     assert isinstance(chain, Chain) and len(chain.steps) == 2
     with pytest.raises(ValueError, match=r"unknown method 'nope' in 'ts\+nope'; allowed: .*ts"):
         make("ts+nope")
+    with pytest.raises(ValueError, match=r"unknown method 'lec' in 'ts\+lec'; did you mean 'lece' or 'lecd'\? allowed"):
+        make("ts+lec")  # a typo gets the nearest names, as a metric typo does
     with pytest.raises(ValueError, match=r"method 'ts': .*allowed settings"):
         make("ts", alpha=1)
     assert {"ts", "uncal"} <= set(available())

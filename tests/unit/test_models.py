@@ -15,6 +15,7 @@ from calbench.config import complete_source  # noqa: E402
 from calbench.data import splits, store  # noqa: E402
 from calbench.jobs import model_dump  # noqa: E402
 from calbench.jobs import models as jobs  # noqa: E402
+from calbench.jobs.model_specs import ModelDumpSpec, TrainSpec  # noqa: E402
 from calbench.models import architectures, datasets, training  # noqa: E402
 from calbench.models.errors import OfflineError  # noqa: E402
 from conftest import DOWNLOADS, REPO, PlantedFile, image_folder  # noqa: E402
@@ -22,13 +23,14 @@ from conftest import DOWNLOADS, REPO, PlantedFile, image_folder  # noqa: E402
 
 def train(source: str, entry: dict, output) -> None:
     """The train job on one thread, its entry filled as calbench.config.load fills it."""
-    jobs.train_job(source, complete_source(entry), output, cache_dir=DOWNLOADS, threads=1, progress=False)
+    jobs.train_job(spec=TrainSpec(source=source, entry=complete_source(entry), cache_dir=DOWNLOADS, threads=1,
+                                  model=output), progress=False)
 
 
 def dump_model(source: str, entry: dict, output, weights=None) -> None:
     """The dump job on one thread, its entry filled as calbench.config.load fills it."""
-    model_dump.dump_model_job(source, complete_source(entry), output, weights, cache_dir=DOWNLOADS, threads=1,
-                        progress=False)
+    model_dump.dump_model_job(spec=ModelDumpSpec(source=source, entry=complete_source(entry), cache_dir=DOWNLOADS,
+                                                 threads=1, weights=weights, output=output), progress=False)
 
 
 def load_images(entry: dict, where: str) -> datasets.ImageData:

@@ -79,7 +79,7 @@ def test_validate_checks_an_import_sources_ood_logits(logits, message, tmp_path,
     config["sources"]["my_model"]["ood"] = {"x": {"logits": str(path)}}
     (tmp_path / "my.yaml").write_text(yaml.safe_dump(config))
     assert main(["validate", str(tmp_path / "my.yaml")]) == 1
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 

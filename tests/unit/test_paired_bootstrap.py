@@ -1,11 +1,12 @@
-"""The paired bootstrap of recommend, the tables and the critical-difference marks (calbench.report.paired_bootstrap):
+"""The paired bootstrap of recommend, the tables and the critical-difference marks (calbench.stats):
 coverage on sources with a known answer, one seed and several, range-respecting intervals, Holm's ties."""
 
 import numpy as np
 import pytest
 from scipy.special import softmax
 
-from calbench.report.paired_bootstrap import compare, holm, paired_p_values, pooled, source_draws
+from calbench.stats.draws import source_draws
+from calbench.stats.paired import bootstrap_p_values, compare, format_p, holm, pooled
 
 CLASSES = 4
 
@@ -74,11 +75,17 @@ def test_pooling_seeds_adds_the_between_seed_spread_that_row_noise_does_not_expl
     assert near.std() == pytest.approx(0.01 / np.sqrt(2), rel=0.1)
 
 
-def test_p_values_are_two_sided_from_the_bootstrap_standard_error_and_identical_outputs_are_tied():
+def test_p_values_count_the_resamples_and_never_go_below_their_resolution():
+    """Davison & Hinkley 1997 eq. 4.11: p = (1 + #{|d* − mean d*| ≥ |d|}) / (R + 1), two-sided; identical outputs
+    are tied (p = 1), and a difference no resample reaches gets 1/(R + 1), printed "p < 1/R", never 0 or 1e-279."""
     spread = np.random.default_rng(0).normal(size=4000)
-    assert paired_p_values(np.float64(0.0), np.zeros(99)) == 1.0 and paired_p_values(np.float64(0.1), np.zeros(9)) == 0
-    assert paired_p_values(np.float64(1.96), 1.96 + spread) == pytest.approx(0.05, abs=0.003)
-    assert paired_p_values(np.float64(-1.96), spread) == paired_p_values(np.float64(1.96), spread)
+    assert bootstrap_p_values(np.float64(0.0), np.zeros(99)) == 1.0
+    assert bootstrap_p_values(np.float64(0.1), np.zeros(999)) == pytest.approx(1 / 1000)
+    assert bootstrap_p_values(np.float64(1.96), 1.96 + spread) == pytest.approx(0.05, abs=0.01)
+    assert bootstrap_p_values(np.float64(-1.96), spread) == bootstrap_p_values(np.float64(1.96), spread)
+    assert bootstrap_p_values(np.float64(50.0), spread) == 1 / 4001
+    assert format_p(1 / 1001, 1000) == "p < 0.001" and format_p(0.0123, 1000) == "p = 0.012"
+    assert format_p(holm(np.array([1 / 1001]))[0], 1000) == "p < 0.001"
 
 
 def test_holm_adjusts_step_down_and_keeps_the_order():
@@ -114,7 +121,7 @@ def test_a_test_row_set_that_differs_between_methods_is_an_error():
 def test_critical_difference_labels_count_the_sources_tied_with_the_best():
     import pandas as pd
 
-    from calbench.report.critical_difference import best_group
+    from calbench.stats.ranks import best_group
 
     verdicts = pd.DataFrame({"source": ["a", "a", "b", "b"], "metric": "nll", "method": ["ts", "vs", "ts", "vs"],
                              "tied_with_best": [True, True, True, False], "p_value": [np.nan, 0.3, np.nan, 0.01]})

@@ -157,14 +157,14 @@ def test_perturbed_ts_fits_on_every_level_and_is_evaluated_under_shift(planned_t
 @pytest.mark.workflow
 @pytest.mark.xdist_group("perturb_cal")
 def test_the_command_line_fits_perturbed_ts_as_the_workflow_does(planned_then_run, tmp_path, monkeypatch):
-    """``python -m calbench calibrate`` builds the job's arguments as the rule's script does, the perturbed
-    calibration set and the pooled source's drawn split included (calibrate_arguments)."""
+    """``python -m calbench job calibrate`` builds the job's spec as the rule's script does, the perturbed
+    calibration set and the pooled source's drawn split included (calbench.jobs.calibrate.spec)."""
     work, _ = planned_then_run
     for folder in ("dumps", "splits", "perturbed_cal"):
         shutil.copytree(work / "results" / folder, tmp_path / "results" / folder)
     (tmp_path / "config.yaml").write_text((work / "config.yaml").read_text())
     monkeypatch.chdir(tmp_path)
-    assert main(["calibrate", "--config", "config.yaml", "--source", "digits_tiny", "--method", "perturb+ts",
+    assert main(["job", "calibrate", "--config", "config.yaml", "--source", "digits_tiny", "--method", "perturb+ts",
                  "--seed", "1"]) == 0
     calibrated = "results/calibrated/digits_tiny/perturb+ts/seed1.h5"
     expected, got = (read_calibrated(folder / calibrated, "test") for folder in (work, tmp_path))

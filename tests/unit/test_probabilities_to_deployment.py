@@ -21,8 +21,8 @@ import yaml
 import calbench
 from calbench.__main__ import main
 from calbench.data import splits, store
-from calbench.jobs.calibrate import calibrate_job
-from calbench.jobs.evaluate import evaluate_job
+from calbench.jobs.calibrate import CalibrateSpec, calibrate_job
+from calbench.jobs.evaluate import EvaluateSpec, evaluate_job
 from calbench.methods import available, make, method_class
 from calbench.metrics import evaluate
 from calbench.scores import CoarseProbabilitiesWarning, Scores
@@ -106,8 +106,10 @@ def test_a_loaded_calibrator_fitted_on_logits_refuses_probabilities(prob_files):
 def test_every_methods_table_metrics_are_those_of_its_saved_calibrator(name, dump, tmp_path):
     """Stored outputs are the float64 predict_proba: accuracy exactly, every metric to 1e-9, for every method."""
     calibrated, saved, metrics = tmp_path / "c.h5", tmp_path / "c.safetensors", tmp_path / "m.json"
-    calibrate_job(dump, calibrated, name, {name: FAST.get(name, {})}, 0, calibrator_output=saved, input_kind="logits")
-    evaluate_job(calibrated, dump, metrics, IDS, "s", name, 0)
+    calibrate_job(spec=CalibrateSpec(source="s", method=name, seed=0, method_settings={name: FAST.get(name, {})},
+                                     input_kind="logits", dump=dump, calibrated=calibrated, calibrator=saved))
+    evaluate_job(spec=EvaluateSpec(source="s", method=name, seed=0, metrics=IDS, calibrated=calibrated, dump=dump,
+                                   output=metrics))
     table = json.loads(metrics.read_text())
     test = splits.load_split(dump, 0)["test"]
     probs = calbench.load(saved).predict_proba(Scores(test["logits"], test["embeddings"]))
@@ -133,8 +135,9 @@ def test_a_probability_source_is_benchmarked_on_what_apply_reads(prob_files, tmp
 
     make_dump("p", complete_source(entry), [0], tmp_path / "p.h5", DOWNLOADS)
     assert store.read_group(tmp_path / "p.h5", "all")["logits"].dtype == np.float64
-    calibrate_job(tmp_path / "p.h5", tmp_path / "c.h5", "irm", {"irm": {}}, 0, entry["split"],
-                  calibrator_output=tmp_path / "irm.safetensors", input_kind="probs")
+    calibrate_job(spec=CalibrateSpec(source="p", method="irm", seed=0, method_settings={"irm": {}},
+                                     split=entry["split"], input_kind="probs", dump=tmp_path / "p.h5",
+                                     calibrated=tmp_path / "c.h5", calibrator=tmp_path / "irm.safetensors"))
     out = store.read_calibrated(tmp_path / "c.h5")
     np.save(tmp_path / "test_rows.npy", p[out["index"]])
     assert main(["apply", str(tmp_path / "irm.safetensors"), str(tmp_path / "test_rows.npy"), "-o",
@@ -160,10 +163,14 @@ def test_rounded_probabilities_warn_in_validate_and_fit_saying_what_to_do(tmp_pa
     rounded /= rounded.sum(1, keepdims=True)
     rounded = np.round(rounded, 4)  # rows still sum to 1 within 1e-3: valid probabilities, 4 decimals
     assert main(["validate", str(_config(tmp_path, "probs", rounded, part["labels"]))]) == 0
-    out = capsys.readouterr().out
-    assert re.search(r"warning: .*p.npy:all/logits: every value is rounded to 4 decimals and \d+% of the values",
-                     out), out
-    assert "export the logits, or the probabilities unrounded" in out and "valid (1 sources" in out
+    out = "".join(capsys.readouterr())  # the warnings on stderr, the verdict on stdout
+    assert re.search(r"warning: .*p.npy:all/logits: every value is rounded to 4 decimals: ", out), out
+    assert "export the logits or unrounded probabilities" in out and "valid (1 sources" in out
+    warned = [line for line in out.splitlines() if "warning: " in line and "all/logits: " in line]
+    assert "rows repeat another row" in out  # 2 decimals make copies of rows too (calbench.data.copies)
+    assert len(warned) == 2 and "floor=5e-05" in warned[1]  # one idea a line: the problem, then the floor
+    messages = [line.split("all/logits: ", 1)[1] for line in warned]  # after the file's name
+    assert all(len(m) <= 160 and m.count("(") == m.count(")") for m in messages), messages
     assert main(["fit", "ts", "--probs", "--scores", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy"),
                  "-o", str(tmp_path / "ts.safetensors")]) == 0
     assert "calbench fit: warning: " in capsys.readouterr().err
@@ -175,7 +182,7 @@ def test_full_precision_probabilities_do_not_warn(tmp_path, capsys):
     part = _part(400, 0)
     probs = _softmax(part["logits"].astype(np.float64)).astype(np.float32)
     assert main(["validate", str(_config(tmp_path, "probs", probs, part["labels"]))]) == 0
-    assert "warning" not in capsys.readouterr().out
+    assert "warning" not in "".join(capsys.readouterr())
 
 
 @pytest.mark.parametrize("scores, advice", [("probs", "divide them by 100$"),
@@ -184,10 +191,10 @@ def test_percentages_are_told_to_divide_by_100(tmp_path, capsys, scores, advice)
     part = _part(400, 0)
     percent = 100 * _softmax(part["logits"].astype(np.float64))
     assert main(["validate", str(_config(tmp_path, scores, percent, part["labels"]))]) == 1
-    line = capsys.readouterr().out.strip()
+    line = capsys.readouterr().err.strip()
     assert "look like percentages" in line and re.search(advice, line), line
     assert main(["fit", "ts", "--scores", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy"),
-                 "-o", str(tmp_path / "ts.safetensors")] + (["--probs"] if scores == "probs" else [])) == 2
+                 "-o", str(tmp_path / "ts.safetensors")] + (["--probs"] if scores == "probs" else [])) == 1
     assert "divide them by 100" in capsys.readouterr().err
 
 
@@ -220,8 +227,9 @@ def _finished_run(results, outputs: dict, labels, metrics) -> None:
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
     """The winner's percentile interval and the Holm-adjusted paired p-values are the engine's, on the same
-    resamples of the test rows for every method (calbench.report.paired_bootstrap)."""
-    from calbench.report.paired_bootstrap import compare, source_draws
+    resamples of the test rows for every method (calbench.stats)."""
+    from calbench.stats.draws import source_draws
+    from calbench.stats.paired import compare
 
     results, outputs, y = one_seed_run
     assert main(["recommend", str(results), "--metric", "ece.conf.em15.l1", "--resamples", "400"]) == 0
@@ -275,15 +283,16 @@ def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_acc
 
 
 def test_reliability_figures_default_to_the_tables_equal_mass_bins_and_say_so(one_seed_run, tmp_path, monkeypatch):
-    from calbench.jobs.reliability import reliability_job
+    from calbench.jobs.reliability import ReliabilitySpec, reliability_job
     from calbench.report import reliability
 
     results, outputs, y = one_seed_run
     titles = []
     monkeypatch.setattr(reliability, "save_figure", lambda fig, path: titles.append(fig._suptitle.get_text()))
     calibrated = {m: [results / "calibrated" / "src" / m / "seed0.h5"] for m in outputs}
-    reliability_job(calibrated, tmp_path / "f.png", tmp_path / "f.csv", "conf", "src", [0], 15, "em",
-                            max_classes=10)
+    reliability_job(spec=ReliabilitySpec(source="src", target="conf", seeds=[0], n_bins=15, scheme="em",
+                                         max_classes=10, calibrated=calibrated, figure=tmp_path / "f.png",
+                                         table=tmp_path / "f.csv"))
     assert len(titles) == 1 and "15 equal-mass bins, as the tables' ece.conf.em15.l1" in " ".join(titles[0].split())
     table = pd.read_csv(tmp_path / "f.csv")
     for method, probs in outputs.items():
@@ -328,7 +337,7 @@ def test_the_dry_run_refuses_labels_that_would_fail_later(tmp_path, labels, mess
 # -- 10. paths, the split file, CSV headers, swapped arguments -----------------------------------------------------
 def test_errors_name_the_resolved_path_of_a_relative_file(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
-    assert main(["fit", "ts", "--scores", "data/cal.npy", "--labels", "y.npy", "-o", "ts.safetensors"]) == 2
+    assert main(["fit", "ts", "--scores", "data/cal.npy", "--labels", "y.npy", "-o", "ts.safetensors"]) == 1
     assert f"data/cal.npy (resolved to {tmp_path / 'data' / 'cal.npy'}): no such file" in capsys.readouterr().err
 
 
@@ -357,7 +366,7 @@ def test_swapped_apply_arguments_are_recognised(tmp_path, capsys):
     calbench.save(make("ts").fit(part["logits"], part["labels"]), tmp_path / "ts.safetensors")
     np.save(tmp_path / "z.npy", part["logits"])
     swapped = [str(tmp_path / "z.npy"), str(tmp_path / "ts.safetensors")]
-    assert main(["apply", *swapped, "-o", str(tmp_path / "p.npy")]) == 2
+    assert main(["apply", *swapped, "-o", str(tmp_path / "p.npy")]) == 1
     err = capsys.readouterr().err
     assert "is a score file and" in err and "the calibrator comes first: calbench apply" in err
     assert not (tmp_path / "p.npy").exists()
@@ -366,7 +375,7 @@ def test_swapped_apply_arguments_are_recognised(tmp_path, capsys):
 # -- 11. the small items ---------------------------------------------------------------------------------------
 def test_recommend_names_the_metric_ids_of_the_run_not_patterns(one_seed_run, capsys):
     results, _, _ = one_seed_run
-    assert main(["recommend", str(results), "--metric", "ece"]) == 2
+    assert main(["recommend", str(results), "--metric", "ece"]) == 1
     err = capsys.readouterr().err
     assert "metric 'ece' is not in" in err and "it holds ece.conf.em15.l1, nll" in err and "(?P<" not in err
 
@@ -418,17 +427,17 @@ def test_probabilities_rounded_to_any_decimals_are_diagnosed_as_rounded_in_libra
     labels = (_softmax(np.log(probs) / 2).cumsum(axis=1) > rng.random((400, 1))).argmax(axis=1)  # overconfident
     rounded = np.round(probs, decimals)
     assert main(["validate", str(_config(tmp_path, "probs", rounded, labels))]) == 0
-    out = capsys.readouterr().out
+    out = "".join(capsys.readouterr())  # the warnings on stderr, the verdict on stdout
     assert f"every value is rounded to {decimals} decimals" in out and "valid (1 sources" in out, out
     assert "declare `scores: logits`" not in out
     assert main(["validate", str(_config(tmp_path, "logits", rounded, labels))]) == 1
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert f"probability vector rounded to {decimals} decimals" in out and "declare `scores: probs`" in out, out
     args = ["--scores", str(tmp_path / "p.npy"), "--labels", str(tmp_path / "y.npy"), "-o", str(tmp_path / "t.st")]
     assert main(["fit", "ts", "--probs", *args]) == 0
     err = capsys.readouterr().err
     assert f"rounded to {decimals} decimals" in err and "drop --probs" not in err, err
-    assert main(["fit", "ts", *args]) == 2
+    assert main(["fit", "ts", *args]) == 1
     assert f"rounded to {decimals} decimals" in capsys.readouterr().err
     with pytest.warns(CoarseProbabilitiesWarning, match=f"rounded to {decimals} decimals"):
         scores = Scores.from_probs(rounded)

@@ -1,48 +1,70 @@
-"""The report's first page (calbench.cli.report): the summary's Markdown tables as reStructuredText tables, the key
-figures inline, and a page that still renders before a run has results."""
+"""The report's page (calbench.report.page): the decision per source from recommendation records (a method, or
+"keep the model as is" where none beats uncal), its notes, the tables' Markdown as HTML, and the out-of-date box."""
 
 from __future__ import annotations
 
-import base64
 import re
 
-from docutils.core import publish_parts
-
-from calbench.cli.report import front_page_rst, markdown_tables_rst
-
-SUMMARY = """# calbench results
-
-### nll (lower is better)
-
-| source | uncal | ts |
-|---|---|---|
-| tiny | 0.85 (2) | 0.64 (1) |
-| **average rank** | **2.0** | **1.0** |
-"""
+from calbench.report.page import KEEP, answer_html, decisions, markdown_html, page
 
 
-def _html(rst: str) -> str:
-    return publish_parts(rst, writer="html", settings_overrides={"report_level": 2, "halt_level": 2})["html_body"]
+def _record(source, method, estimate, low, high, tied, **extra):
+    return {"source": source, "metric": "nll", "method": method, "estimate": estimate, "low": low, "high": high,
+            "best": tied is None, "tied_with_best": tied, "p_value": None if tied is None else 0.01, "note": None,
+            "acc_change": 0.0, "calibrator": f"results/calibrators/{source}/{method}/seed0.safetensors", **extra}
 
 
-def test_markdown_tables_become_html_tables():
-    html = _html(markdown_tables_rst(SUMMARY))
-    assert html.count("<table") == 1 and "<strong>nll (lower is better)</strong>" in html
-    assert re.search(r"<td>0.64 \(1\)</td>", html) and "<strong>average rank</strong>" in html
+RECORDS = [
+    _record("a", "ts", 0.61, 0.60, 0.63, None, acc_flag="lowers", acc_change=-0.021),
+    _record("a", "vs", 0.62, 0.60, 0.64, True),
+    _record("a", "uncal", 0.85, 0.83, 0.88, False),
+    _record("b", "irm", 0.50, 0.48, 0.52, None),
+    _record("b", "uncal", 0.51, 0.49, 0.53, True),
+    _record("c", "uncal", 0.30, 0.29, 0.31, None),
+    _record("c", "ts", 0.31, 0.30, 0.32, False),
+]
+WARNINGS = [{"source": "a", "method": "ts", "seed": "0", "stage": "calibrate", "category": "GridEdgeWarning",
+             "message": "the best lambda is the last of the grid"},
+            {"source": "a", "method": "ts", "seed": "1", "stage": "calibrate", "category": "GridEdgeWarning",
+             "message": "the best lambda is the last of the grid"},
+            {"source": "a", "method": "vs", "seed": "0", "stage": "calibrate", "category": "UserWarning",
+             "message": "not about the recommendation"}]
 
 
-def test_the_page_shows_the_summary_and_the_key_figures_inline(tmp_path):
-    tables, figures = tmp_path / "results" / "tables", tmp_path / "results" / "figures" / "reliability" / "tiny"
-    tables.mkdir(parents=True)
-    figures.mkdir(parents=True)
-    (tables / "summary.md").write_text(SUMMARY)
-    png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
-    (figures / "conf.png").write_bytes(png)
-    page = front_page_rst(tmp_path, "The run's description.")
-    assert "no recommendation: " in page  # no metrics table yet: said, not failed
-    body = page.replace("{% raw %}", "").replace("{% endraw %}", "")
-    html = _html(body)
-    assert html.count("<table") == 1 and "The run's description." in html
-    data = re.search(r'src="data:image/png;base64,(.*?)"', html, flags=re.S).group(1)
-    assert max(map(len, body.splitlines())) < 10_000  # docutils refuses longer lines
-    assert base64.b64decode(re.sub(r"\s", "", data)) == png
+def test_the_decision_is_the_best_method_unless_uncal_is_tied_with_it():
+    a, b, c = decisions(RECORDS, "nll", WARNINGS)
+    assert (a.method, a.keep, a.ties, a.value) == ("ts", False, ["vs"], "0.610 [0.600, 0.630]")
+    assert a.calibrator == "results/calibrators/a/ts/seed0.safetensors"
+    assert any("lowers accuracy by 2.1 points" in note for note in a.notes)
+    # the recommended method's warning, once over the seeds; not the other method's
+    assert [n for n in a.notes if n.startswith("warning")] == [
+        "warning (ts, seed 0): the best lambda is the last of the grid"]
+    assert (b.method, b.keep, b.best, b.calibrator) == ("uncal", True, "irm", None)  # irm does not beat uncal
+    assert any("no method beats uncal" in note for note in b.notes)
+    assert (c.method, c.keep, c.notes) == ("uncal", True, [])
+
+
+def test_the_answer_is_one_row_per_source_with_the_notes_in_full():
+    html = answer_html(decisions(RECORDS, "nll", WARNINGS), "nll", "lower")
+    assert html.count("<tr class='decision'") == 3 and html.count(KEEP) == 2
+    assert "beyond the interval of uncal&#x27;s accuracy: it changes the classifier&#x27;s decisions" in html
+    assert "results/calibrators/a/ts/seed0.safetensors" in html
+
+
+def test_the_tables_markdown_becomes_html_with_bold_lists_and_tables():
+    text = ("### nll (lower is better)\n\n| source | uncal | ts |\n|---|---|---|\n| tiny | 0.85 ± 0.01 | **0.64 ± "
+            "0.02** |\n\nNoise floors:\n- ece.conf.em15.l1: 1.2\n- ece.cw.em15.l1: 0.8\nFloored outputs:\n"
+            "- irm: 1e-12\n")
+    html = markdown_html(text)
+    assert "**" not in html and "<strong>0.64 ± 0.02</strong>" in html
+    assert html.count("<ul>") == 2 and html.count("<li>") == 3
+    assert "<div class='wide'><table>" in html and "<h4>nll (lower is better)</h4>" in html
+
+
+def test_an_out_of_date_run_is_said_in_a_red_box_above_the_answer():
+    html = page(title="calbench report: my.yaml", sources=["a", "b"], facts=["seeds: 0, 1"],
+                stale="Out of date: 3 jobs would rerun", answer="<table id='answer'></table>", recommended_figures=[],
+                warnings="", tables=[("summary.md", "| a |\n|---|\n| 1 |\n")], figures=[("figures/x.png", "x")])
+    assert re.search(r"<div class='stale' id='stale'>Out of date: 3 jobs would rerun</div>\s*<h2 id='the-answer'>",
+                     html)
+    assert "sources: <b>a, b</b>" in html and "<img src='figures/x.png'" in html

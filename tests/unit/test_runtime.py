@@ -9,7 +9,7 @@ import re
 import numpy as np
 
 from calbench.data import store
-from calbench.jobs.tables import write_runtime_table
+from calbench.jobs.tables import RuntimeSpec, write_runtime_table
 from calbench.report.runtime import runtime_frame
 from conftest import REPO
 
@@ -39,7 +39,8 @@ def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
     frame = runtime_frame(jobs, cal, bench, metrics)
     assert frame["fit_s"].tolist() == [0.2, 0.4, 0.0] and np.isnan(frame["calibrate_mb"].iloc[2])
     out = tmp_path / "runtime.md"
-    write_runtime_table(jobs, cal, bench, metrics, out, method_order=["uncal", "ts"])
+    write_runtime_table(spec=RuntimeSpec(jobs=jobs, methods=["uncal", "ts"], calibrated=cal, calibrate_benchmarks=bench,
+                                         metrics=metrics, output=out))
     rows = [line for line in out.read_text().splitlines() if line.startswith("| s |")]
     assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 100 | – |"]
 
@@ -62,7 +63,8 @@ def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):
     files.append(_job_files(tmp_path, "ts+lece", 0, 1.0, 0.1, 100, chain))
     cal, bench, metrics = zip(*files)
     out = tmp_path / "runtime.md"
-    write_runtime_table(jobs, cal, bench, metrics, out)
+    write_runtime_table(spec=RuntimeSpec(jobs=jobs, methods=None, calibrated=cal, calibrate_benchmarks=bench,
+                                         metrics=metrics, output=out))
     chosen = [line.split(" | ")[-1] for line in out.read_text().splitlines() if line.startswith("| s |")]
     assert chosen == ["q=0.05, t=0 (2/3) |", "lece: t=0.01 (1/1) |"]
 

@@ -52,7 +52,7 @@ def test_bad_shift_configs_are_refused_naming_the_field(config, message, tmp_pat
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(config))
     assert main(["validate", str(path)]) == 1
-    assert re.search(message, capsys.readouterr().out)
+    assert re.search(message, capsys.readouterr().err)
 
 
 def _import_with_shift(folder, logits_shape, severity=2):
@@ -81,7 +81,7 @@ def test_validate_checks_the_files_of_an_import_sources_shifts(change, message, 
     path = tmp_path / "my.yaml"
     path.write_text(yaml.safe_dump(change(tmp_path)))
     assert main(["validate", str(path)]) == 1
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 
@@ -124,7 +124,7 @@ def test_validate_refuses_a_pooled_sources_shift_that_may_hold_calibration_rows(
     path = tmp_path / "my.yaml"
     path.write_text(yaml.safe_dump(_pooled_with_shift(tmp_path, **setup)))
     assert main(["validate", str(path)]) == 1
-    lines = capsys.readouterr().out.splitlines()
+    lines = capsys.readouterr().err.splitlines()
     assert len(lines) == 1 and re.search(message, lines[0]), lines
 
 
@@ -134,7 +134,7 @@ def test_an_aligned_shift_is_evaluated_on_each_seeds_test_rows_only(tmp_path, ca
     from calbench import save
     from calbench.data import sources, splits, store
     from calbench.jobs.evaluate import shifted_predictions
-    from calbench.jobs.sources import dump_source_shifts_job
+    from calbench.jobs.sources import ShiftsSpec, dump_source_shifts_job
     from calbench.methods import make
     from calbench.scores import Scores
 
@@ -146,7 +146,8 @@ def test_an_aligned_shift_is_evaluated_on_each_seeds_test_rows_only(tmp_path, ca
         assert main(["validate", str(path)]) == 0, capsys.readouterr().out
         entry = load(config)["sources"]["my_model"]
         sources.make_dump("my_model", entry, [0], tmp_path / "dump.h5", tmp_path)
-        dump_source_shifts_job("my_model", entry, tmp_path / "dump.h5", tmp_path / "shifts.h5", tmp_path)
+        dump_source_shifts_job(spec=ShiftsSpec(source="my_model", entry=entry, cache_dir=tmp_path,
+                                               dump=tmp_path / "dump.h5", shifts=tmp_path / "shifts.h5"))
         pool_rows = np.arange(400) if expected is None else expected
         np.testing.assert_array_equal(store.read_group(tmp_path / "shifts.h5", "shift/noise/3")["pool_rows"], pool_rows)
         part = splits.load_split(tmp_path / "dump.h5", 0, entry["split"])

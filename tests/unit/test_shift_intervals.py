@@ -1,5 +1,5 @@
 """The shift tables' intervals and marks (docs/shift.md, "How to read the tables"): the paired bootstrap of
-report/paired_bootstrap.py over the rows of each cell, differences from uncal paired, and the statements of
+calbench.stats over the rows of each cell, differences from uncal paired, and the statements of
 over- and under-confidence from the signed calibration error sce.conf where its interval excludes 0."""
 
 import numpy as np
@@ -7,8 +7,9 @@ import pandas as pd
 import pytest
 
 from calbench.metrics import evaluate
-from calbench.report.paired_bootstrap import against_reference, mean_over_sets, source_draws
 from calbench.report.shift import UNDER_SHIFT, severity_markdown, shift_cells
+from calbench.stats.draws import mean_over_sets, source_draws
+from calbench.stats.paired import against_reference
 
 METRICS = ["nll", "sce.conf", "ece.conf.em15.l1", "ks.conf"]
 SETS = ("clean", "rotate/1", "gaussian_noise/1", "rotate/2")

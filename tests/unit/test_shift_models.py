@@ -10,6 +10,7 @@ import yaml
 from calbench.config import load
 from calbench.corruptions import FAMILIES, SEVERITIES, levels
 from calbench.data import store
+from calbench.jobs.model_specs import ModelDumpSpec, PerturbedCalSpec, TrainSpec
 from conftest import DOWNLOADS, REPO
 
 jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
@@ -29,10 +30,12 @@ def shifted(tmp_path_factory):
     entry = {**DEFAULT, "recipe": {**DEFAULT["recipe"], "epochs": 20},
              "shifts": {family: list(SEVERITIES) for family in FIVE}}
     entry = load({"sources": {"d": entry}, "methods": ["ts"], "metrics": ["acc"]})["sources"]["d"]
-    run = {"cache_dir": DOWNLOADS, "threads": 1, "progress": False}
-    jobs.train_job("d", entry, folder / "model.pt", **run)
-    model_dump.dump_model_job("d", entry, folder / "dump.h5", folder / "model.pt", **run)
-    model_shifts.dump_model_shifts_job("d", entry, folder / "shifts.h5", folder / "model.pt", **run)
+    run = {"source": "d", "entry": entry, "cache_dir": DOWNLOADS, "threads": 1}
+    jobs.train_job(spec=TrainSpec(**run, model=folder / "model.pt"), progress=False)
+    model_dump.dump_model_job(spec=ModelDumpSpec(**run, weights=folder / "model.pt", output=folder / "dump.h5"),
+                              progress=False)
+    model_shifts.dump_model_shifts_job(spec=ModelDumpSpec(**run, weights=folder / "model.pt",
+                                                          output=folder / "shifts.h5"), progress=False)
     return folder, entry
 
 
@@ -74,8 +77,9 @@ def test_perturbed_calibration_accuracy_falls_with_level_to_chance_on_the_defaul
     pool = store.read_group(folder / "dump.h5", "all")
     cal_rows, test_rows = split_pool(pool["labels"], 0, **{k: v for k, v in entry["split"].items()})
     np.save(tmp_path / "test_rows.npy", test_rows)
-    perturbed_cal.dump_perturbed_cal_job("d", entry, tmp_path / "perturbed.h5", 5, folder / "model.pt", seed=0,
-                                         test_rows=tmp_path / "test_rows.npy", cache_dir=DOWNLOADS, threads=1)
+    perturbed_cal.dump_perturbed_cal_job(spec=PerturbedCalSpec(
+        source="d", seed=0, entry=entry, perturb={"levels": 5, "clip": False}, cache_dir=DOWNLOADS, threads=1,
+        weights=folder / "model.pt", test_rows=tmp_path / "test_rows.npy", output=tmp_path / "perturbed.h5"))
     attrs = {k: json.loads(v) for k, v in store.read_attrs(tmp_path / "perturbed.h5").items()
              if k in ("epsilons", "accuracies", "target_accuracies")}
     assert store.list_groups(tmp_path / "perturbed.h5") == [f"level/{i}" for i in range(5)]
@@ -99,7 +103,8 @@ def test_ood_sets_of_the_default_trained_model(shifted, tmp_path):
 
     folder, entry = shifted
     entry = {**entry, "ood": {"mnist": {"dataset": "mnist5k", "rows": 120}, "noise": {"noise": "uniform", "rows": 60}}}
-    ood_model.dump_model_ood_job("d", entry, tmp_path / "ood.h5", folder / "model.pt", cache_dir=DOWNLOADS, threads=1)
+    ood_model.dump_model_ood_job(spec=ModelDumpSpec(source="d", entry=entry, cache_dir=DOWNLOADS, threads=1,
+                                                    weights=folder / "model.pt", output=tmp_path / "ood.h5"))
     sets = read_ood(tmp_path / "ood.h5")
     assert {k: v["logits"].shape for k, v in sets.items()} == {"mnist": (120, 10), "noise": (60, 10)}
     assert sets["noise"]["embeddings"].shape[0] == 60

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from calbench.report.noise_floor import debiased_id, is_calibration_error, noise_floor
 from calbench.report.tables import markdown_table, summary
+from calbench.stats.noise_floor import debiased_id, is_calibration_error, noise_floor
 
 
 def _long(values: dict, metric="nll") -> pd.DataFrame:

@@ -38,7 +38,10 @@ def dry_run(workdir, config) -> dict[str, int]:
 def test_figure_and_study_targets_in_the_dag(tmp_path):
     jobs = dry_run(tmp_path / "on", tiny_config(figures=FIGURES, studies=STUDIES))
     assert jobs["reliability_diagram"] == 4  # 2 sources × (conf, cw)
-    assert jobs["simplex_map"] == 1 and jobs["critical_difference"] == 1
+    assert jobs["simplex_map"] == 1 and "critical_difference" not in jobs  # 2 sources: too few to rank (Demšar)
+    five = tiny_config(figures=FIGURES)
+    five["sources"] |= {f"planted{k}": {**five["sources"]["planted"], "temperature": 2.0 + k} for k in range(3)}
+    assert dry_run(tmp_path / "five", five)["critical_difference"] == 1
     assert jobs["learning_curve"] == 2 and jobs["learning_curve_summary"] == 1
     plain = dry_run(tmp_path / "default", tiny_config())  # no `figures` key: the reliability diagrams
     assert plain["reliability_diagram"] == 4
@@ -64,14 +67,15 @@ def test_tiny_run_draws_every_figure_and_the_report(tmp_path):
     del config["sources"]["planted"]  # one source keeps the run short
     run_snakemake(tmp_path, config)
     figures = tmp_path / "results" / "figures"
-    for name in ("reliability/lece/conf.png", "simplex/lece.png", "critical_difference/acc.png",
-                 "learning_curve/lece.png"):
+    for name in ("reliability/lece/conf.png", "simplex/lece.png", "learning_curve/lece.png"):
         assert (figures / name).read_bytes()[:4] == b"\x89PNG", name
+    assert not (figures / "critical_difference").exists()  # one source: no ranks across sources
     bins = pd.read_csv(figures / "reliability" / "lece" / "conf.csv").query("kind == 'bin'")
     assert set(bins["method"]) == {"uncal", "ts"} and bins.groupby("method")["count"].sum().tolist() == [600, 600]
-    assert "| acc |" in (tmp_path / "results" / "tables" / "friedman.md").read_text()
+    assert "Too few sources to rank methods across sources" in (tmp_path / "results" / "tables" /
+                                                                "average_ranks.md").read_text()
     summary = pd.read_csv(tmp_path / "results" / "studies" / "learning_curve" / "summary.csv")
     assert sorted(set(summary["size"])) == [128, 256] and (summary["repeats"] == 2).all()
     run_snakemake(tmp_path, None, "--report", "results/report.html")
     html = (tmp_path / "results" / "report.html").read_text()
-    assert "bootstrap band" in html and "Critical differences" in html and "Learning curves" in html
+    assert "bootstrap band" in html and "Learning curves" in html

@@ -79,11 +79,14 @@ def _run(args, cwd, env):
 def test_the_wheel_installed_in_a_fresh_environment_validates_fits_and_applies(tmp_path):
     """Build the wheel from the sources, install it (no dependencies) into a new virtual environment whose
     dependencies come from this one's site-packages, and run `calbench validate`, `fit` and `apply` there,
-    outside the repository and without PYTHONPATH: the calbench that runs is the wheel's."""
+    outside the repository and without PYTHONPATH: the calbench that runs is the wheel's, and `calbench report` finds
+    the Snakefile the wheel installed."""
     tree = tmp_path / "tree"
     shutil.copytree(REPO / "src", tree / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "Snakefile"):
         shutil.copy(REPO / name, tree / name)
+    for folder in ("workflow", "profiles"):  # the workflow the wheel installs under share/calbench
+        shutil.copytree(REPO / folder, tree / folder, ignore=shutil.ignore_patterns("__pycache__"))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w",
           tmp_path / "dist", tree], tmp_path, env)
@@ -101,6 +104,8 @@ def test_the_wheel_installed_in_a_fresh_environment_validates_fits_and_applies(t
     work.mkdir()
     where = _run([python, "-c", "import calbench; print(calbench.__file__)"], work, env)
     assert Path(where.strip()).is_relative_to(site), where
+    found = _run([python, "-c", "from calbench.cli.report import snakefile; print(snakefile(None))"], work, env)
+    assert Path(found.strip()) == (venv / "share" / "calbench" / "Snakefile").resolve(), found  # calbench report's
     rng = np.random.default_rng(0)
     y = rng.integers(0, 4, 600)
     z = 3.0 * (rng.normal(size=(600, 4)) + 1.5 * np.eye(4)[y])

@@ -1,7 +1,7 @@
-"""The two ways to run a job, the workflow's scripts and ``python -m calbench dump|calibrate|evaluate``, build its
-arguments with the same functions (calbench.jobs.arguments): every job kind the command line offers gives the same
-files both ways, on a source with fixed parts and on a pooled one with label-shifted test sets. (The chain
-``perturb+ts`` on a model source: tests/unit/test_perturb_cal.py.)"""
+"""The two ways to run a job, the workflow's scripts and ``python -m calbench job dump|calibrate|evaluate``, build
+its spec with the same functions (each stage's ``spec``, calbench.jobs.spec): every job kind the command line
+offers gives the same files both ways, on a source with fixed parts and on a pooled one with label-shifted test
+sets. (The chain ``perturb+ts`` on a model source: tests/unit/test_perturb_cal.py.)"""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def both(tmp_path_factory):
 def _cli(folder, *args):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(folder)
-        assert main([*args, "--config", "config.yaml"]) == 0
+        assert main(["job", *args, "--config", "config.yaml"]) == 0
 
 
 def _arrays(path) -> dict:
@@ -96,8 +96,10 @@ def test_every_job_kind_of_the_command_line_writes_what_the_workflow_writes(both
 
 def test_a_source_or_method_the_config_lacks_is_a_one_line_error(both, capsys, monkeypatch):
     monkeypatch.chdir(both[1])
-    assert main(["calibrate", "--config", "config.yaml", "--source", "nope", "--method", "ts", "--seed", "0"]) == 1
+    assert main(["job", "calibrate", "--config", "config.yaml", "--source", "nope", "--method", "ts",
+                 "--seed", "0"]) == 1
     assert "no source 'nope' in config key sources (tiny, pooled)" in capsys.readouterr().err
-    assert main(["calibrate", "--config", "config.yaml", "--source", "tiny", "--method", "tss", "--seed", "0"]) == 1
+    assert main(["job", "calibrate", "--config", "config.yaml", "--source", "tiny", "--method", "tss",
+                 "--seed", "0"]) == 1
     assert "--method 'tss'" in capsys.readouterr().err
 

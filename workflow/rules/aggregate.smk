@@ -1,39 +1,36 @@
 # Every metrics JSON and calibrated test output → results/tables (long CSV, per-metric Markdown tables marked by
-# the paired bootstrap of the test rows, its intervals).
-from calbench.jobs import paths
-
-
-localrules:
-    aggregate,
+# the paired bootstrap of the test rows, its intervals, the warnings the jobs raised).
 
 
 rule aggregate:
     input:
-        metrics=metric_files(),
-        calibrated=calibrated_files(),
+        unpack(spec_input("aggregate")),
         code=script_code("aggregate"),
     output:
         long=report(
-            paths.METRICS_LONG,
+            AGGREGATE.long,
             caption="../report/metrics_long.rst",
             category="Tables",
         ),
         summary=report(
-            paths.SUMMARY,
+            AGGREGATE.summary,
             caption="../report/summary.rst",
             category="Tables",
         ),
-        ranks=paths.AVERAGE_RANKS,
-        intervals=paths.INTERVALS,
-        per_metric=[paths.METRIC_TABLE.format(metric=m) for m in METRICS],
-    params:
-        metrics=METRICS,
-        methods=METHODS,
+        ranks=AGGREGATE.ranks,
+        intervals=AGGREGATE.intervals,
+        warnings=AGGREGATE.warnings,
+        per_metric=list(AGGREGATE.per_metric.values()),
     log:
         "logs/aggregate.log",
     benchmark:
         "benchmarks/aggregate.tsv"
     conda:
         "../../envs/calbench.yaml"
+    resources:
+        mem_mb=4000,
+        runtime=30,
+    params:
+        settings=spec_params("aggregate"),
     script:
         "../scripts/aggregate.py"

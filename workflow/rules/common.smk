@@ -1,22 +1,23 @@
-# The resolved config, the helpers several rule files share (targets, params, inputs) and the wildcard
-# constraints. A rule file's own helpers live beside its rules (figures.smk, studies.smk, compare.smk).
-import json
+# The resolved config, every helper of the rule files (targets, inputs, params, resources), the sources each rule
+# runs on and the wildcard constraints: the other rule files hold rules only, so that each one reads without the
+# others and their include order does not matter. A rule's files and settings come from its job's spec
+# (calbench.jobs.spec.SPECS: the rule's name → the spec function its script and `calbench job` call too).
 import re
 from functools import cache
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from calbench.config import ConfigError, load, method_needs, method_runs_on, read_config_file
+from calbench.config import ConfigError, load, method_needs, read_config_file
 from calbench.data.check import config_problems
-from calbench.data.inputs import shift_files, source_files
+from calbench.data.entry import sources
 from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
-from calbench.jobs import paths
-from calbench.jobs.sources import dump_entry
 from calbench.imports import code_files
+from calbench.jobs import paths
+from calbench.jobs.spec import spec_function
+from calbench.stats.ranks import MIN_SOURCES
 from calbench.methods import code_files as method_code_files
-from calbench.methods.registry import chain_settings
 
 # The resolved config (calbench.config.load: validated, every default filled, names cross-checked)
 # replaces Snakemake's in place; the rule files read only it.
@@ -34,56 +35,102 @@ _problems = config_problems(config, deep=False)
 if _problems:
     raise WorkflowError("calbench: invalid input files:\n" + "\n".join(_problems))
 
+
+def names(found):
+    return [source.name for source in found]
+
+
+# ---- the sources of each rule (calbench.data.entry.sources is the one filter of sources) ----
 SOURCES = config["sources"]
-METHODS = config["methods"]
-METRICS = config["metrics"]
-# Sources whose dump is computed by a model (train/pretrained, GPU rules) and those that are not.
-MODEL_SOURCES = [s for s, e in SOURCES.items() if e["type"] in ("train", "pretrained")]
-DATA_SOURCES = [s for s, e in SOURCES.items() if s not in MODEL_SOURCES]
-# Model sources that read a folder of images: their model rules read its manifest (rule image_manifest).
-IMAGEFOLDER_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["dataset"] == "imagefolder"]
+MODEL_SOURCES = names(sources(config, model=True))  # dumps computed by a model (torch, GPU rules)
+DATA_SOURCES = names(sources(config, model=False))
+TRAIN_SOURCES = [s.name for s in sources(config, model=True) if s.type == "train"]
+IMAGEFOLDER_SOURCES = [s.name for s in sources(config, model=True) if s.is_imagefolder]
+SHIFT_SOURCES = names(sources(config, having="shifts"))
+OOD_SOURCES = names(sources(config, having="ood"))
+LEARNING_CURVE = config["studies"].get("learning_curve")
 
 
 def _alternatives(names):
     return "|".join(re.escape(n) for n in names) if names else "(?!x)x"
 
 
-wildcard_constraints:
-    source=_alternatives(SOURCES),
-    method=_alternatives(METHODS),
-    seed=r"\d+",
+# ---- the jobs' specs (calbench.jobs.spec): the rules' inputs and params, and the files of the rules without
+# wildcards ----
+def job_spec(rule, wildcards):
+    return spec_function(rule)(config, **dict(wildcards.items()))
 
 
-def section_value(section, key):
-    """A setting of an optional config section (``figures.*``, ``studies.*``, ``paper_comparison``): ``None`` where
-    the section is absent. Every rule is defined whatever the config; rule all asks only for the present sections'
-    outputs, so the rules of an absent one run no job."""
-    return None if section is None else section[key]
+def spec_input(rule):
+    """The files the job of ``rule`` reads, by name (``input: unpack(spec_input(rule))``)."""
+
+    def files(wildcards):
+        return job_spec(rule, wildcards).inputs()
+
+    return files
 
 
-def source_seeds(source):
-    """A source's own ``seeds``, else the config's (calbench.config.load fills them in)."""
-    return SOURCES[source]["seeds"]
+def spec_params(rule):
+    """The settings of the job of ``rule`` as canonical JSON (sorted keys), so that reordering or reformatting the
+    config file does not look like a change of settings to Snakemake's params trigger."""
+
+    def settings(wildcards):
+        return job_spec(rule, wildcards).params()
+
+    return settings
 
 
-def jobs():
-    """Every (source, method, seed) the config asks for (calbench.config.method_runs_on)."""
-    return [(s, m, seed) for s in SOURCES for m in METHODS if method_runs_on(m, SOURCES[s])
-            for seed in source_seeds(s)]
+AGGREGATE = spec_function("aggregate")(config)
+RUNTIME = spec_function("runtime_table")(config)
+PAPER_COMPARISON = spec_function("paper_comparison")(config)
+CRITICAL_DIFFERENCE = spec_function("critical_difference")(config)
+LEARNING_CURVE_SUMMARY = spec_function("learning_curve_summary")(config)
+SHIFT_REPORT = spec_function("shift_report")(config)
+OOD_REPORT = spec_function("ood_report")(config)
+LABEL_SHIFT_REPORT = spec_function("label_shift_report")(config)
 
 
-def metric_files():
-    return [paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
-
-
-def calibrated_files():
-    return [paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()]
-
-
+# ---- the targets of the Snakefile's `all`, from the present sections only, so that an absent section runs no job ----
 def table_files():
-    return [paths.METRICS_LONG, paths.SUMMARY, paths.AVERAGE_RANKS, paths.INTERVALS] + [
-        paths.METRIC_TABLE.format(metric=m) for m in METRICS
-    ]
+    return [path for files in AGGREGATE.outputs().values() for path in files]
+
+
+def figure_files():
+    files = []
+    reliability, simplex = config["figures"].get("reliability"), config["figures"].get("simplex")
+    if reliability is not None:
+        files += [
+            path.format(source=s, target=t)
+            for s in reliability["sources"]
+            for t in reliability["targets"]
+            for path in (paths.RELIABILITY_FIGURE, paths.RELIABILITY_TABLE)
+        ]
+    if simplex is not None:
+        files += [paths.SIMPLEX_FIGURE.format(source=s) for s in simplex["sources"]]
+    if config["figures"].get("critical_difference") is not None and len(SOURCES) >= MIN_SOURCES:
+        # fewer sources: the tables say why no diagram is drawn, and no job runs
+        files += [path for files in CRITICAL_DIFFERENCE.outputs().values() for path in files]
+    return files
+
+
+def study_files():
+    if LEARNING_CURVE is None:
+        return []
+    return [path for files in LEARNING_CURVE_SUMMARY.outputs().values() for path in files]
+
+
+def paper_comparison_outputs():
+    return [PAPER_COMPARISON.output] if PAPER_COMPARISON.table else []
+
+
+def shift_outputs():
+    shift = [p for name, files in SHIFT_REPORT.outputs().items() if name != "csv" for p in files]
+    ood = [OOD_REPORT.table, *OOD_REPORT.figures.values()] if OOD_SOURCES else []
+    return (shift if SHIFT_SOURCES else []) + ood
+
+
+def label_shift_outputs():
+    return list(LABEL_SHIFT_REPORT.tables.values())
 
 
 # ---- code inputs: the calbench files each rule's script can execute (calbench.imports) ----
@@ -110,55 +157,29 @@ def method_code(script):
     return files
 
 
-# ---- params and inputs of the rules (no lambdas in rules) ----
-# Config slices reach jobs as canonical JSON (sorted keys), so that reordering or reformatting the
-# config file does not look like a change of settings to Snakemake's params trigger.
-def canonical(value):
-    return json.dumps(value, sort_keys=True)
-
-
-def source_entry(wildcards):
-    """The source's entry as its dump, training and perturbed-calibration jobs read it (calbench.jobs.sources.
-    dump_entry: but the keys of later stages); the shift and OOD dumps (rules/shift.smk) read the entry but the keys
-    of the others."""
-    return canonical(dump_entry(config, wildcards.source))
-
-
-def source_data(wildcards):
-    """The files the source's entry names (an import's files, a model's local weights) and an image folder's
-    manifest: inputs of the rules that read them, so that changing a file's content reruns what depends on it
-    (calbench.data.inputs)."""
-    images = [paths.IMAGE_MANIFEST.format(source=wildcards.source)] if wildcards.source in IMAGEFOLDER_SOURCES else []
-    return source_files(SOURCES[wildcards.source]) + images
-
-
-def shift_data(wildcards):
-    """The files of an import source's shifted test sets: inputs of its shift dump."""
-    return shift_files(SOURCES[wildcards.source])
-
-
-def source_seed_list(wildcards):
-    return source_seeds(wildcards.source)
-
-
-def source_split(wildcards):
-    return canonical(SOURCES[wildcards.source].get("split"))
-
-
-def source_split_file(wildcards):
-    """A pooled source's drawn split for the seed (rule draw_split); nothing for sources with fixed parts."""
-    return [paths.SPLIT.format(**wildcards)] if SOURCES[wildcards.source].get("split") else []
-
-
-def source_scores_kind(wildcards):
-    """What a saved calibrator of the source takes: its declared ``scores`` (logits or probs)."""
-    return SOURCES[wildcards.source]["scores"]
-
-
-def method_settings(wildcards):
-    return canonical(chain_settings(wildcards.method, config["method_settings"]))
-
-
+# ---- environments and resources ----
 def method_conda_env(wildcards):
     """Methods that learn from the training split (KCal's projection) train with torch."""
     return "../../envs/torch.yaml" if "train" in method_needs(wildcards.method) else "../../envs/calbench.yaml"
+
+
+def model_threads(wildcards):
+    return SOURCES[wildcards.source]["threads"]
+
+
+def model_gpus(wildcards):
+    """1 where the source's device is a CUDA GPU, else 0 (calbench.models.training.resolve_device)."""
+    return int(SOURCES[wildcards.source]["device"].startswith("cuda"))
+
+
+def dump_memory(wildcards):
+    return dump_memory_mb(SOURCES[wildcards.source], SOURCES[wildcards.source]["seeds"])
+
+
+def job_memory(stage):
+    """``resources: mem_mb`` of a calibrate or evaluate job, grown with the source's size."""
+
+    def memory(wildcards, input):
+        return job_memory_mb(input.dump[0], int(wildcards.seed), stage)
+
+    return memory

@@ -7,112 +7,78 @@
 # An imagefolder source's images are listed when the DAG is built, as the inputs of its `image_manifest` job (each
 # image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its model rules read: a changed,
 # added or removed image reruns them, an untouched folder nothing.
-# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
-# (common.smk holds only those several rule files share), so that each file reads as one stage
-from calbench.data.image_folder import dataset_folder, image_files
-from calbench.jobs import paths
-
-TRAIN_SOURCES = [s for s in MODEL_SOURCES if SOURCES[s]["type"] == "train"]
-
-
-def model_weights(wildcards):
-    """The trained weights a dump needs: the train job's output for `train`, none for `pretrained`."""
-    if SOURCES[wildcards.source]["type"] == "train":
-        return paths.MODEL.format(source=wildcards.source)
-    return []
-
-
-def model_threads(wildcards):
-    return SOURCES[wildcards.source]["threads"]
-
-
-def model_gpus(wildcards):
-    """1 where the source's device is a CUDA GPU, else 0 (calbench.models.training.resolve_device)."""
-    return int(SOURCES[wildcards.source]["device"].startswith("cuda"))
-
-
-def source_images(wildcards):
-    """Every image an imagefolder source reads (calbench.data.image_folder), the inputs of its manifest."""
-    return image_files(image_folder(wildcards), f"sources.{wildcards.source}")
-
-
-def image_folder(wildcards):
-    return str(dataset_folder(SOURCES[wildcards.source], config["downloads_dir"]))
 
 
 rule image_manifest:
     input:
-        images=source_images,
+        unpack(spec_input("image_manifest")),
         code=script_code("image_manifest"),
     output:
-        paths.IMAGE_MANIFEST,
-    params:
-        data_dir=image_folder,
-    wildcard_constraints:
-        source=_alternatives(IMAGEFOLDER_SOURCES),
+        manifest=paths.IMAGE_MANIFEST,
     log:
         "logs/manifests/{source}.log",
     benchmark:
         "benchmarks/manifests/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives(IMAGEFOLDER_SOURCES),
     conda:
         "../../envs/calbench.yaml"
     resources:
         mem_mb=500,
         runtime=30,
+    params:
+        settings=spec_params("image_manifest"),
     script:
         "../scripts/image_manifest.py"
 
 
 rule train_model:
     input:
+        unpack(spec_input("train_model")),
         code=script_code("train_model"),
-        data=source_data,
     output:
-        paths.MODEL,
-    params:
-        entry=source_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives(TRAIN_SOURCES),
-    threads: model_threads
-    priority: 10  # the longest jobs of a run, and everything of their source waits for them: start them first
+        model=paths.MODEL,
     log:
         "logs/train/{source}.log",
     benchmark:
         "benchmarks/train/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives(TRAIN_SOURCES),
+    priority: 10  # the longest jobs of a run, and everything of their source waits for them: start them first
     conda:
         "../../envs/torch.yaml"
+    threads: model_threads
     resources:
         gpu=model_gpus,
         mem_mb=8000,
         runtime=720,
+    params:
+        settings=spec_params("train_model"),
     script:
         "../scripts/train_model.py"
 
 
 rule dump_model:
     input:
+        unpack(spec_input("dump_model")),
         code=script_code("dump_model"),
-        weights=model_weights,
-        data=source_data,
     output:
-        paths.DUMP,
-    params:
-        entry=source_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives(MODEL_SOURCES),
-    threads: model_threads
-    priority: 10
+        output=paths.DUMP,
     log:
         "logs/dump/{source}.log",
     benchmark:
         "benchmarks/dump/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives(MODEL_SOURCES),
+    priority: 10
     conda:
         "../../envs/torch.yaml"
+    threads: model_threads
     resources:
         gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
+    params:
+        settings=spec_params("dump_model"),
     script:
         "../scripts/dump_model.py"

@@ -1,5 +1,4 @@
 # The cost of each method: fit/predict seconds and peak memory → results/tables/runtime.md.
-from calbench.jobs import paths
 
 
 localrules:
@@ -8,22 +7,21 @@ localrules:
 
 rule runtime_table:
     input:
-        calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
-        calibrate_benchmarks=[paths.CALIBRATE_BENCHMARK.format(source=s, method=m, seed=seed) for s, m, seed in jobs()],
-        metrics=metric_files(),
+        unpack(spec_input("runtime_table")),
         code=script_code("runtime"),
     output:
-        report(
-            paths.RUNTIME,
+        output=report(
+            RUNTIME.output,
             caption="../report/runtime.rst",
             category="Tables",
         ),
-    params:
-        jobs=jobs(),
-        methods=METHODS,
     log:
         "logs/runtime_table.log",
+    benchmark:
+        "benchmarks/runtime_table.tsv"
     conda:
         "../../envs/calbench.yaml"
+    params:
+        settings=spec_params("runtime_table"),
     script:
         "../scripts/runtime.py"

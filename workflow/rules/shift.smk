@@ -1,169 +1,117 @@
 # Calibration under dataset shift (docs/shift.md): the shifted test sets of each source with `shifts` →
 # results/shifts/{source}.h5 (its calibrate jobs never read it, so adding a shift reruns no calibration; the
-# evaluate jobs apply the saved calibrators to it), then the shift tables and figures from the long table.
-# lint accepted (Mixed rules and functions in same snakefile): a rule file's own helpers live beside its rules
-# (common.smk holds only those several rule files share), so that each file reads as one stage
-from calbench.config import shift_sets
-from calbench.data.inputs import ood_files
-from calbench.jobs import paths
-
-SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("shifts")]
-OOD_SOURCES = [s for s in SOURCES if SOURCES[s].get("ood")]
-# Sources with label-shifted test sets (docs/label_shift.md): drawn inside their evaluate jobs, from the calibrated
-# test outputs, with the saved calibrator's outputs on the calibration split for the adaptation.
-LABEL_SHIFT_SOURCES = [s for s in SOURCES if SOURCES[s].get("label_shift")]
-
-
-def source_shift_file(wildcards):
-    return [paths.SHIFTS.format(source=wildcards.source)] if wildcards.source in SHIFT_SOURCES else []
-
-
-def source_shift_calibrator(wildcards):
-    """The saved calibrator, which the evaluate job applies to the shifted sets and, with a label shift, to the
-    calibration split (none without either)."""
-    shifted = wildcards.source in SHIFT_SOURCES or wildcards.source in LABEL_SHIFT_SOURCES
-    return [paths.CALIBRATOR.format(**wildcards)] if shifted else []
-
-
-def source_label_shift(wildcards):
-    return canonical(SOURCES[wildcards.source].get("label_shift"))
-
-
-def source_test_sets(wildcards):
-    return shift_sets(SOURCES[wildcards.source])
-
-
-def shifted_entry(wildcards):
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("ood", "label_shift")})
-
-
-def ood_entry(wildcards):
-    return canonical({k: v for k, v in SOURCES[wildcards.source].items() if k not in ("shifts", "label_shift")})
-
-
-def ood_data(wildcards):
-    """The files of an import source's out-of-distribution sets: inputs of its OOD dump."""
-    return ood_files(SOURCES[wildcards.source])
+# evaluate jobs apply the saved calibrators to it), the out-of-distribution sets of each source with `ood`, then
+# the shift and OOD tables and figures.
 
 
 rule dump_shifts_model:
     input:
+        unpack(spec_input("dump_shifts_model")),
         code=script_code("dump_shifts_model"),
-        weights=model_weights,
-        data=source_data,
     output:
-        paths.SHIFTS,
-    params:
-        entry=shifted_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives([s for s in SHIFT_SOURCES if s in MODEL_SOURCES]),
-    threads: model_threads
+        output=paths.SHIFTS,
     log:
         "logs/shifts/{source}.log",
     benchmark:
         "benchmarks/shifts/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in MODEL_SOURCES]),
     conda:
         "../../envs/torch.yaml"
+    threads: model_threads
     resources:
         gpu=model_gpus,
         mem_mb=8000,
         runtime=120,
+    params:
+        settings=spec_params("dump_shifts_model"),
     script:
         "../scripts/dump_shifts_model.py"
 
 
 rule dump_shifts_source:
     input:
+        unpack(spec_input("dump_shifts_source")),
         code=script_code("dump_shifts_source"),
-        dump=paths.DUMP,
-        data=shift_data,
     output:
-        paths.SHIFTS,
-    params:
-        entry=shifted_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives([s for s in SHIFT_SOURCES if s in DATA_SOURCES]),
+        shifts=paths.SHIFTS,
     log:
         "logs/shifts/{source}.log",
     benchmark:
         "benchmarks/shifts/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives([s for s in SHIFT_SOURCES if s in DATA_SOURCES]),
     conda:
         "../../envs/calbench.yaml"
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        settings=spec_params("dump_shifts_source"),
     script:
         "../scripts/dump_shifts_source.py"
 
 
 rule dump_ood_model:
     input:
+        unpack(spec_input("dump_ood_model")),
         code=script_code("dump_ood"),
-        weights=model_weights,
-        data=source_data,
     output:
-        paths.OOD,
-    params:
-        entry=ood_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives([s for s in OOD_SOURCES if s in MODEL_SOURCES]),
-    threads: model_threads
+        output=paths.OOD,
     log:
         "logs/ood/{source}.log",
     benchmark:
         "benchmarks/ood/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives([s for s in OOD_SOURCES if s in MODEL_SOURCES]),
     conda:
         "../../envs/torch.yaml"
+    threads: model_threads
     resources:
         gpu=model_gpus,
         mem_mb=8000,
         runtime=60,
+    params:
+        settings=spec_params("dump_ood_model"),
     script:
         "../scripts/dump_ood.py"
 
 
 rule dump_ood_source:
     input:
+        unpack(spec_input("dump_ood_source")),
         code=script_code("dump_ood"),
-        dump=paths.DUMP,
-        data=ood_data,
     output:
-        paths.OOD,
-    params:
-        entry=ood_entry,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives([s for s in OOD_SOURCES if s in DATA_SOURCES]),
+        ood=paths.OOD,
     log:
         "logs/ood/{source}.log",
     benchmark:
         "benchmarks/ood/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives([s for s in OOD_SOURCES if s in DATA_SOURCES]),
     conda:
         "../../envs/calbench.yaml"
     resources:
         mem_mb=2000,
         runtime=30,
+    params:
+        settings=spec_params("dump_ood_source"),
     script:
         "../scripts/dump_ood.py"
 
 
 rule evaluate_ood:
     input:
-        ood=paths.OOD,
-        calibrated=paths.CALIBRATED,
-        calibrator=paths.CALIBRATOR,
+        unpack(spec_input("evaluate_ood")),
         code=script_code("evaluate_ood"),
     output:
-        paths.OOD_METRICS,
-    wildcard_constraints:
-        source=_alternatives(OOD_SOURCES),
+        output=paths.OOD_METRICS,
     log:
         "logs/evaluate_ood/{source}/{method}/seed{seed}.log",
     benchmark:
         "benchmarks/evaluate_ood/{source}/{method}/seed{seed}.tsv"
+    wildcard_constraints:
+        source=_alternatives(OOD_SOURCES),
     conda:
         method_conda_env
     resources:
@@ -173,63 +121,40 @@ rule evaluate_ood:
         "../scripts/evaluate_ood.py"
 
 
-OOD_KEYS = [(s, m, seed) for s in OOD_SOURCES for m in METHODS for seed in source_seeds(s)
-            if method_runs_on(m, SOURCES[s])]
-
-
-SHIFT_TABLES = [paths.SHIFT_TABLE.format(metric=m) for m in METRICS]
-SHIFT_FIGURES = [paths.SHIFT_FIGURE.format(source=s) for s in SHIFT_SOURCES]
-
-
-# The evaluate jobs of the shifted sources: the shift report resamples their test rows (report/shift.py).
-SHIFT_KEYS = [(s, m, seed) for s, m, seed in jobs() if s in SHIFT_SOURCES]
-
-
-def shift_outputs():
-    ood = [paths.OOD_TABLE] + [paths.OOD_FIGURE.format(source=s) for s in OOD_SOURCES] if OOD_SOURCES else []
-    shift = SHIFT_TABLES + [paths.SHIFT_RANKING, paths.SHIFT_INTERVALS] + SHIFT_FIGURES
-    return (shift if SHIFT_SOURCES else []) + ood
-
-
-localrules:
-    shift_report,
-
-
+# Re-applies every saved calibrator of the shifted sources to their shifted sets and resamples their test rows
+# (report/shift.py): a cluster job, not a local rule.
 rule shift_report:
     input:
-        long=paths.METRICS_LONG,
+        unpack(spec_input("shift_report")),
         code=script_code("shift_report"),
-        metrics=[paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-        calibrated=[paths.CALIBRATED.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-        calibrators=[paths.CALIBRATOR.format(source=s, method=m, seed=seed) for s, m, seed in SHIFT_KEYS],
-        shifts=[paths.SHIFTS.format(source=s) for s in SHIFT_SOURCES],
     output:
         tables=[
             report(p, caption="../report/shift_table.rst", category="Shift", subcategory="Tables")
-            for p in SHIFT_TABLES
+            for p in SHIFT_REPORT.tables.values()
         ],
         ranking=report(
-            paths.SHIFT_RANKING,
+            SHIFT_REPORT.ranking,
             caption="../report/shift_ranking.rst",
             category="Shift",
             subcategory="Tables",
         ),
         figures=[
             report(p, caption="../report/shift_figure.rst", category="Shift", subcategory="Figures")
-            for p in SHIFT_FIGURES
+            for p in SHIFT_REPORT.figures.values()
         ],
-        csv=[paths.SHIFT_FIGURE_CSV.format(source=s) for s in SHIFT_SOURCES],
-        intervals=paths.SHIFT_INTERVALS,
-    params:
-        metrics=METRICS,
-        methods=METHODS,
-        sources=SHIFT_SOURCES,
+        csv=list(SHIFT_REPORT.csv.values()),
+        intervals=SHIFT_REPORT.intervals,
     log:
         "logs/shift_report.log",
     benchmark:
         "benchmarks/shift_report.tsv"
     conda:
         "../../envs/calbench.yaml"
+    resources:
+        mem_mb=8000,
+        runtime=120,
+    params:
+        settings=spec_params("shift_report"),
     script:
         "../scripts/shift_report.py"
 
@@ -240,25 +165,22 @@ localrules:
 
 rule ood_report:
     input:
-        records=[paths.OOD_METRICS.format(source=s, method=m, seed=seed) for s, m, seed in OOD_KEYS],
+        unpack(spec_input("ood_report")),
         code=script_code("ood_report"),
     output:
-        table=report(paths.OOD_TABLE, caption="../report/ood_table.rst", category="Shift", subcategory="Tables"),
+        table=report(OOD_REPORT.table, caption="../report/ood_table.rst", category="Shift", subcategory="Tables"),
         figures=[
-            report(paths.OOD_FIGURE.format(source=s), caption="../report/ood_figure.rst", category="Shift",
-                   subcategory="Figures")
-            for s in OOD_SOURCES
+            report(p, caption="../report/ood_figure.rst", category="Shift", subcategory="Figures")
+            for p in OOD_REPORT.figures.values()
         ],
-        csv=[paths.OOD_FIGURE_CSV.format(source=s) for s in OOD_SOURCES],
-    params:
-        jobs=[list(key) for key in OOD_KEYS],
-        sources=OOD_SOURCES,
-        methods=METHODS,
+        csv=list(OOD_REPORT.csv.values()),
     log:
         "logs/ood_report.log",
     benchmark:
         "benchmarks/ood_report.tsv"
     conda:
         "../../envs/calbench.yaml"
+    params:
+        settings=spec_params("ood_report"),
     script:
         "../scripts/ood_report.py"

@@ -1,29 +1,26 @@
 # Sources → results/dumps/{source}.h5 (docs/architecture.md §3). Model-backed sources (train, pretrained)
-# have their own GPU rules.
-from calbench.jobs import paths
+# have their own GPU rules (models.smk).
 
 
 rule dump_source:
     input:
+        unpack(spec_input("dump_source")),
         code=script_code("dump_source"),
-        data=source_data,
     output:
-        paths.DUMP,
-    params:
-        entry=source_entry,
-        seeds=source_seed_list,
-        cache_dir=config["downloads_dir"],
-    wildcard_constraints:
-        source=_alternatives(DATA_SOURCES),
+        dump=paths.DUMP,
     log:
         "logs/dump/{source}.log",
     benchmark:
         "benchmarks/dump/{source}.tsv"
+    wildcard_constraints:
+        source=_alternatives(DATA_SOURCES),
     conda:
         "../../envs/calbench.yaml"
     resources:
-        mem_mb=lambda wildcards: dump_memory_mb(SOURCES[wildcards.source], source_seed_list(wildcards)),
+        mem_mb=dump_memory,
         runtime=30,
+    params:
+        settings=spec_params("dump_source"),
     script:
         "../scripts/dump_source.py"
 
@@ -33,17 +30,17 @@ rule dump_source:
 
 rule draw_split:
     input:
-        dump=paths.DUMP,
+        unpack(spec_input("draw_split")),
         code=script_code("draw_split"),
     output:
-        paths.SPLIT,
-    params:
-        split=source_split,
+        test_rows=paths.SPLIT,
     log:
         "logs/split/{source}/seed{seed}.log",
     benchmark:
         "benchmarks/split/{source}/seed{seed}.tsv"
     conda:
         "../../envs/calbench.yaml"
+    params:
+        settings=spec_params("draw_split"),
     script:
         "../scripts/draw_split.py"

@@ -1,18 +1,16 @@
 """Snakemake adapter of the out-of-distribution dump jobs (docs/shift.md): calbench.jobs.ood_model.dump_model_ood_job
-for train/pretrained sources, calbench.jobs.ood.dump_source_ood_job for import sources."""
-import json
-
+for train/pretrained sources (rule dump_ood_model), calbench.jobs.ood.dump_source_ood_job for import sources (rule
+dump_ood_source)."""
 from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.spec import snakemake_spec
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-entry = json.loads(smk.params.entry)
 with job_logging(snakemake_log(smk)):
-    if entry["type"] in ("train", "pretrained"):
+    if smk.rule == "dump_ood_model":
         from calbench.jobs.ood_model import dump_model_ood_job
 
-        dump_model_ood_job(smk.wildcards.source, entry, smk.output[0], smk.input.weights or None,
-                           cache_dir=smk.params.cache_dir, threads=smk.threads)
+        dump_model_ood_job(spec=snakemake_spec(smk))
     else:
         from calbench.jobs.ood import dump_source_ood_job
 
-        dump_source_ood_job(smk.wildcards.source, entry, smk.input.dump, smk.output[0])
+        dump_source_ood_job(spec=snakemake_spec(smk))

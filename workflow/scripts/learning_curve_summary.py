@@ -1,9 +1,8 @@
 """Snakemake adapter of calbench.jobs.studies.learning_curve_summary_job."""
 from calbench.jobs.logs import job_logging, snakemake_log
+from calbench.jobs.spec import snakemake_spec
 from calbench.jobs.studies import learning_curve_summary_job
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
 with job_logging(snakemake_log(smk)):
-    learning_curve_summary_job(list(smk.input.curves), smk.output.csv, smk.output.table,
-                               dict(zip(smk.params.sources, smk.output.figures)), list(smk.params.metrics),
-                               list(smk.params.methods))
+    learning_curve_summary_job(spec=snakemake_spec(smk))

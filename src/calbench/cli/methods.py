@@ -12,6 +12,7 @@ import numpy as np
 def add_parser(sub) -> None:
     methods = sub.add_parser("methods", help="list calibration methods (--verbose: settings, input, cost)")
     methods.add_argument("-v", "--verbose", action="store_true")
+    methods.add_argument("--json", action="store_true", help="print the list as JSON (with --verbose: every fact)")
     methods.set_defaults(handler=run)
 
 
@@ -36,7 +37,10 @@ def method_facts(name: str) -> dict:
     if "train" in cls.needs:
         cost = "trains a projection network on the training split (torch; minutes)"
     elif cls.default_grid is not None:
-        cv = {"folds": 10, **cls.default_cv}
+        from calbench.methods.tuning import GridSearch
+
+        folds = inspect.signature(GridSearch).parameters["folds"].default  # the search's own default
+        cv = {"folds": folds, **cls.default_cv}
         cost = f"tuned by {cv['folds']}-fold cross-validated grid search (seconds to minutes)"
     else:
         cost = "one fit (well under a second to seconds)"
@@ -80,9 +84,28 @@ def exports_to_torch(name: str) -> bool | None:
     return True
 
 
+def as_json(name: str, verbose: bool) -> dict:
+    """One method as ``calbench methods --json`` prints it (settings' defaults and a grid function as text)."""
+    facts = method_facts(name)
+    record = {"name": name, "summary": facts["summary"]}
+    if verbose:
+        grid = facts["grid"]
+        record |= {"settings": {k: v if isinstance(v, (bool, int, float, str, type(None))) else repr(v)
+                                for k, v in facts["settings"].items()},
+                   "grid": "a function of the number of classes" if callable(grid) else grid, "input": facts["input"],
+                   "keeps_argmax": facts["keeps_argmax"], "cost": facts["cost"],
+                   "exports_to_torch": exports_to_torch(name)}
+    return record
+
+
 def run(args) -> int:
+    import json
+
     from calbench.methods import available
 
+    if args.json:
+        print(json.dumps([as_json(name, args.verbose) for name in available()], indent=1))
+        return 0
     for name in available():
         facts = method_facts(name)
         print(textwrap.fill(facts["summary"], width=110, initial_indent=f"{name:14s} ", subsequent_indent=" " * 15,

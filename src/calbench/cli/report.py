@@ -1,134 +1,198 @@
-"""``calbench report``: the HTML report of a finished run, from the run's own folder (Snakemake's ``--report`` with
-calbench's Snakefile and the run's config; docs/figures_and_studies.md).
+"""``calbench report``: the HTML report of a finished run, from the run's own folder (docs/figures_and_studies.md).
 
-Its first page (:func:`front_page_rst`, which the Snakefile uses whenever ``--report`` is given) shows the answer
-before anything else: the recommended method per source with its interval (what ``calbench recommend`` prints), the
-summary table and the key figures (the sources' confidence reliability diagrams, then the shift figures, inline),
-then the workflow's own description. It is reStructuredText, which Snakemake renders."""
+It asks Snakemake, with calbench's Snakefile and the run's config, for the config's own output files and whether
+they are up to date (``snakemake --summary``), so that the page holds nothing from earlier runs of other configs
+and says, in a red box on its first screen, how many jobs a rerun would run where the results are out of date.
+The page itself is :mod:`calbench.report.page`: the recommendation per source first (the records of ``calbench
+recommend``), the reliability of each recommendation (drawn here from the calibrated test outputs, embedded), the
+run's warnings, then every table and figure of the config (figures linked beside the page, so that it stays a
+few hundred kB)."""
 
 from __future__ import annotations
 
-import argparse
 import base64
-import contextlib
-import io
+import os
 import shutil
 import subprocess
 import sys
-import textwrap
+import tempfile
 from pathlib import Path
 
 import calbench
 from calbench.jobs import paths
-
-#: Key figures inlined on the first page at the most (each is also in the report's own sections).
-KEY_FIGURES = 3
-
-
-def _literal(text: str) -> str:
-    """``text`` as a reStructuredText literal block (monospace, as printed)."""
-    return "::\n\n" + textwrap.indent(text.rstrip() or "(empty)", "    ", lambda line: True) + "\n"
-
-
-def recommendation_text(results: Path, metric: str = "nll") -> str:
-    """What ``calbench recommend RESULTS --metric METRIC`` prints, or why there is nothing to recommend."""
-    from calbench.cli import recommend
-
-    parser = argparse.ArgumentParser(prog="calbench")
-    recommend.add_parser(parser.add_subparsers())
-    args = parser.parse_args(["recommend", str(results), "--metric", metric])  # its own defaults
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            recommend.run(args)
-    except (ValueError, FileNotFoundError) as err:
-        return f"no recommendation: {err}"
-    return out.getvalue()
-
-
-def markdown_tables_rst(text: str) -> str:
-    """The tables' Markdown (headings, pipe tables, paragraphs) as reStructuredText: headings become bold lines,
-    pipe tables ``list-table`` directives (rendered as HTML tables), other lines stay as they are."""
-    out, table = [], []
-
-    def flush():
-        rows = [[cell.strip() or "–" for cell in row.strip().strip("|").split("|")] for row in table
-                if not set(row) <= set("|-: ")]
-        if rows:
-            out.extend([".. list-table::", "   :header-rows: 1", ""])
-            out.extend(f"   {'*' if j == 0 else ' '} - {cell}" for row in rows for j, cell in enumerate(row))
-            out.append("")
-        table.clear()
-
-    for line in text.splitlines():
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        flush()
-        heading = line.lstrip("#").strip()
-        out.append(f"**{heading}**" if line.startswith("#") and heading else line)
-    flush()
-    return "\n".join(out) + "\n"
-
-
-def _image(path: Path, alt: str) -> str:
-    """A PNG inline as raw HTML, its base64 data in lines of 76 characters (docutils refuses longer lines; browsers
-    drop the line breaks of a URL)."""
-    data = textwrap.indent(base64.encodebytes(path.read_bytes()).decode("ascii"), "    ")
-    return (f'.. raw:: html\n\n    <figure><img alt="{alt}" style="max-width:100%" src="data:image/png;base64,\n'
-            f'{data}    "><figcaption>{alt}</figcaption></figure>\n')
-
-
-def front_page_rst(workdir: Path, description: str, metric: str = "nll") -> str:
-    """The first page of the report of the run in ``workdir``: the answer, the summary table, the key figures, then
-    ``description`` (the workflow's own text)."""
-    results = Path(workdir) / "results"
-    parts = ["The answer", "==========", "",
-             f"Recommended calibration method per source, by {metric} (``calbench recommend results/ --metric "
-             f"{metric}``; ``--all-metrics`` ranks by every metric):", "",
-             _literal(recommendation_text(results, metric))]
-    summary = Path(workdir) / paths.SUMMARY
-    if summary.is_file():
-        parts += ["Summary table", "-------------", "", f"``{paths.SUMMARY}``:", "",
-                  markdown_tables_rst(summary.read_text())]
-    figures = Path(workdir) / "results" / "figures"
-    key = [(path, f"{path.parent.name}: confidence reliability diagrams")
-           for path in sorted((figures / "reliability").glob("*/conf.png"))]
-    key += [(path, f"{path.stem}: calibration under shift") for path in sorted((figures / "shift").glob("*.png"))]
-    if key:
-        parts += ["Key figures", "-----------", ""]
-        parts += [_image(path, alt) for path, alt in key[:KEY_FIGURES]]
-    # the run's own text stays out of Jinja (Snakemake renders the page as a template); the description is one
-    return "{% raw %}\n" + "\n".join(parts) + "\n{% endraw %}\nThe run\n-------\n\n" + description + "\n"
 
 
 def add_parser(sub) -> None:
     rep = sub.add_parser("report", help="the HTML report of a finished run, from its folder")
     rep.add_argument("config", nargs="?", default="config/config.yaml",
                      help="the run's config file (default config/config.yaml)")
-    rep.add_argument("-o", "--output", default="results/report.html", help="where to write it (.html or .zip)")
-    rep.add_argument("--snakefile", help="calbench's Snakefile (default: the one beside the installed package)")
+    rep.add_argument("-o", "--output", default="results/report.html", help="where to write it (.html)")
+    rep.add_argument("--metric", default="nll", help="metric id the recommendation ranks by (default nll)")
+    rep.add_argument("--snakefile",
+                     help="calbench's Snakefile (default: the checkout's, else the one installed with the package)")
     rep.set_defaults(handler=run)
 
 
 def snakefile(given: str | None) -> Path:
-    path = Path(given) if given else Path(calbench.__file__).resolve().parents[2] / "Snakefile"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: calbench's Snakefile is not there; pass --snakefile "
-                                "PATH/TO/calbench/Snakefile")
-    return path
+    """calbench's Snakefile: ``given`` (``--snakefile``), else that of the source tree the package was imported from
+    (a checkout: ``src/calbench`` beside the Snakefile, installed editable or on ``PYTHONPATH``), else the workflow
+    installed with the package (pyproject.toml's data-files: ``share/calbench/`` of the environment)."""
+    if given:
+        candidates = [Path(given)]
+    else:
+        candidates = [Path(calbench.__file__).resolve().parents[1].parent / "Snakefile", *installed_snakefiles()]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"{candidates[0]}: calbench's Snakefile is not there; pass --snakefile "
+                            "PATH/TO/calbench/Snakefile")
+
+
+def installed_snakefiles() -> list[Path]:
+    """The Snakefile the installed distribution ``calbench`` holds among its files (none for a checkout)."""
+    from importlib import metadata
+
+    try:
+        files = metadata.distribution("calbench").files or []
+    except metadata.PackageNotFoundError:
+        return []
+    return [Path(f.locate()).resolve() for f in files if f.as_posix().endswith("share/calbench/Snakefile")]
+
+
+def snakemake_command(config: Path, given_snakefile: str | None) -> list[str]:
+    executable = Path(sys.executable).with_name("snakemake")
+    return [str(executable) if executable.is_file() else shutil.which("snakemake") or "snakemake",
+            "-s", str(snakefile(given_snakefile)), "--configfile", str(config), "--cores", "1"]
+
+
+def output_status(config: Path, given_snakefile: str | None = None) -> dict[str, tuple[str, str]]:
+    """Every output file of the config's run (``snakemake --summary``) → (its job: the rule and its log file, or the
+    file where the rule keeps no log; its plan: ``no update`` where it is up to date, else ``update pending`` or
+    ``missing``)."""
+    command = [*snakemake_command(config, given_snakefile), "--summary"]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise ValueError(f"{config}: Snakemake could not read the run's plan: {tail}")
+    status = {}
+    for line in done.stdout.splitlines():
+        fields = line.split("\t")
+        if len(fields) >= 6 and fields[0] != "output_file":
+            job = f"{fields[2]} {fields[3] if fields[3] not in ('', '-') else fields[0]}"
+            status[fields[0]] = (job, "missing" if fields[4] == "missing" else fields[5])
+    return status
+
+
+def stale_jobs(status: dict[str, tuple[str, str]]) -> int:
+    """How many jobs a rerun would run: those of the output files that are not up to date."""
+    return len({job for job, plan in status.values() if plan != "no update"})
+
+
+def recommendation_records(results: Path, metric: str) -> list[dict]:
+    """The records ``calbench recommend RESULTS --metric METRIC --json`` prints (per source, every method best first,
+    with its interval, ties, accuracy change, saved calibrator and caveats): the one library function both call,
+    :func:`calbench.jobs.recommendation.recommend`, with recommend's defaults."""
+    from calbench.jobs.recommendation import Request, recommend
+
+    return recommend(results, Request(metrics=(metric,))).records
+
+
+def run_warnings(results: Path) -> list[dict]:
+    """The rows of ``results/tables/warnings.csv`` (source, method, seed, stage, category, message;
+    :func:`calbench.report.warnings.read_warnings`); none where the run wrote no such file."""
+    from calbench.report.warnings import read_warnings
+
+    return read_warnings(results)
+
+
+def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes:
+    """The confidence reliability diagram of ``methods`` on ``source`` (its seeds pooled, the figures' bins) as PNG
+    bytes (the drawing of the workflow's reliability figures, :func:`calbench.jobs.reliability.reliability_job`)."""
+    from calbench.jobs.reliability import reliability_job
+
+    section = config.get("figures", {}).get("reliability") or {}
+    seeds = config["sources"][source]["seeds"]
+    calibrated = {m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in seeds] for m in methods}
+    with tempfile.TemporaryDirectory() as folder:
+        figure = Path(folder) / "figure.png"
+        reliability_job(calibrated, figure, Path(folder) / "figure.csv", "conf", source, seeds,
+                        section.get("bins", 15), section.get("scheme", "em"), 3, section.get("axis", "auto"))
+        return figure.read_bytes()
+
+
+def _figure_methods(decision) -> list[str]:
+    """The panels of a recommendation's figure: uncal beside the recommended method (or beside the best, where the
+    report keeps the model as is)."""
+    from calbench.report.page import REFERENCE
+
+    other = decision.best if decision.keep else decision.method
+    return list(dict.fromkeys([REFERENCE, other])) if decision.keep or decision.method != REFERENCE else [other]
+
+
+def _caption(path: str) -> str:
+    parts = Path(path).with_suffix("").parts[2:]  # below results/figures
+    return ": ".join(parts[:1]) + (" / " + "/".join(parts[1:]) if len(parts) > 1 else "")
+
+
+def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[str, str]]) -> str:
+    """The report's HTML for the run of ``config_path`` in the current folder, its outputs' plan ``status``
+    (:func:`output_status`)."""
+    from calbench.config import load
+    from calbench.metrics import lookup
+    from calbench.report import page
+
+    config = load(str(config_path))
+    results = Path("results")
+    if not Path(paths.METRICS_LONG).is_file():
+        raise FileNotFoundError(f"{Path(paths.METRICS_LONG).resolve()}: not found; run the workflow first "
+                                f"(snakemake --cores all --configfile {config_path}), then calbench report")
+    pending = stale_jobs(status)
+    stale = (f"Out of date: {pending} jobs would rerun (snakemake -n --configfile {config_path} lists them); this "
+             "page shows the results as they are on disk, which the rerun would change."
+             if pending else None)
+    warnings = run_warnings(results)
+    records = recommendation_records(results, metric)
+    order = {source: i for i, source in enumerate(config["sources"])}
+    rows = sorted(page.decisions(records, metric, warnings), key=lambda d: order.get(d.source, len(order)))
+    family, _ = lookup(metric)
+    here = output.resolve().parent
+    embedded = []
+    for decision in rows:
+        methods = _figure_methods(decision)
+        png = recommendation_figure(config, decision.source, methods)
+        embedded.append((f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
+                         f"{decision.source}: confidence reliability of {' and '.join(methods)} (test split, seeds "
+                         "pooled)"))
+    ordered = [p for p in status if Path(p).is_file()]
+    tables = [p for p in ordered if p.startswith("results/tables/") and p.endswith(".md")]
+    tables.sort(key=lambda p: (p != paths.SUMMARY, p))
+    figures = sorted(p for p in ordered if p.startswith("results/figures/") and p.endswith(".png"))
+    sources = list(config["sources"])
+    facts = [f"methods: {', '.join(config['methods'])}",
+             f"seeds: {', '.join(map(str, config['seeds']))}", f"config: {config_path}",
+             f"calbench {calbench.__version__}"]
+    return page.page(
+        title=f"calbench report: {config_path.name}", sources=sources, facts=facts, stale=stale,
+        answer=page.answer_html(rows, metric, "higher" if family.higher_is_better else "lower"),
+        recommended_figures=embedded, warnings=page.warnings_html(warnings),
+        tables=[(Path(p).relative_to("results/tables").as_posix(), Path(p).read_text()) for p in tables],
+        figures=[(os.path.relpath(Path(p).resolve(), here), _caption(p)) for p in figures])
 
 
 def run(args) -> int:
+    from calbench.atomic import write_text_atomic
+
     config = Path(args.config)
     if not config.is_file():
         raise FileNotFoundError(f"{config}: no such config; pass the config file the run used, e.g. "
                                 "calbench report my.yaml")
-    executable = Path(sys.executable).with_name("snakemake")
-    command = [str(executable) if executable.is_file() else shutil.which("snakemake") or "snakemake",
-               "-s", str(snakefile(args.snakefile)), "--configfile", str(config), "--cores", "1",
-               "--report", args.output]
-    status = subprocess.run(command).returncode
-    if status == 0:
-        print(f"report: {args.output}")
-    return status
+    output = Path(args.output)
+    if output.suffix != ".html":
+        raise ValueError(f"--output {output}: the report is one HTML page; give a path ending in .html")
+    status = output_status(config, args.snakefile)
+    text = build(config, output, args.metric, status)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(output, text)
+    pending = stale_jobs(status)
+    print(f"report: {output}" + (f" (out of date: {pending} jobs would rerun)" if pending else ""))
+    return 0

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data import importers
+from calbench.data.copies import row_keys, warn_of_copies
 from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
@@ -93,6 +94,10 @@ def source_problems(name: str, entry: dict, deep: bool = True) -> list[str]:
         return []
     origin = f"sources.{name}"
     problems, classes, pool_labels = _file_problems(origin, entry, deep)
+    names = entry.get("class_names")
+    if names is not None and len(classes) == 1 and len(names) not in classes:
+        problems.append(f"{origin}.class_names: {len(names)} names, but the files hold {min(classes)} classes; give "
+                        "one name per class, in the order of the logits' columns")
     return (problems + _shift_problems(origin, entry, deep, classes, pool_labels)
             + _ood_problems(origin, entry, deep, classes))
 
@@ -129,7 +134,8 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         pool_labels = groups.get("all", {}).get("labels")
         if errors:  # a split with a problem is left out of the groups: no layout check on the rest
             return [str(err) for err in errors], classes, pool_labels
-        return _layout_problems(origin, shapes, entry.get("split")), classes, pool_labels
+        return (_layout_problems(origin, shapes, entry.get("split")) + content_problems(origin, groups), classes,
+                pool_labels)
     missing = importers.missing_files(files, origin)
     if missing or entry["format"] != "npy":
         return [str(err) for err in missing] or [f"{origin}: {err}" for err in importers.archive_problems(
@@ -142,6 +148,66 @@ def _file_problems(origin: str, entry: dict, deep: bool) -> tuple[list[str], set
         return _layout_problems(origin, importers.npy_shapes(files), entry.get("split")), set(), None
     except ValueError as err:
         return [f"{origin}: {err}"], set(), None
+
+
+def content_problems(origin: str, groups: dict) -> list[str]:
+    """Rows that would make a table claim more than the data hold, compared by content (scores and label): test
+    rows that are also calibration rows (a problem: the method that over-fits wins); a pool with copies of rows
+    (a warning with the count; :func:`calbench.data.splits.split_pool` keeps the copies on one side)."""
+    problems = []
+    if {"cal", "test"} <= set(groups):
+        cal, test = groups["cal"], groups["test"]
+        if cal["logits"].shape[1] == test["logits"].shape[1]:
+            shared = np.isin(row_keys(test["logits"], test["labels"]), row_keys(cal["logits"], cal["labels"]))
+            if shared.any():
+                problems.append(f"{origin}.files.test: {int(shared.sum())} of its {shared.size} rows are also "
+                                "calibration rows (same scores and label): the test part must be held out from "
+                                "calibration, else the method that over-fits wins; give disjoint files or one pool "
+                                "with `split`")
+    if "all" in groups:
+        warn_of_copies(f"{origin}.files", groups["all"])
+    return problems
+
+
+def same_data_problems(config: dict) -> list[str]:
+    """Sources whose data are the same: ``import`` sources whose files have equal SHA-256 digests, or sources with
+    equal entries (a synthetic task drawn twice): counted as two in the tables' ``k/N``, the average ranks and
+    the Friedman test, they would claim twice the evidence."""
+    seen: dict[tuple, str] = {}
+    problems = []
+    for name, entry in config["sources"].items():
+        key = _data_key(entry)
+        if key is None:
+            continue
+        if key in seen:
+            problems.append(f"sources.{name}: holds the same data as sources.{seen[key]} (equal "
+                            f"{'file digests' if entry['type'] == 'import' else 'entries'}); a source counted twice "
+                            "doubles its weight in the k/N columns, average ranks and Friedman test: keep one")
+        seen.setdefault(key, name)
+    return problems
+
+
+def _data_key(entry: dict):
+    """The identity of a source's data: its files' digests (``import``), else its entry without the keys that do
+    not change the data (shifts, OOD and label-shift sets, seeds)."""
+    import hashlib
+    import json
+
+    if entry["type"] == "import":
+        files = [path for path in _file_paths(entry["files"]) if Path(path).is_file()]
+        if not files:
+            return None
+        return ("import", *sorted(hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in files))
+    later = ("shifts", "ood", "label_shift", "seeds")
+    return (entry["type"], json.dumps({k: v for k, v in entry.items() if k not in later}, sort_keys=True,
+                                      default=str))
+
+
+def _file_paths(files) -> list[str]:
+    """Every path in an import source's ``files`` (nested per split or not)."""
+    if isinstance(files, dict):
+        return [path for value in files.values() for path in _file_paths(value)]
+    return [str(files)] if isinstance(files, (str, Path)) else []
 
 
 def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
@@ -165,6 +231,8 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:
-    """Problems of every source of a loaded config (:func:`calbench.config.load`)."""
+    """Problems of every source of a loaded config (:func:`calbench.config.load`); deep: also sources holding the
+    same data (:func:`same_data_problems`)."""
     return [p for name, entry in config["sources"].items()
-            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])]
+            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])
+            ] + (same_data_problems(config) if deep else [])

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from calbench.data.inputs import file_paths
 from calbench.data.store import validate_split
 from calbench.data.where import shown
 from calbench.scores import convert_scores
@@ -257,14 +258,3 @@ def _file_of(fmt: str, files: dict, split: str, field: str) -> str:
         return str(files["archive"])
     entry = files.get(split, files) if isinstance(files.get(split), dict) else files
     return str(entry.get(field, "?"))
-
-
-def file_paths(files: dict) -> list[str]:
-    """The local paths of a ``files`` mapping, at any depth (a downloaded ``{url, sha256}`` is not one)."""
-    paths = []
-    for value in files.values():
-        if isinstance(value, dict):
-            paths += [] if "url" in value else file_paths(value)
-        else:
-            paths.append(value)
-    return paths

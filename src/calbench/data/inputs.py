@@ -10,7 +10,7 @@ an ``imagefolder`` source are, through one manifest of their hashes that the mod
 
 from __future__ import annotations
 
-from calbench.data.importers import file_paths
+from calbench.data.entry import is_model
 
 
 def source_files(entry: dict) -> list[str]:
@@ -18,7 +18,7 @@ def source_files(entry: dict) -> list[str]:
     local ``weights``."""
     if entry["type"] == "import":
         return file_paths(entry["files"])
-    if entry["type"] in ("train", "pretrained") and entry.get("weights"):
+    if is_model(entry) and entry.get("weights"):
         return [entry["weights"]]
     return []
 
@@ -34,3 +34,14 @@ def shift_files(entry: dict) -> list[str]:
 def ood_files(entry: dict) -> list[str]:
     """The local files of an import source's out-of-distribution sets (docs/shift.md)."""
     return [spec["logits"] for spec in (entry.get("ood") or {}).values()] if entry["type"] == "import" else []
+
+
+def file_paths(files: dict) -> list[str]:
+    """The local paths of a ``files`` mapping, at any depth (a downloaded ``{url, sha256}`` is not one)."""
+    paths = []
+    for value in files.values():
+        if isinstance(value, dict):
+            paths += [] if "url" in value else file_paths(value)
+        else:
+            paths.append(value)
+    return paths

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.data import download, importers, store, synthetic
+from calbench.data import copies, download, importers, store, synthetic
 from calbench.data.where import shown
 from calbench.version import __version__
 
@@ -120,8 +120,14 @@ def shift_pool_rows(item: dict, labels: np.ndarray, pool_labels: np.ndarray | No
 
 def make_dump(name: str, entry: dict, seeds, path, cache_dir) -> None:
     """Build and atomically write ``results/dumps/{name}.h5``."""
-    groups = build_groups(name, entry, seeds, cache_dir)
-    store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__})
+    from calbench.caught import Recorder
+
+    with Recorder("dump") as caught:  # e.g. probabilities rounded on export: the tables list it (store.WARNINGS_KEY)
+        groups = build_groups(name, entry, seeds, cache_dir)
+        if "all" in groups:
+            copies.warn_of_copies(f"sources.{name}", groups["all"])
+        store.write_dump(path, groups, {"source": entry, "source_name": name, "calbench_version": __version__,
+                                        store.WARNINGS_KEY: caught.records()})
 
 
 def dump_memory_mb(entry: dict, seeds) -> int:

@@ -11,6 +11,7 @@ import numpy as np
 
 from calbench.atomic import atomic_path
 from calbench.data import store
+from calbench.data.copies import copies
 
 
 def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None = None) -> None:
@@ -25,8 +26,20 @@ def check_split(n: int, cal_size: int | None = None, cal_fraction: float | None 
 
 
 def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_fraction: float | None = None,
-               stratify: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows."""
+               stratify: bool = True, logits: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (cal_index, test_index) of a pool; stratified by label where every class has 2+ rows. With
+    ``logits``, rows that are copies of one another (same scores and label) stay together on one side: the groups
+    of copies are split (``cal_size`` then counts groups, ``cal_size / n`` of them), so that no test row is also a
+    calibration row; a pool without copies is split as without ``logits``."""
+    if logits is not None:
+        group, repeated = copies(logits, labels)
+        if repeated:
+            first = np.unique(group, return_index=True)[1]
+            fraction = cal_fraction if cal_fraction is not None else cal_size / labels.size
+            cal_groups = split_pool(labels[first], seed, cal_fraction=min(max(fraction, 1 / first.size),
+                                                                          1 - 1 / first.size), stratify=stratify)[0]
+            in_cal = np.isin(group, cal_groups)
+            return np.flatnonzero(in_cal), np.flatnonzero(~in_cal)
     from sklearn.model_selection import train_test_split  # lazy: only pooled sources need it
 
     n = labels.size
@@ -44,20 +57,20 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
 def write_test_index(dump_path, seed: int, split: dict, output) -> None:
     """Draw a pooled source's split for ``seed`` once and save its test rows (int64 ``.npy``), so that the
     source's calibrate jobs read it instead of each drawing it again (and importing scikit-learn, ~1 s)."""
-    labels = store.read_group(dump_path, "all", fields=["labels"])["labels"]
+    pool = store.read_group(dump_path, "all", fields=["logits", "labels"])
     with atomic_path(output) as tmp, open(tmp, "wb") as f:
-        np.save(f, split_pool(labels, seed, **split)[1])
+        np.save(f, split_pool(pool["labels"], seed, **split, logits=pool["logits"])[1])
 
 
 def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
     """The calibration and test data of ``dump_path`` for ``seed``.
 
-    Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index"}`` where each part holds the
+    Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index", "test_group"}`` where each part holds the
     dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``; ``fields``: only those
     named, ``logits`` and ``labels`` always) and the indices locate the rows within their group (``all`` for
-    pools, else their own group). ``test_index``: a pool's test rows where they are known (a calibrate job
-    stores them beside its predictions), which spares drawing the split again (and importing scikit-learn,
-    ~1 s per job); the rest of the pool is the cal part.
+    pools, else their own group; ``test_group`` names the test rows' group). ``test_index``: a pool's test rows
+    where they are known (a calibrate job stores them beside its predictions), which spares drawing the split again
+    (and importing scikit-learn, ~1 s per job); the rest of the pool is the cal part.
     """
     groups = store.list_groups(dump_path)
     if fields is not None:
@@ -65,22 +78,23 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None,
     if f"seed{seed}/cal" in groups:
         cal, test = (_read(dump_path, f"seed{seed}/{part}", fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"]))}
+                "test_index": np.arange(len(test["labels"])), "test_group": f"seed{seed}/test"}
     if "cal" in groups and "test" in groups:
         cal, test = (_read(dump_path, part, fields) for part in ("cal", "test"))
         return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"]))}
+                "test_index": np.arange(len(test["labels"])), "test_group": "test"}
     if "all" in groups:
         if not split:
             raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
                              "or {cal_fraction: f} in config")
         pool = _read(dump_path, "all", fields)
         if test_index is None:
-            cal_index, test_index = split_pool(pool["labels"], seed, **split)
+            cal_index, test_index = split_pool(pool["labels"], seed, **split, logits=pool["logits"])
         else:
             cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
-        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index}
+        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index,
+                "test_group": "all"}
     raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
 
 

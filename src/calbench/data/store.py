@@ -135,6 +135,18 @@ def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
                              "rerun") from None
 
 
+#: Attribute (dump, calibrated file) and metrics-JSON key of the warnings the jobs raised (:mod:`calbench.caught`).
+WARNINGS_KEY = "warnings"
+#: Attribute of a calibrated file: the dump group its test index refers to (:func:`read_calibrated`).
+ROWS_OF_KEY = "test_rows_of"
+
+
+def read_warnings(path) -> list[dict]:
+    """The warnings recorded in a dump's or calibrated file's attributes (none in files of earlier versions)."""
+    found = read_attrs(path).get(WARNINGS_KEY)
+    return json.loads(found) if found else []
+
+
 def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_labels, attrs: dict) -> None:
     """The calibrate stage's output: test probabilities, split indices, test labels, attributes, and the
     in-sample (calibration split) probabilities only where ``cal_probs`` is given (nothing in calbench
@@ -157,9 +169,14 @@ def write_calibrated(path, cal_probs, test_probs, cal_index, test_index, test_la
 
 def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (also from the float32
-    ``logprobs`` of files written by earlier versions). Files written without the in-sample outputs have no
-    ``cal`` probabilities: asking for them says how to get them."""
+    ``logprobs`` of files written by earlier versions) and, for the test part, ``rows_of``: the dump group that
+    ``index`` refers to (``all``, ``test``, ``seed{s}/test``; absent in files of earlier versions), the unit the
+    paired bootstrap resamples (:mod:`calbench.stats.resampling`). Files written without the in-sample outputs
+    have no ``cal`` probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
+    rows_of = read_attrs(path).get(ROWS_OF_KEY) if part == "test" else None
+    if rows_of is not None:
+        arrays["rows_of"] = str(rows_of)
     if part == "cal" and not {"logprobs", "probs"} & set(arrays):
         raise KeyError(f"{path}: holds no calibration-split outputs (cal/probs); they are stored only on "
                        "request: rerun calibrate_job with keep_cal_outputs=True")

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
 import calbench
+from calbench.caught import Recorder
 from calbench.data import splits, store
+from calbench.data.entry import Source
 from calbench.data.store import PEAK_KEY
 from calbench.jobs import paths
 from calbench.jobs.logs import peak_rss_mb
+from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param, split_file
 from calbench.methods.registry import build_method, chain_needs, chain_settings
 from calbench.scores import Scores
 
@@ -23,32 +27,51 @@ def _scores(part: dict) -> Scores:
     return Scores(part.pop("logits"), part.pop("embeddings", None))
 
 
-def calibrate_arguments(config: dict, source: str, method: str, seed: int) -> dict:
-    """The arguments of :func:`calibrate_job` (rule calibrate, ``calbench calibrate``) from the resolved config: the
-    perturbed calibration set of the source and seed for a method that needs it (rule dump_perturbed_cal)."""
-    entry = config["sources"][source]
+@dataclass(frozen=True, kw_only=True)
+class CalibrateSpec(JobSpec):
+    """One calibrate job: ``method`` fitted on the calibration split of a source's dump for ``seed`` (rule calibrate,
+    ``calbench job calibrate``)."""
+
+    source: str
+    method: str
+    seed: int
+    method_settings: dict = param()
+    split: dict | None = param()
+    input_kind: str = param()
+    dump: str = infile()
+    test_rows: str | None = infile()
+    perturbed_cal: str | None = infile()
+    calibrated: str = outfile()
+    calibrator: str | None = outfile()
+    keep_cal_outputs: bool = False
+
+
+def spec(config: dict, *, source: str, method: str, seed) -> CalibrateSpec:
+    """The calibrate job of the resolved config's ``source``, ``method`` and ``seed``: the perturbed calibration set
+    of the source and seed for a method that needs it (rule dump_perturbed_cal)."""
+    entry, seed = Source.of(config, source), int(seed)
     where = {"source": source, "method": method, "seed": seed}
     perturbed = paths.PERTURBED_CAL.format(source=source, seed=seed) if "perturbed_cal" in chain_needs(method) else None
-    return {"dump": paths.DUMP.format(source=source), "output": paths.CALIBRATED.format(**where), "method": method,
-            "settings": paths.as_params(chain_settings(method, config["method_settings"])), "seed": seed,
-            "split": paths.as_params(entry.get("split")),
-            "input_kind": entry["scores"], "calibrator_output": paths.CALIBRATOR.format(**where),
-            "test_rows": paths.split_file(config, source, seed), "perturbed_cal": perturbed}
+    return CalibrateSpec(source=source, method=method, seed=seed,
+                         method_settings=as_params(chain_settings(method, config["method_settings"])),
+                         split=as_params(entry.split), input_kind=entry.scores, dump=paths.DUMP.format(source=source),
+                         test_rows=split_file(entry, seed), perturbed_cal=perturbed,
+                         calibrated=paths.CALIBRATED.format(**where), calibrator=paths.CALIBRATOR.format(**where))
 
 
-def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: dict | None = None, *,
-                  input_kind: str, calibrator_output=None, keep_cal_outputs: bool = False, test_rows=None,
-                  perturbed_cal=None) -> None:
+def calibrate_job(*, spec: CalibrateSpec) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
-    ``calibrator_output``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking
-    ``input_kind`` (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict
-    and store the calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at
-    1,000 classes × 25,000 rows). ``test_rows``: the file of a pooled source's test rows for ``seed`` as drawn by
-    :func:`calbench.data.splits.write_test_index` (rule draw_split; default: drawn here). ``perturbed_cal``: the
+    ``calibrator``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking ``input_kind``
+    (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict and store the
+    calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at 1,000 classes × 25,000
+    rows). ``test_rows``: the file of a pooled source's test rows for ``seed`` as drawn by
+    :func:`calbench.data.splits.write_test_index` (rule draw_split; ``None``: drawn here). ``perturbed_cal``: the
     model's outputs on the perturbed calibration images (:func:`calbench.jobs.perturbed_cal.dump_perturbed_cal_job`),
     on whose union over the levels a chain starting with ``perturb`` is fitted (Tomani et al. 2021; docs/shift.md).
     """
+    dump, output, method, settings, seed = spec.dump, spec.calibrated, spec.method, spec.method_settings, spec.seed
+    split, test_rows, perturbed_cal, calibrator_output = spec.split, spec.test_rows, spec.perturbed_cal, spec.calibrator
     estimator = build_method(method, settings, seed)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
     test_index = np.load(test_rows) if test_rows is not None else None
@@ -62,23 +85,26 @@ def calibrate_job(dump, output, method: str, settings: dict, seed: int, split: d
     if "train" in estimator.needs:
         train_part = store.read_group(dump, "train", fields=fields)
         train = (_scores(train_part), train_part["labels"])
-    try:
-        estimator.fit(cal, data["cal"]["labels"], train=train)
-    except ValueError as err:
-        raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
-    fit_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    test_probs = estimator.predict_proba(test)
-    predict_seconds = time.perf_counter() - start
-    cal_probs = estimator.predict_proba(cal) if keep_cal_outputs else None
+    with Recorder("calibrate") as caught:  # recorded in the file's attributes (the tables list them)
+        try:
+            estimator.fit(cal, data["cal"]["labels"], train=train)
+        except ValueError as err:
+            raise ValueError(f"{dump} (seed {seed}), fitting {method}: {err}") from err
+        fit_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        test_probs = estimator.predict_proba(test)
+        predict_seconds = time.perf_counter() - start
+        cal_probs = estimator.predict_proba(cal) if spec.keep_cal_outputs else None
     log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
     if calibrator_output is not None:
-        calbench.save(estimator, calibrator_output, input_kind=input_kind)
+        calbench.save(estimator, calibrator_output, input_kind=spec.input_kind)
     store.write_calibrated(output, cal_probs, test_probs, data["cal_index"], data["test_index"],
                            data["test"]["labels"],
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
-                            "calbench_version": calbench.__version__, PEAK_KEY: peak_rss_mb()})
+                            "calbench_version": calbench.__version__, store.ROWS_OF_KEY: data["test_group"],
+                            store.WARNINGS_KEY: store.read_warnings(dump) + caught.records(),
+                            PEAK_KEY: peak_rss_mb()})
 
 
 def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:

@@ -5,40 +5,62 @@ before and after prior adaptation (docs/label_shift.md)."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from calbench.atomic import write_text_atomic
+from calbench.caught import Recorder
 from calbench.data import splits, store
+from calbench.data.entry import Source
 from calbench.data.label_shift import draw_rows, parse_name, resample_counts, set_names
-from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
+from calbench.data.shifts import shift_sets
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY, WARNINGS_KEY
 from calbench.jobs import paths
 from calbench.jobs.logs import peak_rss_mb
+from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.evaluation import evaluate_resampled
 from calbench.metrics.label_shift import LabelShiftInputs
 from calbench.scores import Scores
 
 
-def evaluate_arguments(config: dict, source: str, method: str, seed: int) -> dict:
-    """The arguments of :func:`evaluate_job` (rule evaluate, ``calbench evaluate``) from the resolved config: the saved
-    calibrator where the source has shifted or label-shifted test sets (docs/shift.md, docs/label_shift.md)."""
-    entry = config["sources"][source]
+@dataclass(frozen=True, kw_only=True)
+class EvaluateSpec(JobSpec):
+    """One evaluate job: the metrics of a calibrate job's outputs (rule evaluate, ``calbench job evaluate``)."""
+
+    source: str
+    method: str
+    seed: int
+    metrics: list = param()
+    split: dict | None = param()
+    bootstrap: dict | None = param()
+    test_sets: list | None = param()
+    label_shift: dict | None = param()
+    calibrated: str = infile()
+    dump: str = infile()
+    shifts: str | None = infile()
+    calibrator: str | None = infile()
+    output: str = outfile()
+
+
+def spec(config: dict, *, source: str, method: str, seed) -> EvaluateSpec:
+    """The evaluate job of the resolved config's ``source``, ``method`` and ``seed``: the saved calibrator where the
+    source has shifted or label-shifted test sets (docs/shift.md, docs/label_shift.md); the names of the shifted
+    sets (``test_sets``) are a setting, so that adding one reruns the evaluation."""
+    entry, seed = Source.of(config, source), int(seed)
     where = {"source": source, "method": method, "seed": seed}
-    shifted = bool(entry.get("shifts")) or bool(entry.get("label_shift"))
-    return {"calibrated": paths.CALIBRATED.format(**where), "dump": paths.DUMP.format(source=source),
-            "output": paths.METRICS.format(**where), "metrics": list(config["metrics"]), "source": source,
-            "method": method, "seed": seed, "split": paths.as_params(entry.get("split")),
-            "bootstrap": config["bootstrap"],
-            "shifts": paths.SHIFTS.format(source=source) if entry.get("shifts") else None,
-            "calibrator": paths.CALIBRATOR.format(**where) if shifted else None,
-            "label_shift": paths.as_params(entry.get("label_shift"))}
+    return EvaluateSpec(source=source, method=method, seed=seed, metrics=list(config["metrics"]),
+                        split=as_params(entry.split), bootstrap=as_params(config["bootstrap"]),
+                        test_sets=shift_sets(dict(entry.entry)), label_shift=as_params(entry.entry.get("label_shift")),
+                        calibrated=paths.CALIBRATED.format(**where), dump=paths.DUMP.format(source=source),
+                        shifts=paths.SHIFTS.format(source=source) if entry.has("shifts") else None,
+                        calibrator=paths.CALIBRATOR.format(**where)
+                        if entry.has("shifts") or entry.has("label_shift") else None,
+                        output=paths.METRICS.format(**where))
 
 
-def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, seed: int,
-                 split: dict | None = None, bootstrap: dict | None = None, shifts=None, calibrator=None,
-                 label_shift: dict | None = None) -> None:
+def evaluate_job(*, spec: EvaluateSpec) -> None:
     """Compute ``metrics`` on the test predictions; ``true_ce.*`` only where the dump knows the true map.
 
     ``bootstrap`` (config key ``bootstrap: {samples, level, interval}``, as :func:`calbench.config.load` fills it)
@@ -48,6 +70,10 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
     (the source's resolved ``label_shift`` entry) with ``calibrator``: its metrics on each label-shifted set, under
     ``"shifts": {"prior/…": {...}}`` (:func:`label_shifted_values`).
     """
+    calibrated, dump, output, metrics, method, seed = (spec.calibrated, spec.dump, spec.output, spec.metrics,
+                                                       spec.method, spec.seed)
+    split, bootstrap, shifts, calibrator, label_shift = (spec.split, spec.bootstrap, spec.shifts, spec.calibrator,
+                                                         spec.label_shift)
     out = store.read_calibrated(calibrated, "test")
     wanted = list(metrics)
     true_probs = uncal_probs = None
@@ -64,16 +90,18 @@ def evaluate_job(calibrated, dump, output, metrics, source: str, method: str, se
         return evaluate(probs, labels, wanted, true_probs=true, seed=seed, uncal_probs=uncal,
                         **intervals, method=f"{method}, {where}")
 
-    record = {"source": source, "method": method, "seed": seed,
-              **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}
-    if shifts is not None:
-        wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
-        record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}")
-                            for name, probs, labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
-    if label_shift is not None:
-        shifted, record[LABEL_SHIFT_RESAMPLES] = label_shifted_values(label_shift, out, dump, seed, split, calibrator,
-                                                                      intervals, f"{method}, {calibrated}")
-        record.setdefault("shifts", {}).update(shifted)
+    with Recorder("evaluate") as caught:  # with the calibrate and dump jobs' warnings, in the record
+        record = {"source": spec.source, "method": method, "seed": seed,
+                  **values(out["probs"], out["labels"], true_probs, uncal_probs, f"{calibrated}:test/probs")}
+        if shifts is not None:
+            wanted = [m for m in wanted if not lookup(m)[0].needs_true_probs]  # no true map of a shifted set
+            record["shifts"] = {name: values(probs, labels, None, uncal, f"{shifts}:shift/{name}") for name, probs,
+                                labels, uncal in shifted_predictions(shifts, calibrator, out["index"])}
+        if label_shift is not None:
+            shifted, record[LABEL_SHIFT_RESAMPLES] = label_shifted_values(
+                label_shift, out, dump, seed, split, calibrator, intervals, f"{method}, {calibrated}")
+            record.setdefault("shifts", {}).update(shifted)
+    record[WARNINGS_KEY] = store.read_warnings(calibrated) + caught.records()
     record[PEAK_KEY] = peak_rss_mb()
     write_text_atomic(output, json.dumps(record, indent=1) + "\n")
 
@@ -110,10 +138,10 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
     adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
     matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
-    strength's draws of the metrics on :data:`~calbench.metrics.bootstrap.TABLE_RESAMPLES` resamples of each
+    strength's draws of the metrics on :data:`~calbench.stats.resampling.RESAMPLES` resamples of each
     set's rows (:func:`calbench.data.label_shift.resample_counts`; the metrics with a row-weighted form)."""
-    from calbench.metrics.bootstrap import TABLE_RESAMPLES
     from calbench.persist import load
+    from calbench.stats.resampling import RESAMPLES
 
     cal_model = load(calibrator)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal_model.needs else [])
@@ -124,7 +152,7 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     values, resampled = {}, {}
     for name in set_names(spec):
         rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
-        counts = resample_counts(name, labels[rows], seed, TABLE_RESAMPLES)
+        counts = resample_counts(name, labels[rows], seed, RESAMPLES)
         values[name], draws = evaluate_resampled(
             probs[rows], labels[rows], spec["metrics"], counts, seed=seed, **intervals,
             label_shift=replace(base, true_priors=true_priors), method=f"{where} ({name})")

@@ -4,15 +4,42 @@ shift strength, with the paired bootstrap of the evaluate jobs' resamples; the c
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
+from calbench.data.entry import sources
+from calbench.jobs import paths
+from calbench.jobs.keys import calibrate_keys
+from calbench.jobs.spec import JobSpec, infile, outfile, param
 from calbench.report.label_shift import read_resamples, strength_markdown
 
 
-def label_shift_report_job(long_csv, metric_files, tables: dict[str, str], methods=None) -> None:
-    """``tables``: metric → Markdown path; ``metric_files``: the metrics JSONs of the sources with label shift."""
-    long = pd.read_csv(long_csv)
-    resamples = read_resamples(metric_files)
-    for metric_id, path in tables.items():
-        write_text_atomic(path, strength_markdown(long, metric_id, resamples, methods))
+@dataclass(frozen=True, kw_only=True)
+class LabelShiftReportSpec(JobSpec):
+    """The per-strength tables of the label-shifted sets (rule label_shift_report): ``metrics``, the metrics JSONs of
+    the sources with label shift; ``tables``: metric → Markdown path."""
+
+    metric_ids: list = param()
+    methods: list = param()
+    long: str = infile()
+    metrics: list = infile()
+    tables: dict = outfile()
+
+
+def spec(config: dict) -> LabelShiftReportSpec:
+    metric_ids = list(dict.fromkeys(m for s in sources(config, having="label_shift")
+                                    for m in s.entry["label_shift"]["metrics"]))
+    keys = calibrate_keys(config, having="label_shift")
+    return LabelShiftReportSpec(
+        metric_ids=metric_ids, methods=list(config["methods"]), long=paths.METRICS_LONG,
+        metrics=[paths.METRICS.format(source=s, method=m, seed=seed) for s, m, seed in keys],
+        tables={m: paths.LABEL_SHIFT_TABLE.format(metric=m) for m in metric_ids})
+
+
+def label_shift_report_job(*, spec: LabelShiftReportSpec) -> None:
+    long = pd.read_csv(spec.long)
+    resamples = read_resamples(spec.metrics)
+    for metric_id, path in spec.tables.items():
+        write_text_atomic(path, strength_markdown(long, metric_id, resamples, spec.methods))

@@ -11,7 +11,8 @@ log = logging.getLogger("calbench")
 
 @contextlib.contextmanager
 def job_logging(log_file=None):
-    """Send calbench's log (and warnings) to the job's log file, or to stderr outside Snakemake."""
+    """Send calbench's log (and warnings) to the job's log file, or to stderr outside Snakemake. A job that fails
+    under Snakemake writes its traceback to its log and exits with status 1 without printing it on the console."""
     handler = logging.FileHandler(log_file, mode="w") if log_file else logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
     root = logging.getLogger()
@@ -22,6 +23,8 @@ def job_logging(log_file=None):
         yield
     except Exception:
         log.exception("job failed")
+        if log_file:  # the traceback stays in the job's log; the console prints its last line (the logger plugin)
+            raise SystemExit(1) from None
         raise
     finally:
         root.removeHandler(handler)

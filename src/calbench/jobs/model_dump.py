@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 
 import calbench
 from calbench.data import store
+from calbench.jobs.model_specs import ModelDumpSpec
 from calbench.jobs.models import batch_preparation, input_normalisation
 from calbench.models import architectures, datasets
 from calbench.models.errors import load_tensors
@@ -55,10 +56,12 @@ def model_outputs(model, prepare, chunks, batch_size: int, desc: str, progress: 
     return out
 
 
-def load_source_model(source: str, entry: dict, weights, cache_dir, threads: int):
-    """The source's data, its model in eval mode on the device, the batch preparation and the batch size."""
-    where = f"sources.{source}"
-    torch.set_num_threads(threads)
+def load_source_model(spec):
+    """The data of the source of the model job ``spec`` (:mod:`calbench.jobs.model_specs`), its model in eval mode
+    on the device, the batch preparation and the batch size."""
+    entry, weights, cache_dir = spec.entry, spec.weights, spec.cache_dir
+    where = f"sources.{spec.source}"
+    torch.set_num_threads(spec.threads)
     device = resolve_device(entry["device"])
     data = datasets.load(entry, where, cache_dir)
     model, mean, std, channels = _load_model(entry, data, weights, where)
@@ -66,14 +69,14 @@ def load_source_model(source: str, entry: dict, weights, cache_dir, threads: int
     return data, model, batch_preparation(entry, mean, std, channels, device), int(entry["eval_batch_size"])
 
 
-def dump_model_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
-                   progress: bool = True) -> None:
-    """Dump logits, labels and embeddings of every split of ``source`` to ``output``.
+def dump_model_job(*, spec: ModelDumpSpec, progress: bool = True) -> None:
+    """Dump logits, labels and embeddings of every split of ``spec.source`` to ``spec.output``.
 
-    ``weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
+    ``spec.weights`` is the `train` job's ``model.pt``; ``None`` for a `pretrained` source, whose model
     comes from its published weights (``pretrained``) or a local file (``weights`` in the entry).
     """
-    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
+    source, entry, output = spec.source, spec.entry, spec.output
+    data, model, prepare, batch_size = load_source_model(spec)
     groups = {split: model_outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
                               f"dump {split}", progress)
               for split, dataset in data.splits.items() if len(dataset)}

@@ -13,6 +13,7 @@ from calbench.corruptions import corrupt
 from calbench.data import store
 from calbench.data.shifts import shift_sets
 from calbench.jobs.model_dump import load_source_model, model_outputs
+from calbench.jobs.model_specs import ModelDumpSpec
 
 #: Rows corrupted together: up to 1,024 images and 2²² pixel values (the elastic deformation holds a few float64
 #: copies of a chunk: ~27 ImageNet-sized images). Each chunk's random draws are seeded by (split_seed, chunk
@@ -20,15 +21,15 @@ from calbench.jobs.model_dump import load_source_model, model_outputs
 SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES = 1024, 2**22
 
 
-def dump_model_shifts_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
-                          progress: bool = True) -> None:
-    """Dump the model's outputs on each shifted test set of ``source`` (docs/shift.md) to ``output``.
+def dump_model_shifts_job(*, spec: ModelDumpSpec, progress: bool = True) -> None:
+    """Dump the model's outputs on each shifted test set of ``spec.source`` (docs/shift.md) to ``spec.output``.
 
     Group ``shift/{family}/{severity}`` holds the corrupted copies of the held-out rows of the dump: the pool
     (cal then test, as the dump's ``all``) of a pooled source, whose evaluation takes each seed's test rows, else
     the test split (root attribute ``rows_of``: ``all`` or ``test``).
     """
-    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
+    source, entry, output = spec.source, spec.entry, spec.output
+    data, model, prepare, batch_size = load_source_model(spec)
     rows_of = "all" if entry.get("split") else "test"
     held_out = ConcatDataset([data.splits[s] for s in (("cal", "test") if rows_of == "all" else ("test",))])
     seed = int(entry["split_seed"])

@@ -20,6 +20,7 @@ require_models_extra("the model rules (train/pretrained sources)")
 import torch  # noqa: E402
 
 from calbench.atomic import atomic_path  # noqa: E402
+from calbench.jobs.model_specs import TrainSpec  # noqa: E402
 from calbench.models import architectures, datasets  # noqa: E402
 from calbench.models.training import Recipe, resolve_device, seed_everything, train  # noqa: E402
 
@@ -53,17 +54,17 @@ def batch_preparation(entry: dict, mean, std, channels: int, device):
     return prepare
 
 
-def train_job(source: str, entry: dict, output, *, cache_dir, threads: int, progress: bool = True) -> None:
-    """Train the model of `train` source ``source`` (its entry with every default filled, as
-    :func:`calbench.config.load` returns it) and save its final weights to ``output``; ``cache_dir``: the
+def train_job(*, spec: TrainSpec, progress: bool = True) -> None:
+    """Train the model of `train` source ``spec.source`` (its entry with every default filled, as
+    :func:`calbench.config.load` returns it) and save its final weights to ``spec.model``; ``cache_dir``: the
     config's ``downloads_dir``.
 
     ``threads`` caps torch's CPU threads (the cores Snakemake granted the job, the entry's ``threads``: more
     threads than cores makes torch's thread pool spin and slows training by orders of magnitude on a busy machine).
     """
+    source, entry, cache_dir, threads, output = spec.source, spec.entry, spec.cache_dir, spec.threads, Path(spec.model)
     where = f"sources.{source}"
     torch.set_num_threads(threads)
-    output = Path(output)
     recipe = Recipe(**entry["recipe"])
     device = resolve_device(entry["device"])
     data = datasets.load(entry, where, cache_dir)

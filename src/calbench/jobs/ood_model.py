@@ -12,6 +12,7 @@ from torch.utils.data import DataLoader
 import calbench
 from calbench.jobs.model_dump import load_source_model, model_outputs
 from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS
+from calbench.jobs.model_specs import ModelDumpSpec
 from calbench.jobs.ood import write_ood
 from calbench.models import datasets
 
@@ -46,16 +47,16 @@ def _ood_images(source: str, name: str, spec: dict, shape, rows: int, split_seed
     return as_images_like(images, shape[0], shape[1:])
 
 
-def dump_model_ood_job(source: str, entry: dict, output, weights=None, *, cache_dir, threads: int,
-                       progress: bool = False) -> None:
-    """The model's logits and embeddings on each OOD set of ``source`` (``ood: {name: {dataset: D} | {noise:
-    uniform}}``, ``rows``: default the number of held-out rows) to ``output``."""
-    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
+def dump_model_ood_job(*, spec: ModelDumpSpec, progress: bool = False) -> None:
+    """The model's logits and embeddings on each OOD set of ``spec.source`` (``ood: {name: {dataset: D} | {noise:
+    uniform}}``, ``rows``: default the number of held-out rows) to ``spec.output``."""
+    source, entry, output, cache_dir = spec.source, spec.entry, spec.output, spec.cache_dir
+    data, model, prepare, batch_size = load_source_model(spec)
     held_out = [data.splits[s] for s in (("cal", "test") if entry.get("split") else ("test",))]
     shape = tuple(held_out[0][0][0].shape)
     sets = {}
-    for name, spec in entry["ood"].items():
-        images = _ood_images(source, name, spec, shape, sum(map(len, held_out)), int(entry["split_seed"]), cache_dir)
+    for name, item in entry["ood"].items():
+        images = _ood_images(source, name, item, shape, sum(map(len, held_out)), int(entry["split_seed"]), cache_dir)
         chunks = ((chunk, torch.zeros(len(chunk), dtype=torch.long)) for chunk in images.split(SHIFT_CHUNK_ROWS))
         outputs = model_outputs(model, prepare, chunks, batch_size, f"ood {name}", progress)
         sets[name] = {"logits": outputs["logits"], "embeddings": outputs["embeddings"]}

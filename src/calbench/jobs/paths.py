@@ -1,8 +1,7 @@
 """The output paths of the workflow's jobs, one template each: the rules (workflow/rules/*.smk: outputs with
-wildcards, and the target lists filled with ``.format``) and ``python -m calbench dump|calibrate|evaluate`` both
-fill them (``DUMP.format(source=...)``). Logs and benchmarks, which no other rule reads, stay beside their rule."""
-
-import json
+wildcards, and the target lists filled with ``.format``) and ``calbench job dump|calibrate|evaluate`` both
+fill them (``DUMP.format(source=...)``) through the job specs (:mod:`calbench.jobs.spec`). Logs and benchmarks,
+which no other rule reads, stay beside their rule."""
 
 DUMP = "results/dumps/{source}.h5"
 SHIFTS = "results/shifts/{source}.h5"
@@ -19,6 +18,7 @@ METRICS_LONG = "results/tables/metrics_long.csv"
 SUMMARY = "results/tables/summary.md"
 AVERAGE_RANKS = "results/tables/average_ranks.md"
 INTERVALS = "results/tables/intervals.csv"
+WARNINGS = "results/tables/warnings.csv"  # read back by calbench.report.warnings.read_warnings (its FILE)
 METRIC_TABLE = "results/tables/{metric}.md"
 RUNTIME = "results/tables/runtime.md"
 PAPER_COMPARISON = "results/tables/paper_comparison.md"
@@ -43,21 +43,3 @@ OOD_TABLE = "results/tables/ood.md"
 OOD_FIGURE = "results/figures/ood/{source}.png"
 OOD_FIGURE_CSV = "results/figures/ood/{source}.csv"
 LABEL_SHIFT_TABLE = "results/tables/label_shift/{metric}.md"
-
-
-def as_params(value):
-    """A config slice as the rules' params hold it (canonical JSON, sorted keys) and read back: the argument builders
-    pass this form, so that a job runs the same whether its arguments come from a builder or from its params, and
-    the order a config writes keys in changes nothing (a grid's keys, for one)."""
-    return json.loads(json.dumps(value, sort_keys=True))
-
-
-def split_file(config: dict, source: str, seed: int) -> str | None:
-    """A pooled source's drawn test rows for ``seed`` (rule draw_split); ``None`` for sources with fixed parts."""
-    return SPLIT.format(source=source, seed=seed) if config["sources"][source].get("split") else None
-
-
-def draw_split_arguments(config: dict, source: str, seed: int) -> dict:
-    """The arguments of :func:`calbench.data.splits.write_test_index` (rule draw_split) from the resolved config."""
-    return {"dump_path": DUMP.format(source=source), "seed": seed,
-            "split": as_params(config["sources"][source]["split"]), "output": SPLIT.format(source=source, seed=seed)}

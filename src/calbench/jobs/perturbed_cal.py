@@ -18,6 +18,7 @@ from calbench.corruptions import gaussian_perturbation
 from calbench.data import store
 from calbench.jobs.model_dump import load_source_model, model_outputs
 from calbench.jobs.model_shifts import SHIFT_CHUNK_ROWS, SHIFT_CHUNK_VALUES
+from calbench.jobs.model_specs import PerturbedCalSpec
 
 log = logging.getLogger("calbench")
 
@@ -68,8 +69,7 @@ def tune_epsilons(run, targets: np.ndarray, tolerance: np.ndarray, start: float 
     return epsilons, outputs
 
 
-def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weights=None, *, seed: int, test_rows=None,
-                           clip: bool = False, cache_dir, threads: int, progress: bool = False) -> None:
+def dump_perturbed_cal_job(*, spec: PerturbedCalSpec, progress: bool = False) -> None:
     """Dump the model's outputs on seed ``seed``'s calibration images of ``source`` perturbed at ``levels``
     strengths (Tomani et al., CVPR 2021; docs/shift.md) to ``output``, groups ``level/{i}``, i = 0 … levels-1.
 
@@ -80,7 +80,9 @@ def dump_perturbed_cal_job(source: str, entry: dict, output, levels: int, weight
     no test row takes part in tuning ε: a pooled source's pool less ``test_rows`` (the seed's drawn test rows,
     rule draw_split), else the calibration split.
     """
-    data, model, prepare, batch_size = load_source_model(source, entry, weights, cache_dir, threads)
+    source, entry, output, seed, test_rows = spec.source, spec.entry, spec.output, spec.seed, spec.test_rows
+    levels, clip = int(spec.perturb["levels"]), bool(spec.perturb["clip"])
+    data, model, prepare, batch_size = load_source_model(spec)
     if entry.get("split"):
         pool = ConcatDataset([data.splits["cal"], data.splits["test"]])
         rows = Subset(pool, np.setdiff1d(np.arange(len(pool)), np.load(test_rows)).tolist())

@@ -5,12 +5,17 @@ computing is in :mod:`calbench.report.shift`."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
+from calbench.data.entry import sources as config_sources
+from calbench.jobs import paths
+from calbench.jobs.keys import calibrate_keys
+from calbench.jobs.spec import JobSpec, infile, outfile, param
 from calbench.report.plotting import write_csv
 from calbench.report.shift import (
     figure_metrics,
@@ -22,20 +27,52 @@ from calbench.report.shift import (
 from calbench.report.tables import CLEAN
 
 
-def shift_report_job(long_csv, tables: dict[str, str], ranking, figures: dict[str, tuple[str, str]], metrics,
-                     methods, outputs, shift_files: dict[str, str], intervals) -> None:
-    """``tables``: metric → Markdown path; ``ranking``: Markdown path; ``figures``: source → (png, csv);
-    ``outputs``: ``(metrics JSON, calibrated test outputs, saved calibrator)`` of every evaluate job of the
-    shifted sources; ``shift_files``: source → its shifted sets (``results/shifts/{source}.h5``); ``intervals``:
-    the CSV of every cell (:func:`calbench.report.shift.shift_cells`)."""
-    long = pd.read_csv(long_csv)
-    cells = shift_cells(long, list(metrics), shifted_outputs(outputs, shift_files))
-    write_text_atomic(intervals, cells.to_csv(index=False, float_format="%.10g"))
-    for metric_id, path in tables.items():
+@dataclass(frozen=True, kw_only=True)
+class ShiftReportSpec(JobSpec):
+    """The shift tables and figures (rule shift_report): ``metrics``, ``calibrated`` and ``calibrators`` of every
+    evaluate job of the shifted sources (in one order), ``shifts``: source → its shifted sets."""
+
+    metric_ids: list = param()
+    methods: list = param()
+    sources: list = param()
+    long: str = infile()
+    metrics: list = infile()
+    calibrated: list = infile()
+    calibrators: list = infile()
+    shifts: dict = infile()
+    tables: dict = outfile()
+    ranking: str = outfile()
+    figures: dict = outfile()
+    csv: dict = outfile()
+    intervals: str = outfile()
+
+
+def spec(config: dict) -> ShiftReportSpec:
+    shifted = [s.name for s in config_sources(config, having="shifts")]
+    keys = [dict(zip(("source", "method", "seed"), key)) for key in calibrate_keys(config, having="shifts")]
+    return ShiftReportSpec(
+        metric_ids=list(config["metrics"]), methods=list(config["methods"]), sources=shifted, long=paths.METRICS_LONG,
+        metrics=[paths.METRICS.format(**k) for k in keys], calibrated=[paths.CALIBRATED.format(**k) for k in keys],
+        calibrators=[paths.CALIBRATOR.format(**k) for k in keys],
+        shifts={s: paths.SHIFTS.format(source=s) for s in shifted},
+        tables={m: paths.SHIFT_TABLE.format(metric=m) for m in config["metrics"]}, ranking=paths.SHIFT_RANKING,
+        figures={s: paths.SHIFT_FIGURE.format(source=s) for s in shifted},
+        csv={s: paths.SHIFT_FIGURE_CSV.format(source=s) for s in shifted}, intervals=paths.SHIFT_INTERVALS)
+
+
+def shift_report_job(*, spec: ShiftReportSpec) -> None:
+    """The CSV of every cell (:func:`calbench.report.shift.shift_cells`), each metric's severity table, the
+    ranking and each source's figure (png and the CSV of what it draws)."""
+    metrics, methods = spec.metric_ids, spec.methods
+    long = pd.read_csv(spec.long)
+    outputs = list(zip(spec.metrics, spec.calibrated, spec.calibrators, strict=True))
+    cells = shift_cells(long, list(metrics), shifted_outputs(outputs, spec.shifts))
+    write_text_atomic(spec.intervals, cells.to_csv(index=False, float_format="%.10g"))
+    for metric_id, path in spec.tables.items():
         write_text_atomic(path, severity_markdown(long, metric_id, cells, methods))
-    write_text_atomic(ranking, ranking_markdown(long, list(metrics), methods))
-    for source, (png, csv) in figures.items():
-        write_csv(severity_figure(long, source, figure_metrics(metrics), png, methods), csv)
+    write_text_atomic(spec.ranking, ranking_markdown(long, list(metrics), methods))
+    for source, png in spec.figures.items():
+        write_csv(severity_figure(long, source, figure_metrics(metrics), png, methods), spec.csv[source])
 
 
 def shifted_outputs(outputs, shift_files: dict[str, str]):
@@ -63,6 +100,22 @@ def shifted_outputs(outputs, shift_files: dict[str, str]):
             calibrators[key] = load_calibrator(files[key][1])
         probs, labels, _ = shifted_set(shift_files[source], f"shift/{test_set}", calibrators[key],
                                        tests[key]["index"])
-        return {"probs": probs, "labels": labels, "index": np.arange(labels.size)}
+        return {"probs": probs, "labels": labels,
+                **shifted_rows(shift_files[source], f"shift/{test_set}", tests[key], labels.size)}
 
     return load
+
+
+def shifted_rows(shifts, group: str, clean: dict, size: int) -> dict:
+    """``{"index", "rows_of"}`` of a shifted set's rows as the paired bootstrap's units
+    (:mod:`calbench.stats.resampling`): a corrupted copy of a test row is that row (the clean outputs' ids and
+    group), as is a row of an import's set aligned by ``pool_rows``; the rows of a set evaluated in full are its
+    own, the same for every seed."""
+    from calbench.data import store
+
+    if store.read_attrs(shifts)["rows_of"] != "own":
+        return {"index": clean["index"], "rows_of": clean.get("rows_of", "test")}
+    pool_rows = store.read_group(shifts, group, ["pool_rows"]).get("pool_rows")
+    if pool_rows is not None:
+        return {"index": pool_rows[np.isin(pool_rows, clean["index"])], "rows_of": clean.get("rows_of", "all")}
+    return {"index": np.arange(size), "rows_of": group}

@@ -123,6 +123,10 @@ class Calibrator:
     preserves_argmax: bool = False
     on_missing_class: MissingClass = MissingClass.WARN
     floor_note: str = ""
+    #: True where the method's family is closed under composition and its fit on its own outputs is the identity
+    #: (ts: T₁·T₂; vector and matrix scaling: affine maps), so that a chain repeating it (``ts+ts``) is the method
+    #: itself (:func:`calbench.methods.registry.resolved`).
+    composes_to_itself: bool = False
     open_ended_params: tuple[str, ...] = ()
     _parameter_constraints: dict = {}
     _fitted_state: dict = {"num_classes_": Count("C"), "embedding_dim_": Count("H", optional=True)}

@@ -8,6 +8,7 @@ lower-case identifiers; ``+`` joins names into a :class:`~calbench.methods.chain
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
 import pkgutil
@@ -58,11 +59,22 @@ def split_chain(name: str) -> list[str]:
     known = available()
     unknown = [p for p in parts if p not in _REGISTRY]
     if unknown or not name:
+        close = [c for u in unknown for c in difflib.get_close_matches(u, known, n=3, cutoff=0.6)]
+        guess = f"did you mean {' or '.join(map(repr, dict.fromkeys(close)))}? " if close else ""
         raise ValueError(
-            f"unknown method {', '.join(repr(u) for u in unknown) or repr(name)} in {name!r}; "
+            f"unknown method {', '.join(repr(u) for u in unknown) or repr(name)} in {name!r}; {guess}"
             f"allowed: {', '.join(known)} (join names with '+' to chain them)"
         )
     return parts
+
+
+def resolved(name: str) -> str:
+    """The calibrator that method (or chain) ``name`` builds, named as briefly as it can be: ``uncal`` stages (the
+    identity map) left out of a chain, and a stage repeated right after itself left out where its class
+    ``composes_to_itself`` (``ts+ts`` is ``ts``). Two names that resolve alike fit the same calibrator."""
+    parts = [p for p in split_chain(name) if p != "uncal"] or ["uncal"]
+    kept = [p for k, p in enumerate(parts) if k == 0 or p != parts[k - 1] or not _REGISTRY[p].composes_to_itself]
+    return "+".join(kept)
 
 
 def method_class(name: str) -> type:
@@ -75,6 +87,16 @@ def chain_needs(name: str) -> frozenset[str]:
     """What the stages of method (or chain) ``name`` read: the union of their ``needs``
     (:data:`calbench.methods.base.NEEDS`)."""
     return frozenset().union(*(_REGISTRY[part].needs for part in split_chain(name)))
+
+
+def runs_on(name: str, entry) -> bool:
+    """Whether method (or chain) ``name`` runs on the source ``entry`` (a resolved config entry): methods that need
+    embeddings (a training split, perturbed calibration images) run only on sources that have them."""
+    from calbench.data.entry import has_embeddings, has_train, is_model
+
+    needs = chain_needs(name)
+    return ("embeddings" not in needs or has_embeddings(entry)) and ("train" not in needs or has_train(entry)) and (
+        "perturbed_cal" not in needs or is_model(entry))
 
 
 def chain_settings(name: str, method_settings: dict) -> dict:

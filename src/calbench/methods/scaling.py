@@ -19,6 +19,7 @@ class MatrixScaling(AffineSoftmax):
 
     #: Unregularised: a class without examples drives its bias to −∞ (refused; ms_odir copes).
     on_missing_class = MissingClass.REFUSE
+    composes_to_itself = True
 
     def __init__(self, *, max_iter: int = 1000, tol: float = 1e-10):
         self.max_iter = max_iter

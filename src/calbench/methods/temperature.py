@@ -27,6 +27,7 @@ class TemperatureScaling(Calibrator):
     _fitted_state = {"temperature_": Scalar(float)}
 
     preserves_argmax = True
+    composes_to_itself = True
 
     def _fit(self, scores: Scores, y: np.ndarray) -> None:
         self.temperature_ = 1.0 / fit_inverse_temperature(scores.logits, y)

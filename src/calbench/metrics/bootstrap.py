@@ -1,4 +1,6 @@
-"""Bootstrap confidence intervals for any metric (Davison & Hinkley 1997, §5.2–5.3).
+"""Bootstrap confidence intervals of one metric on one test set (config key ``bootstrap``: the ``<id>.ci_low`` and
+``<id>.ci_high`` of a metrics JSON; Davison & Hinkley 1997, §5.2–5.3), and the row-weighted forms of the metrics
+that :mod:`calbench.stats` resamples with (:func:`values_from_counts`).
 
 R resamples of the n test instances are drawn with replacement (seeded from the metric context's
 seed, shared by all metrics so intervals of different metrics come from the same resamples). A
@@ -23,11 +25,6 @@ from functools import cached_property
 import numpy as np
 
 from calbench.metrics.registry import MetricContext
-
-#: Resamples of the tables' marks and intervals.csv (:mod:`calbench.report.paired_bootstrap`) and of the
-#: label-shifted sets' rows (the evaluate job): every source × method × metric of a run, within the aggregate job's
-#: budget (the p-values do not need more; the percentile intervals' ends move by about 1 %).
-TABLE_RESAMPLES = 200
 
 
 def resample_indices(n: int, resamples: int, seed: int) -> np.ndarray:
@@ -86,11 +83,13 @@ def counts_of(idx: np.ndarray) -> np.ndarray:
 def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np.ndarray | None = None,
                        recompute: bool = True) -> dict[str, np.ndarray]:
     """``{id: values on each resample}`` of resamples given as row counts ``[R, N]`` (the rows weighted by
-    their counts): a matrix product for ``pointwise`` metrics, the family's ``resampled`` form where it has
-    one, else (``recompute``; otherwise the id is left out) the metric recomputed on each resample's rows
+    their counts, which need not sum to N: a weighted mean divides by their sum): a matrix product for
+    ``pointwise`` metrics, the family's ``resampled`` form where it has one, else (``recompute``; otherwise the id
+    is left out) the metric recomputed on each resample's rows
     (``idx`` ``[R, N]``, in the order drawn, where known; else each row repeated its count times)."""
     n = ctx.labels.size
-    values = {m: counts @ f.pointwise(ctx) / n for m, f, _ in families if f.pointwise is not None}
+    totals = counts.sum(axis=1)  # n, or a resample's share of a pool's rows (calbench.stats.resampling)
+    values = {m: counts @ f.pointwise(ctx) / totals for m, f, _ in families if f.pointwise is not None}
     for metric_id, family, groups in families:
         if family.pointwise is None and family.resampled is not None:
             from_counts = family.resampled(ctx, counts, **groups)

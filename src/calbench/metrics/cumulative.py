@@ -65,10 +65,10 @@ def ks_error_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarray)
     gaps = np.take_along_axis(hits, order, axis=1) - s
     ends = np.ones(s.shape, dtype=bool)
     ends[:, :-1] = s[:, 1:] != s[:, :-1]
-    total = np.zeros(counts.shape[0])
+    total, weight = np.zeros(counts.shape[0]), counts.sum(axis=1)  # a resample's rows (n, or a pool's share)
     for column in range(m):
         cumulative = np.cumsum(counts[:, order[column]] * gaps[column], axis=1)
-        total += np.abs(cumulative[:, ends[column]]).max(axis=1) / n
+        total += np.abs(cumulative[:, ends[column]]).max(axis=1) / weight
     return total / m
 
 

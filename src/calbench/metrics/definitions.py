@@ -201,7 +201,7 @@ def _mce(ctx, scheme, bins):
 
 def _true_ce_resampled(rows):
     """The l2 true CE (root of a mean of per-row terms) on bootstrap resamples from their row counts."""
-    return lambda ctx, counts: np.sqrt(counts @ rows(ctx) / ctx.labels.size)
+    return lambda ctx, counts: np.sqrt(counts @ rows(ctx) / counts.sum(axis=1))
 
 
 def _true_conf_rows(ctx, squared=False):

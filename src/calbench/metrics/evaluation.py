@@ -71,7 +71,7 @@ def evaluate_resampled(probs, labels, ids, counts, true_probs=None, seed: int = 
                        bootstrap: int = 0, level: float = 0.95, interval: str = "basic", method: str | None = None,
                        label_shift=None) -> tuple[dict[str, float], dict[str, np.ndarray]]:
     """(:func:`evaluate`'s values, ``{id: values on each resample}``) for bootstrap row counts ``counts`` [R, N]
-    given by the caller (the paired bootstrap of :mod:`calbench.report.paired_bootstrap` draws the same counts for
+    given by the caller (the paired bootstrap of :mod:`calbench.stats` draws the same counts for
     every method), for the ids with a row-weighted form (:func:`calbench.metrics.bootstrap.values_from_counts`);
     ``counts`` None: no resamples. The estimates and the resamples share one context (an adaptation's EM once)."""
     ctx, families = _context(probs, labels, ids, true_probs, seed, uncal_probs, method, label_shift)

@@ -1,4 +1,4 @@
-"""Benchmarks of the paired bootstrap's fallback (calbench.report.paired_bootstrap): the estimators without a
+"""Benchmarks of the paired bootstrap's fallback (calbench.stats): the estimators without a
 row-weighted form on some outputs (equal-mass bins whose edges fall on tied scores, KS) recomputed on the same
 resamples, within the budget of a source.
 
@@ -9,7 +9,7 @@ resamples, within the budget of a source.
   temperature and uncal's probabilities rounded to 3 decimals (tied confidences), one seed, ``recommend``'s
   resamples.
 
-Each reports the wall and CPU seconds of :func:`~calbench.report.paired_bootstrap.source_draws`, the method ×
+Each reports the wall and CPU seconds of :func:`~calbench.stats.draws.source_draws`, the method ×
 seed × metric cells recomputed and the metrics left out (beyond the budget).
 """
 
@@ -31,7 +31,7 @@ METRICS = ["nll", "ece.conf.em15.l1", "ece.conf.ew15.l1", "ece.cw.em15.l1", "ece
 
 def _measure(outputs: dict, seeds, methods, metrics, resamples: int, repeat: int) -> dict:
     """Time the paired bootstrap of ``outputs[method, seed]`` and count what it recomputed and left out."""
-    from calbench.report.paired_bootstrap import RECOMPUTE_SECONDS, source_draws
+    from calbench.stats.draws import RECOMPUTE_SECONDS, source_draws
 
     load = lambda method, seed: outputs.get((method, seed))  # noqa: E731
     fast = source_draws("bench", seeds, methods, metrics, load, 2, recompute=False, budget=0.0)
@@ -52,8 +52,8 @@ def _cifar(network: str):
     def run(repeat):
         from calbench.data.splits import split_pool
         from calbench.methods import make
-        from calbench.report.paired_bootstrap import TABLE_RESAMPLES
         from calbench.scores import Scores
+        from calbench.stats.resampling import RESAMPLES
 
         if not (LOGITS / network).is_dir():
             return {"seconds": float("nan"), "skipped": f"{LOGITS / network} is absent"}
@@ -65,7 +65,7 @@ def _cifar(network: str):
             ts = make("ts").fit(Scores(z[cal]), y[cal])
             for method, probs in (("uncal", softmax(z[test], axis=1)), ("ts", ts.predict_proba(Scores(z[test])))):
                 outputs[method, seed] = {"probs": probs, "labels": y[test], "index": test}
-        return {**_measure(outputs, [0, 1], ["uncal", "ts"], METRICS, TABLE_RESAMPLES, repeat),
+        return {**_measure(outputs, [0, 1], ["uncal", "ts"], METRICS, RESAMPLES, repeat),
                 "rows": 5000, "classes": z.shape[1]}
 
     return run
@@ -80,7 +80,7 @@ def thousand_classes(repeat):
     """25,000 rows × 1,000 classes; the metrics of the confidence (the classwise ones at 1,000 classes cost
     seconds per resample, beyond any budget: ``recommend --recompute`` is for them)."""
     from calbench.perf.scale_param import overconfident_logits
-    from calbench.report.paired_bootstrap import RESAMPLES
+    from calbench.stats.resampling import RESAMPLES
 
     logits, labels = overconfident_logits(25_000, 1)
     uncal = softmax(logits, axis=1)

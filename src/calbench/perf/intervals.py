@@ -1,4 +1,4 @@
-"""Benchmarks of the paired bootstrap (calbench.report.paired_bootstrap): the tables' marks and intervals for every
+"""Benchmarks of the paired bootstrap (calbench.stats): the tables' marks and intervals for every
 source × method × metric of a run the size of the default one, and ``calbench recommend`` on a 1,000-class run."""
 
 from __future__ import annotations
@@ -49,15 +49,15 @@ def _default_run():
 def default_run_intervals(repeat):
     """Marks, intervals and noise floors of the tables (the aggregate job's statistics) for the default run's
     16 methods × 4 sources × 2 seeds × its metrics (less the true-map ones), on generated outputs of its sizes."""
-    from calbench.report.paired_bootstrap import TABLE_RESAMPLES
-    from calbench.report.tables import bootstrap_verdicts
+    from calbench.report.tables import paired_verdicts
+    from calbench.stats.resampling import RESAMPLES
 
     long, outputs, metrics = _default_run()
     cpu = time.process_time()
-    seconds = timed(lambda: (), lambda: bootstrap_verdicts(long, metrics, outputs.get), repeat)
+    seconds = timed(lambda: (), lambda: paired_verdicts(long, metrics, outputs.get), repeat)
     return {"seconds": seconds, "cpu_seconds": (time.process_time() - cpu) / repeat, "sources": len(DEFAULT_SOURCES),
             "methods": long["method"].nunique(),
-            "seeds": len(SEEDS), "metrics": len(metrics), "resamples": TABLE_RESAMPLES, "budget_seconds": 30}
+            "seeds": len(SEEDS), "metrics": len(metrics), "resamples": RESAMPLES, "budget_seconds": 30}
 
 
 @benchmark("intervals.recommend_1000_classes", repeat=1)

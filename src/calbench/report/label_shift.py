@@ -3,7 +3,7 @@ and the evaluate jobs' bootstrap resamples.
 
 As Alexandari, Kundaje & Shrikumar (ICML 2020, Tables 1–2) report, per calibrator and shift strength (a Dirichlet
 α or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with the paired bootstrap of
-:mod:`calbench.report.paired_bootstrap`. A seed's estimate is the mean over its draws of that strength; its
+:mod:`calbench.stats`. A seed's estimate is the mean over its draws of that strength; its
 resamples are the means over the draws of the metric on resamples of each set's rows, drawn within classes
 (:func:`calbench.data.label_shift.resample_counts`, the same for every method), with the target priors
 re-estimated on every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage
@@ -21,7 +21,9 @@ import pandas as pd
 from calbench.data.label_shift import PREFIX, parse_name
 from calbench.data.store import LABEL_SHIFT_RESAMPLES
 from calbench.metrics import lookup
-from calbench.report.paired_bootstrap import SourceDraws, compare, seed_picks
+from calbench.stats.draws import SourceDraws
+from calbench.stats.paired import compare
+from calbench.stats.resampling import seed_picks
 
 LEVEL = 0.95
 NO_INTERVAL = ("A cell without an interval has no resamples: a signed metric (0 is best, not tested), a metric "
@@ -77,7 +79,8 @@ def label_shift_draws(source: str, rows: pd.DataFrame, metrics, resamples: dict,
             counts.add(draws[metric_id].shape[-1])
     total = counts.pop() if len(counts) == 1 else 0
     draws = draws if total else {}
-    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, total), [0] * len(seeds))
+    return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, total), [0] * len(seeds),
+                       unit="label-shifted set rows")
 
 
 def _mean_resamples(per_strength: dict, metric_id: str, strengths) -> np.ndarray | None:
@@ -92,8 +95,9 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({family.direction}; mean "
-             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap of each set's rows, drawn "
-             "within classes, priors re-estimated on every resample, seeds pooled]; **bold**: the best and the "
+             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap, resampling unit: each "
+             "label-shifted set's rows, drawn within classes, priors re-estimated on every resample, seeds pooled]; "
+             "**bold**: the best and the "
              "methods a paired test cannot tell from it, Holm-adjusted at α = 0.05)", ""]
     sub = long[(long["metric"] == metric_id) & is_label_shifted(long["test_set"])]
     if sub.empty:

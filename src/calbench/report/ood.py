@@ -81,8 +81,8 @@ def ood_figure(records, source: str, path, method_order=None) -> pd.DataFrame:
     axes[2].set(xlabel="confidence threshold τ", ylabel="share of OOD rows with max prob ≥ τ",
                 title="OOD rows kept", ylim=(0, 1.02))
     axes[2].legend([plt.Line2D([], [], color="black", linestyle=style) for style, _ in zip(STYLES, sets)],
-                   [f"OOD set {name}" for name in sets], fontsize=7)
-    axes[0].legend(fontsize=7)
+                   [f"OOD set {name}" for name in sets], fontsize=8)
+    axes[0].legend(fontsize=8)
     fig.suptitle(f"{source}: confidence on test and out-of-distribution inputs (mean over seeds)")
     save_figure(fig, path)
     return frame.assign(source=source)[["source", "method", "ood", "threshold", "accuracy", "in_share", "out_share"]]

@@ -26,7 +26,7 @@ from matplotlib.ticker import FixedLocator, NullLocator
 
 from calbench.metrics.binning import assign_bins, bin_sums, equal_mass_sizes
 from calbench.report.plotting import distinct_colours, plt, save_figure
-from calbench.report.smooth_reliability import GriddedPairs, consistency_bars, from_axis
+from calbench.report.smooth_reliability import GriddedPairs, consistency_bars, from_axis, to_axis
 from calbench.scores import check_labels, check_logits
 
 TARGETS = ("conf", "cw")
@@ -125,6 +125,7 @@ class Panel:
     strip: np.ndarray
     ece: np.ndarray
     classes: dict[str, pd.DataFrame] = field(default_factory=dict)
+    worst_only: bool = False
 
 
 def pooled_pairs(outputs, target: str) -> tuple[np.ndarray, np.ndarray]:
@@ -141,30 +142,67 @@ def _smooth_rows(pairs, sigma: float, method: str, target: str) -> pd.DataFrame:
                          "density": density, "sigma": sigma})
 
 
+#: Above this many classes a classwise panel draws the pairs of its classes of largest ECE only (every class's pairs
+#: pooled would put every equal-mass bin near 0).
+CLASSWISE_ALL = 20
+
+
+def drawn_axis_bins(scores: np.ndarray, hits: np.ndarray, name: str, n_bins: int, logit_axis: bool, limits,
+                    method: str = "") -> pd.DataFrame:
+    """:func:`pair_bins` of one column with ``n_bins`` bins of equal width on the drawn axis (in u, between the
+    axis ``limits``; scores beyond them in the end bins), so that the bins spread over the whole axis."""
+    u = np.clip((to_axis(scores, logit_axis) - limits[0]) / (limits[1] - limits[0]), 0, 1 - 1e-12)
+    k = (u * n_bins).astype(np.int64)
+    counts = np.bincount(k, minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_score = np.bincount(k, scores, n_bins) / counts
+        frequency = np.bincount(k, hits, n_bins) / counts
+    edges = from_axis(np.linspace(*limits, n_bins + 1), logit_axis)
+    return pd.DataFrame({"method": method, "target": name, "bin": np.arange(n_bins), "lower": edges[:-1],
+                         "upper": edges[1:], "count": counts, "weight": counts / scores.size, "mean_score": mean_score,
+                         "frequency": frequency, "gap": frequency - mean_score}, columns=COLUMNS)
+
+
+def class_label(j: int, class_names=None) -> str:
+    """A class as the figures name it: its name where the source gives ``class_names``, else ``class j``."""
+    return str(class_names[j]) if class_names else f"class {j}"
+
+
 def reliability_panel(method: str, outputs, target: str, n_bins: int, scheme: str, logit_axis: bool,
-                      limits: tuple[float, float], max_classes: int = 3) -> Panel:
+                      limits: tuple[float, float], max_classes: int = 3, class_names=None) -> Panel:
     """A method's panel from the test ``(probs, labels)`` of each seed: the tables' binned ECE per seed, the bins
     and smooth curve of the pooled pairs and, for ``cw``, the ``max_classes`` classes of largest classwise ECE
-    (mean over seeds) with their own smooth curves."""
+    (mean over seeds) with their own smooth curves, named by ``class_names`` where given. Above
+    :data:`CLASSWISE_ALL` classes the bins and curve pool only those classes' pairs, in bins of equal width on the
+    drawn axis (:func:`drawn_axis_bins`)."""
     per_seed = [reliability_bins(probs, labels, target, n_bins, scheme) for probs, labels in outputs]
     class_ece = np.array([table.groupby("target", sort=False).apply(binned_ece, include_groups=False)
                           for table in per_seed])  # [seeds, columns]
-    scores, hits = pooled_pairs(outputs, target)
-    name = "conf" if target == "conf" else "all classes pooled"
-    bins = pair_bins(scores[:, None], hits[:, None], [name], n_bins, scheme, method)
+    worst = np.argsort(-class_ece.mean(axis=0), kind="stable")[:max_classes]
+    worst_only = target == "cw" and outputs[0][0].shape[1] > CLASSWISE_ALL
+    if worst_only:
+        scores = np.concatenate([probs[:, worst].ravel() for probs, _ in outputs])
+        hits = np.concatenate([(labels[:, None] == worst[None, :]).ravel() for _, labels in outputs]).astype(float)
+        name = f"{len(worst)} classes of largest ECE pooled"
+        bins = drawn_axis_bins(scores, hits, name, n_bins, logit_axis, limits, method)
+    else:
+        scores, hits = pooled_pairs(outputs, target)
+        name = "conf" if target == "conf" else "all classes pooled"
+        bins = pair_bins(scores[:, None], hits[:, None], [name], n_bins, scheme, method)
     low, high = consistency_bars(bins["count"].to_numpy(), bins["mean_score"].to_numpy())
     bins = bins.assign(kind="bin", band_low=low, band_high=high)
     pairs = GriddedPairs(scores, hits, logit_axis, limits)
     sigma = pairs.bandwidth()
     strip = pairs.counts.sum(axis=0).reshape(-1, CELLS_PER_BAR).sum(axis=1)
-    panel = Panel(method, bins, _smooth_rows(pairs, sigma, method, name), strip, class_ece.mean(axis=1))
+    panel = Panel(method, bins, _smooth_rows(pairs, sigma, method, name), strip, class_ece.mean(axis=1),
+                  worst_only=worst_only)
     if target == "cw":
-        worst = np.argsort(-class_ece.mean(axis=0), kind="stable")[:max_classes]
         for j in worst:
             column = [(probs[:, j], labels == j) for probs, labels in outputs]
             class_pairs = GriddedPairs(np.concatenate([c for c, _ in column]),
                                        np.concatenate([h for _, h in column]).astype(np.float64), logit_axis, limits)
-            panel.classes[f"class {j}"] = _smooth_rows(class_pairs, class_pairs.bandwidth(), method, f"class{j}")
+            panel.classes[class_label(j, class_names)] = _smooth_rows(class_pairs, class_pairs.bandwidth(), method,
+                                                                      f"class{j}")
     return panel
 
 
@@ -193,8 +231,8 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     lo, hi = (float(v) for v in from_axis(np.array(limits), logit_axis))
     bins, smooth = panel.bins[panel.bins["count"] > 0], panel.smooth
     ax.plot([lo, hi], [lo, hi], linestyle="--", color="black", linewidth=0.8, label="perfect calibration")
-    ax.vlines(bins["mean_score"], bins["band_low"].clip(lo, hi), bins["band_high"].clip(lo, hi), colors="0.55",
-              linewidth=3.5, alpha=0.6, label="consistency bars, 95 % (Bröcker & Smith)")
+    ax.vlines(bins["mean_score"], bins["band_low"].clip(lo, hi), bins["band_high"].clip(lo, hi), colors="0.85",
+              linewidth=2.0, zorder=1, label="consistency bars, 95 % (Bröcker & Smith)")
     ax.fill_between(smooth["mean_score"], smooth["band_low"].clip(lo, hi), smooth["band_high"].clip(lo, hi),
                     color="tab:blue", alpha=0.25, linewidth=0, label="bootstrap band, 95 %")
     ax.plot(smooth["mean_score"], smooth["frequency"].clip(lo, hi), color="tab:blue", linewidth=1.6,
@@ -202,8 +240,8 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     for (name, curve), colour in zip(panel.classes.items(), colours):
         ax.plot(curve["mean_score"], curve["frequency"].clip(lo, hi), color=colour, linewidth=1.0, label=name)
     if panel.classes:
-        ax.legend(handles=ax.get_lines()[-len(panel.classes):], fontsize=7, loc="upper left", frameon=False,
-                  title="largest ECE", title_fontsize=7)
+        ax.legend(handles=ax.get_lines()[-len(panel.classes):], fontsize=8, loc="upper left", frameon=False,
+                  title="largest ECE", title_fontsize=8)
     inside = bins["frequency"].between(lo, hi)
     ax.plot(bins["mean_score"][inside], bins["frequency"][inside], color="tab:red", marker="o", markersize=3.5,
             linestyle="none", label="bin average (tables' bins)", zorder=4)
@@ -218,7 +256,7 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     for axis in (ax.xaxis, ax.yaxis, ax_strip.xaxis):
         axis.set_major_locator(FixedLocator(ticks))
         axis.set_minor_locator(NullLocator())
-    ax.set_yticklabels([f"{t:g}" for t in ticks], fontsize=7)
+    ax.set_yticklabels([f"{t:g}" for t in ticks], fontsize=8)
     ax_strip.set_xticklabels([f"{t:g}" for t in ticks])
     ax.set(xlim=(lo, hi), ylim=(lo, hi))
     ax.tick_params(labelbottom=False)
@@ -231,7 +269,7 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
     ax_strip.set_yscale("log")
     ax_strip.set(xlim=(lo, hi), ylim=(0.5, max(2.0, panel.strip.max() * 2)))
     ax_strip.yaxis.set_minor_locator(NullLocator())
-    ax_strip.tick_params(axis="x", labelsize=7, labelrotation=30 if logit_axis else 0)
+    ax_strip.tick_params(axis="x", labelsize=8, labelrotation=30 if logit_axis else 0)
 
 
 def reliability_figure(panels: list[Panel], target: str, path, source: str, seeds, n_bins: int, scheme: str,
@@ -256,13 +294,20 @@ def reliability_figure(panels: list[Panel], target: str, path, source: str, seed
             ax.set_ylabel("accuracy" if target == "conf" else "frequency of class j")
             ax_strip.set_ylabel("count", fontsize=8)
         ax_strip.set_xlabel(score, fontsize=8)
-    shared = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels())
-              if not label.startswith("class ")}
+    named = {name for p in panels for name in p.classes}
+    shared = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels()) if label not in named}
     shared = [(h, label) for label, h in shared.items()]
     fig.legend(*zip(*shared), loc="outside lower center", ncol=3, fontsize=8, frameon=False)
     what = "confidence" if target == "conf" else "classwise (all classes pooled; thin lines: classes of largest ECE)"
+    shown = ""
+    if any(p.worst_only for p in panels):
+        what = "classwise"
+        shown = (f". Shown: the {len(panels[0].classes)} classes of largest ECE of each method (more than "
+                 f"{CLASSWISE_ALL} classes), pooled in bins of equal width on the axis; thin lines: each of them")
     pooled = f"seeds {', '.join(map(str, seeds))} pooled" if len(seeds) > 1 else f"seed {seeds[0]}"
+    dots = ("Panel value: " + binning_text(target, n_bins, scheme) if any(p.worst_only for p in panels) else
+            f"Dots: {binning_text(target, n_bins, scheme)}; panel value")
     title = (f"{source}: {what} reliability, test split, {pooled}; {'logit' if logit_axis else 'linear'} axes. "
-             f"Dots: {binning_text(target, n_bins, scheme)}; panel value: its mean ± std over seeds")
+             f"{dots}: its mean ± std over seeds{shown}")
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
     save_figure(fig, path)

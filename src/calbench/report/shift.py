@@ -5,10 +5,11 @@ corruption families; calbench's tables show its mean over families and seeds per
 split), the mean over every shifted set ("under shift"), and each method's rank on the clean split beside its
 rank under shift (ranked as the clean tables: on the displayed mean, ties get the minimum rank).
 
-Each cell carries the interval of the paired bootstrap of the main tables (:mod:`calbench.report.paired_bootstrap`)
-over the rows it rests on: every set's test rows resampled within each seed (shifted copies of the same test rows
-together), the mean over the column's sets (the families are a fixed list, not a sample), the seeds pooled; the
-difference from ``uncal`` is paired the same way and tested with Holm's adjustment over the column's methods.
+Each cell carries the interval of the paired bootstrap of the main tables (:mod:`calbench.stats`)
+over the rows it rests on: the rows the seeds test on resampled as the clean table's (shifted copies of a test
+row get the row's count), the mean over the column's sets (the families are a fixed list, not a sample), the seeds
+pooled; the difference from ``uncal`` is paired the same way and tested with Holm's adjustment over the column's
+methods.
 """
 
 from __future__ import annotations
@@ -20,16 +21,11 @@ import pandas as pd
 
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
-from calbench.report.paired_bootstrap import (
-    RECOMPUTE_SECONDS,
-    REFERENCE,
-    TABLE_RESAMPLES,
-    against_reference,
-    mean_over_sets,
-    source_draws,
-)
 from calbench.report.plotting import plt, save_figure
-from calbench.report.tables import ALPHA, CLEAN, clean
+from calbench.report.tables import ALPHA, CLEAN, UNITS, clean
+from calbench.stats.draws import RECOMPUTE_SECONDS, REFERENCE, mean_over_sets, source_draws
+from calbench.stats.paired import against_reference
+from calbench.stats.resampling import RESAMPLES
 
 #: The metrics of the shift figure, as Ovadia et al. draw them (ECE, NLL, Brier score, accuracy): the first
 #: configured metric of each pattern.
@@ -67,10 +63,10 @@ def ranks(means: pd.DataFrame, metric_id: str, column) -> pd.DataFrame:
     return family.badness(shown).rank(axis=1, method="min")
 
 
-def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = TABLE_RESAMPLES,
+def shift_cells(long: pd.DataFrame, metric_ids, load, resamples: int = RESAMPLES,
                 level: float = 0.95) -> pd.DataFrame:
     """Every cell of the severity tables with its interval and paired difference from ``uncal``
-    (:func:`calbench.report.paired_bootstrap.against_reference`, columns ``CONTRAST_COLUMNS`` and ``column``:
+    (:func:`calbench.stats.paired.against_reference`, columns ``CONTRAST_COLUMNS`` and ``column``:
     a severity, 0 = clean, or :data:`UNDER_SHIFT`), from the outputs ``load(source, test_set, method, seed)``
     (``{"probs", "labels", "index"}``, None where absent) and the long table's estimates."""
     frames = []
@@ -87,9 +83,9 @@ def column_draws(source: str, rows: pd.DataFrame, metrics, load, resamples: int,
                  recompute: bool = False) -> dict:
     """``{column: SourceDraws}`` of ``source``'s severity-table ``columns`` (severities, 0 = clean, and
     :data:`UNDER_SHIFT`; all by default): the paired bootstrap of each test set's rows
-    (:func:`~calbench.report.paired_bootstrap.source_draws`, the long table's ``rows`` (:func:`with_severity`)
+    (:func:`~calbench.stats.draws.source_draws`, the long table's ``rows`` (:func:`with_severity`)
     giving the estimates, the recomputation budget of a source shared among its sets), averaged over the
-    column's sets (:func:`~calbench.report.paired_bootstrap.mean_over_sets`); ``recompute``: every estimator
+    column's sets (:func:`~calbench.stats.draws.mean_over_sets`); ``recompute``: every estimator
     without a row-weighted form recomputed, whatever the cost."""
     seeds = sorted(int(s) for s in rows["seed"].unique())
     methods = list(dict.fromkeys(rows["method"]))
@@ -127,7 +123,8 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
     marks = ("over / under: over- / under-confident, the interval above / below 0" if family.signed else
              f"+ / −: better / worse than {REFERENCE} (paired bootstrap, Holm over the column's methods, "
              f"α = {ALPHA:g})")
-    intervals = (f"[95 % interval]: paired bootstrap of the test rows, seeds pooled; {marks}"
+    unit = UNITS.get(sub["unit"].iloc[0] if len(sub) and "unit" in sub else "test rows")
+    intervals = (f"[95 % interval]: paired bootstrap, resampling unit: {unit}; seeds pooled; {marks}"
                  if len(sub) and sub["low"].notna().any() else
                  "no intervals or marks: the notes below say why")
     lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under shift ({family.direction}; mean over "
@@ -234,6 +231,8 @@ def figure_metrics(metric_ids) -> list[str]:
 
 #: Methods drawn at most in the shift figure (more boxes per severity would not be told apart).
 FIGURE_METHODS = 6
+#: Values (corruption families × seeds) per severity from which the figure draws boxes; below, points with bars.
+MIN_BOX = 5
 BOX_COLUMNS = ["source", "metric", "scale", "method", "severity", "n", "mean", "min", "whisker_low", "q1", "median",
                "q3", "whisker_high", "max"]
 
@@ -273,7 +272,9 @@ def box_groups(sub: pd.DataFrame, metric_id: str, methods) -> dict[tuple[str, in
 
 def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_order=None) -> pd.DataFrame:
     """Ovadia et al.'s Fig. 2: per metric a panel, per shift severity (0 = clean) one box per method over the
-    corruption families and seeds, on the tables' scale; returns the numbers drawn (:data:`BOX_COLUMNS`)."""
+    corruption families and seeds, on the tables' scale; where a box would hold fewer than :data:`MIN_BOX` values
+    (the clean split's seeds; one family, one seed), the mean as a point with a bar from the least to the largest
+    value instead of a box no one could read. Returns the numbers drawn (:data:`BOX_COLUMNS`)."""
     from calbench.report.plotting import distinct_colours
 
     sub = long[long["source"] == source]
@@ -283,7 +284,7 @@ def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_or
     n_rows = -(-len(metric_ids) // n_cols)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(6.2 * n_cols, 3.6 * n_rows + 0.8), layout="constrained",
                              squeeze=False)
-    frames = []
+    frames, boxes = [], False
     width = 0.8 / len(methods)
     for ax, metric_id in zip(axes.ravel(), metric_ids):
         family, _ = lookup(metric_id)
@@ -292,14 +293,24 @@ def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_or
                                      "severity": s, **box_numbers(v)} for (m, s), v in groups.items()],
                                    columns=BOX_COLUMNS))
         severities = sorted({s for _, s in groups})
+        boxes = boxes or any(v.size >= MIN_BOX for v in groups.values())
         for i, method in enumerate(methods):
             drawn = [k for k, s in enumerate(severities) if (method, s) in groups]
-            positions = [k + (i - (len(methods) - 1) / 2) * width for k in drawn]
-            ax.boxplot([groups[method, severities[k]] for k in drawn], positions=positions, widths=width * 0.85,
-                       patch_artist=True, manage_ticks=False,
-                       boxprops={"facecolor": colours[method], "edgecolor": "0.2", "linewidth": 0.6},
-                       medianprops={"color": "black", "linewidth": 0.9}, whiskerprops={"linewidth": 0.6},
-                       capprops={"linewidth": 0.6}, flierprops={"markersize": 2, "markeredgewidth": 0.5})
+            positions = np.array([k + (i - (len(methods) - 1) / 2) * width for k in drawn])
+            values = [groups[method, severities[k]] for k in drawn]
+            big = np.array([v.size >= MIN_BOX for v in values], dtype=bool)
+            if big.any():
+                ax.boxplot([v for v, b in zip(values, big) if b], positions=positions[big], widths=width * 0.85,
+                           patch_artist=True, manage_ticks=False,
+                           boxprops={"facecolor": colours[method], "edgecolor": "0.2", "linewidth": 0.6},
+                           medianprops={"color": "black", "linewidth": 0.9}, whiskerprops={"linewidth": 0.6},
+                           capprops={"linewidth": 0.6}, flierprops={"markersize": 2, "markeredgewidth": 0.5})
+            if not big.all():
+                few = [v for v, b in zip(values, big) if not b]
+                means = np.array([v.mean() for v in few])
+                spread = np.array([means - [v.min() for v in few], [v.max() for v in few] - means])
+                ax.errorbar(positions[~big], means, yerr=spread, fmt="o", color=colours[method], markersize=5,
+                            markeredgecolor="0.2", markeredgewidth=0.6, elinewidth=1.2, capsize=3)
         scale = f" ×{family.scale:g}" if family.scale != 1 else ""
         direction = "higher is better" if family.higher_is_better else "lower is better"
         ax.set(xticks=range(len(severities)), xticklabels=["clean" if s == 0 else str(s) for s in severities],
@@ -309,8 +320,11 @@ def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_or
         ax.set_visible(False)
     handles = [plt.Rectangle((0, 0), 1, 1, facecolor=colours[m], edgecolor="0.2") for m in methods]
     fig.legend(handles, methods, loc="outside lower center", ncol=min(len(methods), 6), fontsize=8, frameon=False)
+    points = (f"points: the mean over corruption families and seeds, bars from the least to the largest value "
+              f"(fewer than {MIN_BOX} values)")
     title = (f"{source}: calibration under shift, {chosen}; boxes over corruption families and seeds (quartiles, "
-             "whiskers 1.5 IQR), as Ovadia et al. 2019 Fig. 2")
+             f"whiskers 1.5 IQR), as Ovadia et al. 2019 Fig. 2; {points}" if boxes else
+             f"{source}: calibration under shift, {chosen}; {points}")
     fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
     save_figure(fig, path)
     return pd.concat(frames, ignore_index=True)

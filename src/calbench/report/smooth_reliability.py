@@ -20,6 +20,8 @@ sampling noise explains at that level.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from scipy.special import expit, logit
 
@@ -50,14 +52,13 @@ def choose_logit_axis(scores: np.ndarray) -> bool:
 
 
 def axis_range(scores: np.ndarray, logit_axis: bool) -> tuple[float, float]:
-    """Limits (in u) that hold 99 % of the scores: [0, 1] on a linear axis; on a logit axis the 0.5 % and 99.5 %
-    quantiles widened by 0.5, within ±logit(1 − :data:`LOGIT_CLIP`)."""
+    """Limits (in u) that hold 99 % of the scores: [0, 1] on a linear axis; on a logit axis one decade beyond the
+    0.5 % and 99.5 % quantiles (a distance d from 0 or 1 becomes d / 10), within ±logit(1 − :data:`LOGIT_CLIP`)."""
     if not logit_axis:
         return 0.0, 1.0
-    u = to_axis(scores, True)
-    lo, hi = np.quantile(u, [0.005, 0.995])
-    edge = float(logit(1 - LOGIT_CLIP))
-    return max(float(lo) - 0.5, -edge), min(float(hi) + 0.5, edge)
+    lo, hi = np.quantile(np.clip(scores, LOGIT_CLIP, 1 - LOGIT_CLIP), [0.005, 0.995])
+    lo, hi = max(lo / 10, LOGIT_CLIP), 1 - max((1 - hi) / 10, LOGIT_CLIP)
+    return float(logit(lo)), float(logit(hi))
 
 
 def _gaussian(t: np.ndarray, centres: np.ndarray, sigma: float, reflect: bool) -> np.ndarray:
@@ -129,7 +130,9 @@ class GriddedPairs:
         window = near[0] * sigma * np.sqrt(2 * np.pi)  # instances within the kernel's window
         rarer = np.clip(np.minimum(curves[0], 1 - curves[0]), 0, None)  # the rarer outcome's smoothed frequency
         curve = np.where(window * rarer >= MIN_EVENTS, curves[0], np.nan)
-        low, high = np.nanquantile(curves[1:], [0.025, 0.975], axis=0)
+        with warnings.catch_warnings():  # a mesh point that no resample reaches has no band (and no curve)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            low, high = np.nanquantile(curves[1:], [0.025, 0.975], axis=0)
         return curve, np.where(np.isnan(curve), np.nan, low), np.where(np.isnan(curve), np.nan, high), near[0] / self.n
 
 

@@ -1,7 +1,7 @@
 """Aggregate per-job metrics into the long CSV and the per-metric tables.
 
 Each table shows the mean ± std over seeds of every source × method and marks in bold, per source, the best
-method and those a paired bootstrap of the test rows cannot tell from it (:mod:`calbench.report.paired_bootstrap`),
+method and those a paired bootstrap of the test rows cannot tell from it (:mod:`calbench.stats.paired`),
 instead of ranks that differ by noise. Average ranks over sources (the LECE paper's tables, docs/figures_and_studies.md:
 methods ranked on the *displayed* mean, ties get the minimum rank) remain in ``average_ranks.md``, as the input of
 the Friedman test.
@@ -9,30 +9,30 @@ the Friedman test.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from calbench.atomic import write_text_atomic
-from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY
+from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY, WARNINGS_KEY
 from calbench.metrics import lookup
+from calbench.report.warnings import warning_lines
+from calbench.stats.ranks import MIN_SOURCES, TOO_FEW
 
 ID_COLUMNS = ("source", "method", "seed")
 #: The ``test_set`` of the held-out test split; a shifted set is ``family/severity`` (docs/shift.md).
 CLEAN = "clean"
 
 
-def long_table(metric_files) -> pd.DataFrame:
-    """``source,method,seed,test_set,metric,value`` rows from metrics JSON files (docs/architecture.md §3):
-    their flat metrics are the ``clean`` test set's, their ``shifts`` the shifted sets'."""
+def long_table(records) -> pd.DataFrame:
+    """``source,method,seed,test_set,metric,value`` rows from the records of metrics JSON files (docs/architecture.md
+    §3): their flat metrics are the ``clean`` test set's, their ``shifts`` the shifted sets'."""
     rows = []
-    for path in metric_files:
-        record = json.loads(Path(path).read_text())
+    for record in records:
         ids = {k: record[k] for k in ID_COLUMNS}
         sets = {CLEAN: {k: v for k, v in record.items() if k not in (*ID_COLUMNS, "shifts", PEAK_KEY,
-                                                                            LABEL_SHIFT_RESAMPLES)},
+                                                                            LABEL_SHIFT_RESAMPLES, WARNINGS_KEY)},
                 **record.get("shifts", {})}
         rows += [{**ids, "test_set": name, "metric": k, "value": v} for name, values in sets.items()
                  for k, v in values.items()]
@@ -64,19 +64,39 @@ def summary(long: pd.DataFrame, metric_id: str, ties: str = "min") -> tuple[pd.D
     return mean, std, ranks
 
 
-#: Significance level of the tables' marks (paired bootstrap, Holm against the best; report.paired_bootstrap).
+#: Significance level of the tables' marks (paired bootstrap, Holm against the best; calbench.stats.paired).
 ALPHA = 0.05
 
 
+#: What a resample draws (:mod:`calbench.stats.resampling`), as the tables' titles say it.
+UNITS = {"pool rows": "pool rows (one count per row of the pool the seeds re-split, shared by the seeds that test "
+                      "on it)",
+         "test rows": "test rows"}
+
+
+def unit_phrase(verdicts: pd.DataFrame, metric_id: str) -> str:
+    """The resampling unit of ``metric_id``'s verdicts in words, per source where they differ."""
+    rows = verdicts[verdicts["metric"] == metric_id]
+    if "unit" not in rows:
+        return UNITS["test rows"]
+    by_unit = {unit: sorted(set(group["source"])) for unit, group in rows.groupby(rows["unit"].fillna(""))
+               if unit}
+    if len(by_unit) <= 1:
+        unit = next(iter(by_unit), "test rows")
+        return UNITS.get(unit, unit)
+    return "; ".join(f"{UNITS.get(unit, unit)} for {', '.join(sources)}" for unit, sources in by_unit.items())
+
+
 def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdicts: pd.DataFrame | None = None,
-                   floors: dict | None = None) -> str:
+                   floors: dict | None = None, warnings: list | None = None) -> str:
     """One metric as a Markdown table of ``mean ± std`` cells (no "±" where one seed: it measures no spread).
 
-    ``verdicts`` (:func:`calbench.report.paired_bootstrap.frame` of every source) marks in bold the best method of
+    ``verdicts`` (:func:`calbench.stats.paired.frame` of every source) marks in bold the best method of
     each source and those tied with it; a last row (or column) counts each method's sources in that group.
     Methods are the rows when there are more methods than sources, so that the table fits a page. ``floors``
-    (``{source: (mean, std, test rows)}``, :mod:`calbench.report.noise_floor`) adds each source's noise floor and
-    a note where the estimator's bias is as large as the values.
+    (``{source: (mean, std, test rows)}``, :mod:`calbench.stats.noise_floor`) adds each source's noise floor and
+    a note where the estimator's bias is as large as the values; ``warnings`` (rows of
+    :func:`calbench.report.warnings.collect`) are listed under the table where they concern its cells.
     """
     family, _ = lookup(metric_id)
     mean, std, _ = summary(long, metric_id)
@@ -86,8 +106,9 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     tied = _tied(verdicts, metric_id)
     direction = family.direction
     scale_note = f", ×{scale:g}" if scale != 1 else ""
-    marks = (f"**bold**: the best and the methods tied with it (paired bootstrap of the test rows, seeds pooled, "
-             f"Holm α = {ALPHA:g}; intervals in intervals.csv)" if tied is not None else
+    marks = (f"**bold**: the best and the methods tied with it (paired bootstrap, resampling unit: "
+             f"{unit_phrase(verdicts, metric_id)}; seeds pooled, Holm α = {ALPHA:g}; intervals in intervals.csv)"
+             if tied is not None else
              "no marks: not tested here, as a signed metric, an estimator without a row-weighted form or beyond "
              f"the budget of recomputing it (`calbench recommend --metric {metric_id} --recompute` tests it by "
              "recomputing) or one that needs the true calibration map" if verdicts is not None else "no marks")
@@ -123,6 +144,7 @@ def markdown_table(long: pd.DataFrame, metric_id: str, method_order=None, verdic
     lines += _floor_notes(metric_id, floors, mean, family) if floor_cells else []
     lines += unresampled_notes(verdicts, metric_id)
     lines += floor_notes(methods)
+    lines += warning_lines(warnings or [], set(sources), methods)
     return "\n".join(lines) + "\n"
 
 
@@ -139,7 +161,7 @@ def _tied(verdicts: pd.DataFrame | None, metric_id: str) -> set | None:
 
 def unresampled_notes(verdicts: pd.DataFrame | None, metric_id: str) -> list[str]:
     """Lines naming the cells of ``metric_id`` without an interval (hence untested) and why (the engine's
-    ``note``, :func:`calbench.report.paired_bootstrap.compare`); none where no cell has one (the title says why)."""
+    ``note``, :func:`calbench.stats.paired.compare`); none where no cell has one (the title says why)."""
     if verdicts is None or "note" not in verdicts:
         return []
     rows = verdicts[verdicts["metric"] == metric_id]
@@ -153,10 +175,10 @@ def unresampled_notes(verdicts: pd.DataFrame | None, metric_id: str) -> list[str
 
 def _floor_notes(metric_id: str, floors: dict, mean: pd.DataFrame, family) -> list[str]:
     """The noise floor's definition and, where the estimator is bias-dominated, its debiased variant."""
-    from calbench.report.noise_floor import bias_dominated, debiased_id
+    from calbench.stats.noise_floor import bias_dominated, debiased_id
 
     lines = ["", "Noise floor: the estimator's mean (± std) on a perfectly calibrated model with the same outputs "
-             "and test rows (labels drawn from the probabilities of ts, else uncal; report/noise_floor.py)."]
+             "and test rows (labels drawn from the probabilities of ts, else uncal; stats/noise_floor.py)."]
     better = debiased_id(metric_id)
     for source, (floor, _, rows) in floors.items():
         if source not in mean.index:
@@ -193,17 +215,19 @@ def average_ranks(long: pd.DataFrame, metric_ids) -> pd.DataFrame:
     return pd.DataFrame({m: summary(long, m)[2].mean(axis=0) for m in metric_ids})
 
 
-def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None = None):
-    """The paired bootstrap's verdicts (:func:`calbench.report.paired_bootstrap.frame`) of every source ×
-    metric × method, from the test predictions ``loader((source, method, seed))`` (None where absent), and the
-    noise floor ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed
-    metrics are not tested (0 is best: a one-directional test does not apply); the estimates are the
-    long table's (not computed again). Estimators without a row-weighted form on some outputs are recomputed on
-    the same resamples within the engine's budget (:data:`~calbench.report.paired_bootstrap.RECOMPUTE_SECONDS`
-    per source). ``resamples``: :data:`~calbench.report.paired_bootstrap.TABLE_RESAMPLES`
-    by default."""
-    from calbench.report.noise_floor import REFERENCE, is_calibration_error, noise_floor
-    from calbench.report.paired_bootstrap import TABLE_RESAMPLES, compare, frame, source_draws
+def paired_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None = None):
+    """The paired bootstrap's verdicts (:func:`calbench.stats.paired.frame`) of every source × metric × method,
+    from the test predictions ``loader((source, method, seed))`` (None where absent), and the noise floor
+    ``{metric: {source: (mean, std, rows)}}`` of each calibration-error estimator resampled. Signed metrics are
+    not tested (0 is best: a one-directional test does not apply); the estimates are the long table's (not
+    computed again). Estimators without a row-weighted form on some outputs are recomputed on the same resamples
+    within the engine's budget (:data:`~calbench.stats.draws.RECOMPUTE_SECONDS` per source). ``resamples``:
+    :data:`~calbench.stats.resampling.RESAMPLES` by default, as ``calbench recommend``."""
+    from calbench.stats.draws import source_draws
+    from calbench.stats.noise_floor import is_calibration_error, reference_probs
+    from calbench.stats.noise_floor import noise_floor as floor_of
+    from calbench.stats.paired import compare, frame
+    from calbench.stats.resampling import RESAMPLES
 
     verdicts, floors = [], {}
     for source, rows in long.groupby("source", sort=True):
@@ -211,13 +235,12 @@ def bootstrap_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | Non
         methods = list(dict.fromkeys(rows["method"]))
         load = lambda method, seed, source=source: loader((source, method, seed))  # noqa: E731
         values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
-        draws = source_draws(source, seeds, methods, metrics, load, resamples or TABLE_RESAMPLES, recompute=False,
+        draws = source_draws(source, seeds, methods, metrics, load, resamples or RESAMPLES, recompute=False,
                              known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
         verdicts += [v for m in metrics if not lookup(m)[0].signed for v in compare(draws, m, alpha=ALPHA)]
-        reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
-        probs = [out["probs"] for out in map(lambda seed: load(reference, seed), seeds) if out is not None]
+        probs = reference_probs(methods, seeds, load)
         for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
-            floors.setdefault(metric_id, {})[source] = (*noise_floor(metric_id, probs), int(np.mean(draws.rows)))
+            floors.setdefault(metric_id, {})[source] = (*floor_of(metric_id, probs), int(np.mean(draws.rows)))
     return frame(verdicts), floors
 
 
@@ -251,40 +274,48 @@ def best_group_counts(verdicts: pd.DataFrame, metric_ids) -> pd.DataFrame:
     return tied.groupby(["method", "metric"]).size().unstack("metric").reindex(columns=list(metric_ids))
 
 
-def write_tables(metric_files, out_dir, metric_ids, method_order=None, verdicts: pd.DataFrame | None = None,
-                 floors: dict | None = None) -> list[Path]:
-    """Write ``metrics_long.csv`` (every test set), and from the clean test set ``{metric}.md`` per metric,
-    ``average_ranks.md`` and ``summary.md``; with ``verdicts`` (the paired bootstrap's, see
-    :func:`markdown_table`) also ``intervals.csv`` and the best-group counts; ``floors``: ``{metric: {source:
-    (mean, std, rows)}}``."""
-    out_dir = Path(out_dir)
-    everything = long_table(metric_files)
-    written = [out_dir / "metrics_long.csv"]
+def write_tables(everything: pd.DataFrame, outputs: dict, metric_ids, method_order=None,
+                 verdicts: pd.DataFrame | None = None, floors: dict | None = None, warned=()) -> list[Path]:
+    """Write the long table ``everything`` (every test set, :func:`long_table`) to ``outputs["long"]``, the jobs'
+    warnings ``warned`` (:func:`calbench.report.warnings.collect`) to ``outputs["warnings"]``, and from the clean
+    test set each metric's table to ``outputs["per_metric"][metric]`` (with the warnings of its cells), the average
+    ranks to ``outputs["ranks"]`` and all of them to ``outputs["summary"]`` (the paths of :mod:`calbench.jobs.paths`);
+    with ``verdicts`` (the paired bootstrap's, see :func:`markdown_table`) also ``outputs["intervals"]`` and the
+    best-group counts; ``floors``: ``{metric: {source: (mean, std, rows)}}``."""
+    from calbench.report.warnings import write_warnings
+
+    warned = list(warned)
+    written = [Path(outputs["long"]), Path(outputs["warnings"])]
+    write_warnings(written[1], warned)
     write_text_atomic(written[0], everything.to_csv(index=False, float_format="%.10g"))
     long = clean(everything)
     present = [m for m in metric_ids if m in set(long["metric"])]
     sections = []
     for metric_id in present:
-        text = markdown_table(long, metric_id, method_order, verdicts, (floors or {}).get(metric_id))
+        text = markdown_table(long, metric_id, method_order, verdicts, (floors or {}).get(metric_id), warned)
         sections.append(text)
-        written.append(out_dir / f"{metric_id}.md")
+        written.append(Path(outputs["per_metric"][metric_id]))
         write_text_atomic(written[-1], text)
     ranks = average_ranks(long, present)
     order = [m for m in (method_order or ranks.index) if m in ranks.index]
     rank_md = ["### Average rank over sources (lower is better; ranks on the displayed means, ties share the "
                "best rank: the Friedman test's input, critical_difference figures)", ""]
-    rank_md += fitted_tables(order, present, lambda m, c: f"{ranks.at[m, c]:.2f}")
+    if long["source"].nunique() >= MIN_SOURCES:
+        rank_md += fitted_tables(order, present, lambda m, c: f"{ranks.at[m, c]:.2f}")
+    else:
+        rank_md.append(f"{TOO_FEW[0].upper()}{TOO_FEW[1:]} ({long['source'].nunique()} sources; the ranks and "
+                       f"the Friedman test need {MIN_SOURCES} or more).")
     if verdicts is not None:
         counts = best_group_counts(verdicts, present).reindex(order)
         marked = [c for c in present if verdicts.loc[verdicts["metric"] == c, "p_value"].notna().any()]
-        write_text_atomic(out_dir / "intervals.csv", verdicts.to_csv(index=False, float_format="%.10g"))
-        written.append(out_dir / "intervals.csv")
+        written.append(Path(outputs["intervals"]))
+        write_text_atomic(written[-1], verdicts.to_csv(index=False, float_format="%.10g"))
         rank_md += ["", f"### Sources on which each method is the best or tied with it (of {long['source'].nunique()}"
                     f"; paired bootstrap, Holm α = {ALPHA:g})", ""]
         rank_md += fitted_tables(order, marked, lambda m, c: str(0 if np.isnan(counts.at[m, c]) else
                                                                  int(counts.at[m, c])))
-    written.append(out_dir / "average_ranks.md")
+    written.append(Path(outputs["ranks"]))
     write_text_atomic(written[-1], "\n".join(rank_md) + "\n")
-    written.append(out_dir / "summary.md")
+    written.append(Path(outputs["summary"]))
     write_text_atomic(written[-1], "# calbench results\n\n" + "\n".join(sections) + "\n" + "\n".join(rank_md) + "\n")
     return written

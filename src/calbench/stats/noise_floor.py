@@ -31,6 +31,13 @@ def is_calibration_error(metric_id: str) -> bool:
             and not family.needs_true_probs and not family.needs_uncal_probs)
 
 
+def reference_probs(methods, seeds, load) -> list[np.ndarray]:
+    """The test probabilities, per seed that has them, of the first of :data:`REFERENCE` (else the first method)
+    that ran: ``load(method, seed)`` as :func:`calbench.stats.draws.source_draws` reads it."""
+    reference = next(m for m in (*REFERENCE, methods[0]) if m in methods)
+    return [out["probs"] for out in (load(reference, seed) for seed in seeds) if out is not None]
+
+
 def sampled_labels(probs: np.ndarray, draws: int, seed: int) -> np.ndarray:
     """``draws`` label vectors ``[draws, N]``, each row's label drawn from its own class probabilities."""
     rng = np.random.default_rng([3571, seed])
@@ -47,6 +54,22 @@ def noise_floor(metric_id: str, outputs: list[np.ndarray], draws: int = DRAWS) -
     values = [family.function(MetricContext(probs, labels, seed=seed), **groups)
               for seed, probs in enumerate(outputs) for labels in sampled_labels(probs, draws, seed)]
     return float(np.mean(values)), float(np.std(values))
+
+
+#: Standard normal quantile of the floor's two-sided 95 % interval.
+Z95 = 1.959963984540054
+
+
+def floor_interval(mean: float, std: float) -> tuple[float, float]:
+    """The central 95 % range of what the estimator reads on a perfectly calibrated model at this test size
+    (the mean ± 1.96 standard deviations of its values over the label draws, the draws' normal approximation)."""
+    return mean - Z95 * std, mean + Z95 * std
+
+
+def within_floor(value: float, mean: float, std: float) -> bool:
+    """True where ``value`` is no larger than the upper end of :func:`floor_interval`: a model that reads it cannot
+    be told from a perfectly calibrated one at this test size."""
+    return bool(value <= floor_interval(mean, std)[1])
 
 
 def bias_dominated(floor: float, best: float) -> bool:
