@@ -26,6 +26,8 @@ RULES = REPO / "workflow" / "rules"
 
 #: What each layer holds, by its first name in the layer list.
 HOLDS = {
+    "mnist_c": "the MNIST-C benchmark's corruptions at their published severities (Mu & Gilmer 2019), which "
+               "`corruptions` registers as shift families",
     "atomic": "generic helpers: atomic file writes, the score container, the version (which lower layers read "
               "instead of the package root), k-fold splits, threads, warnings, import closures, image corruptions, "
               "the declared fitted state of every calibrator, the warnings a job records with its outputs (`caught`)",

@@ -219,6 +219,32 @@ def peers(entries: dict[str, dict], records: list[dict]) -> str:
                   "test NLL calbench / probmetrics"], rows)
 
 
+def conformal_metrics(entries: dict[str, dict], records: list[dict]) -> str:
+    """Every conformal id of one test split, and the same ids on the tables' bootstrap resamples."""
+    e = entries["conformal_metrics"]
+    return table(["test split", "ids", "divisions", "CPU-s", "wall s",
+                  f"CPU-s on {e['resamples']} resamples (all but `lac_cc`; `lac_cc`'s 14 ids)"],
+                 [[f"{e['rows']:,} × {e['classes']}", str(e["ids"]), str(e["divisions"]),
+                   f"**{number(e['cpu_seconds'], 2)}**", number(e["seconds"], 1),
+                   f"{number(e['resampled_cpu_seconds'], 1)}; {number(e['resampled_lac_cc_cpu_seconds'], 1)}"]])
+
+
+def load_ratios(entries: dict[str, dict], records: list[dict]) -> str:
+    """The fits idle, beside two CPU-bound neighbour processes, and pinned to one core beside them
+    (calbench.perf.load): seconds, the ratios, and the other work each run saw."""
+    rows = []
+    for e in entries.values():
+        if "skipped" in e:
+            continue
+        runs = [e[phase] for phase in ("idle", "loaded", "pinned")]
+        wall = "fit_seconds" if "fit_seconds" in runs[0] else "seconds"
+        rows.append([e["path"], f"`{e['method']}`, {e['grid']}", *(number(r[wall], 1) for r in runs),
+                     f"**{number(e['loaded_over_idle'], 2)}**", f"**{number(e['loaded_over_pinned'], 2)}**",
+                     number(e["cpu_over_idle"], 2), " / ".join(number(r["other_cores"], 1) for r in runs)])
+    return table(["path", "fit", "idle s", "loaded s", "pinned s", "loaded / idle", "loaded / pinned",
+                  "CPU-s loaded / idle", "other work: cores busy (idle / loaded / pinned)"], rows)
+
+
 class Block(NamedTuple):
     page: str
     #: The records shown (docs/measurements/NAME.json), merged by benchmark name in this order.
@@ -244,6 +270,8 @@ BLOCKS = {
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
     "default-run": Block("docs/runtime.md", ("default_run", "default_run_before"), default_run),
     "peers": Block("docs/runtime.md", ("peers",), peers),
+    "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
+    "load": Block("docs/runtime.md", ("load",), load_ratios),
 }
 
 

@@ -1,5 +1,7 @@
-"""Shared fixtures: repository paths, the ../shared/data skip, the reference packages, and a Snakemake runner for
-workflow tests."""
+"""Shared fixtures: repository paths, the ../shared/data skip, the reference packages, a Snakemake runner for
+workflow tests, and the guard that keeps ``make test-fast`` (``-m "not workflow and not peers and not slurm and not
+browser"``) free of what is slow: a test that starts snakemake or a browser, or compares with a peer library, without
+its marker fails, naming the marker."""
 
 from __future__ import annotations
 
@@ -35,10 +37,54 @@ def shared_data(*parts) -> Path:
     return path
 
 
+#: The test running in this process (set before its fixtures), for the marker guard; None between tests.
+_RUNNING: list = [None]
+#: What a test starts → the marker it must carry (pyproject's markers).
+STARTS = {"snakemake": "workflow", "chromium": "browser", "chromium-browser": "browser", "google-chrome": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _RUNNING[0] = item
+
+
+def pytest_runtest_teardown(item):
+    _RUNNING[0] = None
+
+
+def require_marker(marker: str, what: str) -> None:
+    """Fail the running test unless it (or its module or class) carries ``marker``: ``what`` needs it."""
+    item = _RUNNING[0]
+    if item is not None and item.get_closest_marker(marker) is None:
+        pytest.fail(f"{item.nodeid} {what}: mark it @pytest.mark.{marker} (pyproject's markers; make test-fast "
+                    f"deselects it)", pytrace=False)
+
+
+def guarded_popen(init):
+    """``subprocess.Popen.__init__`` that first fails the running test where it starts snakemake or a browser
+    (:data:`STARTS`) without the marker."""
+
+    def start(self, args, *rest, **options):
+        argv = args.split() if isinstance(args, str) else [args] if isinstance(args, (bytes, os.PathLike)) else args
+        for word in argv:
+            name = Path(os.fsdecode(word)).name if isinstance(word, (str, bytes, os.PathLike)) else ""
+            if name in STARTS:
+                require_marker(STARTS[name], f"starts {name}")
+        init(self, args, *rest, **options)
+
+    return start
+
+
+def pytest_configure(config):
+    subprocess.Popen.__init__ = guarded_popen(subprocess.Popen.__init__)
+
+
 def reference(module: str, distribution: str):
     """``module`` of a reference implementation of pyproject's ``reference`` extra (``distribution``). Where it is
     not importable the test skips, naming the package, or fails under ``CALBENCH_REQUIRE_PEERS=1`` (set by
-    .ci/run, whose install includes that extra), so the comparisons with peers cannot skip in CI unnoticed."""
+    .ci/run, whose install includes that extra), so the comparisons with peers cannot skip in CI unnoticed. The
+    test must be marked ``peers``."""
+    require_marker("peers", f"compares with {distribution}")
     try:
         return importlib.import_module(module)
     except ImportError as error:
@@ -47,6 +93,7 @@ def reference(module: str, distribution: str):
 
 def reference_missing(message: str):
     """Skip with ``message``, or fail under ``CALBENCH_REQUIRE_PEERS=1`` (see :func:`reference`)."""
+    require_marker("peers", "compares with a peer library")
     if os.environ.get("CALBENCH_REQUIRE_PEERS") == "1":
         pytest.fail(message + " (CALBENCH_REQUIRE_PEERS=1)")
     pytest.skip(message)

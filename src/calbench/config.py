@@ -66,13 +66,45 @@ def _describe(error) -> str:
     return error.message
 
 
+#: The most nodes a YAML document may expand to once its aliases are replaced by what they name (the default
+#: config has about 2,000): a few hundred bytes of nested aliases can name billions (an "alias bomb").
+MAX_YAML_NODES = 200_000
+
+
+def _expanded_nodes(node, memo: dict) -> int:
+    """The nodes of ``node`` with every alias expanded, each shared node counted as often as it is named."""
+    if id(node) in memo:
+        return memo[id(node)]
+    memo[id(node)] = 1  # a node that holds itself expands to nothing more
+    count = 1
+    if isinstance(node, yaml.MappingNode):
+        count += sum(_expanded_nodes(k, memo) + _expanded_nodes(v, memo) for k, v in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        count += sum(_expanded_nodes(item, memo) for item in node.value)
+    memo[id(node)] = count
+    return count
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a mapping that gives one key twice (the safe loader keeps the last silently:
-    a source written twice would run once, with the second entry)."""
+    a source written twice would run once, with the second entry) and a document whose aliases expand beyond
+    :data:`MAX_YAML_NODES` nodes. Merge keys (``<<: *defaults``) are merged first; a key the mapping gives
+    itself overrides a merged one (YAML's rule), but a key given twice by the mapping itself is refused."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None and (count := _expanded_nodes(node, {})) > MAX_YAML_NODES:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"its aliases (*name) expand it to {count:,} nodes, more than {MAX_YAML_NODES:,}; write "
+                "the repeated parts out, or use fewer nested aliases", node.start_mark)
+        return node
 
     def construct_mapping(self, node, deep=False):
+        own = [pair for pair in node.value if pair[0].tag != "tag:yaml.org,2002:merge"]
+        if len(own) != len(node.value):
+            self.flatten_mapping(node)
         seen: dict = {}
-        for key_node, _ in node.value:
+        for key_node, _ in own:
             key = self.construct_object(key_node, deep=True)
             try:
                 first = seen.get(key)
@@ -83,6 +115,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} is given twice in one mapping (lines {first} and "
                     f"{key_node.start_mark.line + 1}); keep one", key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep)
+
+
+class _ConfigLoader(_UniqueKeyLoader):
+    """:class:`_UniqueKeyLoader` for config files: every key is a string (YAML reads ``1``, ``on`` and dates as
+    numbers, booleans and dates, which name no source, method or setting)."""
+
+    def construct_mapping(self, node, deep=False):
+        for key_node, _ in node.value:
+            if key_node.tag != "tag:yaml.org,2002:merge":
+                key = self.construct_object(key_node, deep=True)
+                if not isinstance(key, str):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key_node.value!r} (line {key_node.start_mark.line + 1}) is not a name: YAML "
+                        f"reads it as the {type(key).__name__} {key!r}; quote it: '{key_node.value}'",
+                        key_node.start_mark)
         return super().construct_mapping(node, deep)
 
 
@@ -103,18 +151,27 @@ def load_schema() -> dict:
 
 
 def read_config_file(path) -> dict:
-    """The mapping of config file ``path``, read with :func:`read_yaml`; :class:`ConfigError` names the file and
-    the problem (no such file, not YAML, a key twice, not a mapping)."""
+    """The mapping of config file ``path``, read as :func:`read_yaml` reads (merge keys merged, aliases expanding to
+    at most :data:`MAX_YAML_NODES` nodes) with every key a string; :class:`ConfigError` names the file and the
+    problem (no such file, not YAML, a key twice, a key YAML reads as a number, boolean or date, an alias bomb, not
+    a mapping, two sources whose names differ only in case)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such config file")
     try:
-        config = read_yaml(path.read_text())
+        config = yaml.load(path.read_text(), Loader=_ConfigLoader)  # noqa: S506 (a SafeLoader subclass)
     except (yaml.YAMLError, UnicodeDecodeError, OSError) as err:
         raise ConfigError(f"{path}: not valid YAML ({' '.join(str(err).split())})") from None
     if not isinstance(config, dict):
         raise ConfigError(f"{path}: a config is a mapping of keys (sources, methods, metrics, ...), got "
                           f"{type(config).__name__}")
+    names: dict = {}
+    for name in config.get("sources") or {} if isinstance(config.get("sources"), dict) else ():
+        if name.casefold() in names:
+            raise ConfigError(f"{path}: sources {names[name.casefold()]!r} and {name!r} differ only in case, so their "
+                              f"results (results/dumps/{name}.h5, ...) would be one file where file names ignore "
+                              "case (macOS, Windows); rename one")
+        names[name.casefold()] = name
     return config
 
 
@@ -350,6 +407,7 @@ def _check_shifts(config: dict) -> None:
                     raise ConfigError(f"config key sources.{name}.shifts.{family}: severities {wrong} are not among "
                                       f"{family}'s 1-{len(corruptions.levels(family))}"
                                       + ("" if family.endswith("_full") else
+                                         " (MNIST-C publishes one severity)" if family.startswith("mnistc_") else
                                          " (Ovadia et al.'s full grids: rotate_full 1-12, translate_full 1-13)"))
 
 

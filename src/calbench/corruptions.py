@@ -4,18 +4,22 @@
 shape, vectorised over the images (numpy/scipy only) and deterministic given ``seed``.
 
 * The image-corruption families (``gaussian_noise`` … ``elastic_transform``) follow the published generation
-  code of Hendrycks & Dietterich (ICLR 2019; ``make_cifar_c.py``, ``make_imagenet_c.py``) and of MNIST-C
-  (Mu & Gilmer 2019, ``corruptions.py``), with the severity constants of the image kind (:data:`CONSTANTS`):
-  MNIST-C's for grey images, CIFAR-10-C's for colour images under 224 px, ImageNet-C's from 224 px. Constants
-  in pixels are defined at the kind's side (28, 32, 224 px) and scale with the side (:func:`severity_constant`).
+  code of Hendrycks & Dietterich (ICLR 2019; ``make_cifar_c.py``, ``make_imagenet_c.py``), with the severity
+  constants of the image kind (:data:`CONSTANTS`): ``imagenet_c_grey`` for grey images (ImageNet-C's five levels
+  as MNIST-C's ``corruptions.py`` carries them for 28 px digits; the MNIST-C benchmark itself uses one severity
+  of other families, and none of gaussian noise, gaussian blur, contrast, pixelate or elastic), CIFAR-10-C's for
+  colour images under 224 px, ImageNet-C's from 224 px. Constants in pixels are defined at the kind's side (28,
+  32, 224 px) and scale with the side (:func:`severity_constant`).
   As the published files store ``np.uint8`` of the [0, 255] result, the intensities are truncated.
   ``gaussian_blur`` blurs both image axes, as the colour scripts and Gaussian blur's definition do;
-  ``gaussian_blur_one_axis`` is MNIST-C's code on its 2-D images (scikit-image's ``gaussian(...,
+  ``gaussian_blur_one_axis`` is MNIST-C's code's blur on its 2-D images (scikit-image's ``gaussian(...,
   multichannel=True)`` takes the width for channels and blurs down the columns only).
 * ``rotate``, ``translate`` and their full grids ``rotate_full``, ``translate_full`` are Ovadia et al.'s
   rotated and translated MNIST (NeurIPS 2019, ``uq_benchmark_2019/mnist/data_lib.py``): rotation with
   ``scipy.ndimage.rotate`` (cubic spline, the canvas enlarged, then the centre cropped) by 15° steps, and a
   cyclic roll along the width by 2-pixel steps of 28.
+
+* ``mnistc_*``: the MNIST-C benchmark's corruptions at its one published severity (:mod:`calbench.mnist_c`).
 
 Intensities live in [0, 1] during a corruption and return to uint8 as clipped values.
 """
@@ -25,13 +29,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import ndimage
 
+from calbench import mnist_c
+
 SEVERITIES = (1, 2, 3, 4, 5)
 
 #: Severity constants (severity 1 … 5) of each image kind, from the published generation code.
 #: ``gaussian_blur``: std in pixels; ``pixelate``: side of the box-downsampled image as a fraction;
 #: ``elastic_transform``: (alpha, sigma, affine) as multiples of the side (ImageNet-C's 244 = its code's).
 CONSTANTS = {
-    "mnist_c": {
+    "imagenet_c_grey": {
         "gaussian_noise": (0.08, 0.12, 0.18, 0.26, 0.38),
         "shot_noise": (60, 25, 12, 5, 3),
         "impulse_noise": (0.03, 0.06, 0.09, 0.17, 0.27),
@@ -54,11 +60,16 @@ CONSTANTS = {
                               (0.1, 0.03, 0.03)),
     },
 }
-CONSTANTS["imagenet_c"] = {**CONSTANTS["mnist_c"], "elastic_transform": tuple(
-    tuple(v * 244 / 224 for v in c) for c in CONSTANTS["mnist_c"]["elastic_transform"])}
+CONSTANTS["imagenet_c"] = {**CONSTANTS["imagenet_c_grey"], "elastic_transform": tuple(
+    tuple(v * 244 / 224 for v in c) for c in CONSTANTS["imagenet_c_grey"]["elastic_transform"])}
 #: The side (pixels) at which each kind's constants are defined.
-REFERENCE_SIDE = {"mnist_c": 28, "cifar10_c": 32, "imagenet_c": 224}
+REFERENCE_SIDE = {"imagenet_c_grey": 28, "cifar10_c": 32, "imagenet_c": 224}
 KINDS = ("auto", *REFERENCE_SIDE)
+#: The smallest std (pixels) of ``gaussian_blur`` at severity 1 (:func:`blur_scale`): at 0.25 px the filter has
+#: three taps and changes an 8-bit image; below about 0.12 px it has one tap.
+MIN_BLUR_STD = 0.25
+#: Former kind names, refused with the new one.
+RENAMED_KINDS = {"mnist_c": "imagenet_c_grey"}
 
 #: Ovadia et al.'s grids: rotation by 15° … 180°, roll by 2 … 26 of 28 pixels; the five-severity families take
 #: their first five steps.
@@ -67,10 +78,10 @@ TRANSLATE_GRID = tuple(k / 28 for k in range(2, 28, 2))
 
 
 def image_kind(images: np.ndarray) -> str:
-    """The constants of ``images`` [N, C, H, W]: MNIST-C's (grey), CIFAR-10-C's (colour, side < 224) or
-    ImageNet-C's (colour, from 224 px)."""
+    """The constants of ``images`` [N, C, H, W]: ImageNet-C's at a 28 px side (grey), CIFAR-10-C's (colour,
+    side < 224) or ImageNet-C's (colour, from 224 px)."""
     if images.shape[1] == 1:
-        return "mnist_c"
+        return "imagenet_c_grey"
     return "imagenet_c" if max(images.shape[2:]) >= 224 else "cifar10_c"
 
 
@@ -112,9 +123,17 @@ def _impulse_noise(x, c, rng, kind):
     return np.where(flipped, salted.astype(float), x)
 
 
+def blur_scale(kind: str, side: int) -> float:
+    """The factor on ``gaussian_blur``'s published stds at ``side`` pixels: ``side / reference side``, raised
+    where that would put severity 1 below :data:`MIN_BLUR_STD` px (CIFAR-10-C's 0.4 px at 8 px: 0.1 px, a kernel
+    of one tap, the identity), so that the five stds keep their published ratios and every one changes the image."""
+    return max(side / REFERENCE_SIDE[kind], MIN_BLUR_STD / CONSTANTS[kind]["gaussian_blur"][0])
+
+
 def _gaussian_blur(x, c, rng, kind, axes=(2, 3)):
-    """A Gaussian filter of std c px (scaled to the side) along ``axes``, edges repeated, truncated at 4 std."""
-    sigma = c * x.shape[3] / REFERENCE_SIDE[kind]
+    """A Gaussian filter of std c px (scaled to the side, :func:`blur_scale`) along ``axes``, edges repeated,
+    truncated at 4 std."""
+    sigma = c * blur_scale(kind, x.shape[3])
     return ndimage.gaussian_filter(x, sigma=[sigma if axis in axes else 0 for axis in range(4)], mode="nearest",
                                    truncate=4.0)
 
@@ -183,7 +202,7 @@ def _elastic_transform(x, c, rng, kind):
     rows, cols = np.mgrid[:h, :w].astype(float)
     src_x = inverse[:, 0, 0, None, None] * cols + inverse[:, 0, 1, None, None] * rows + inverse[:, 0, 2, None, None]
     src_y = inverse[:, 1, 0, None, None] * cols + inverse[:, 1, 1, None, None] * rows + inverse[:, 1, 2, None, None]
-    grey = kind == "mnist_c"
+    grey = kind == "imagenet_c_grey"
     index = np.broadcast_to(np.arange(n)[:, None, None, None], (n, channels, h, w))
     chan = np.broadcast_to(np.arange(channels)[None, :, None, None], (n, channels, h, w))
 
@@ -218,24 +237,39 @@ FAMILIES = {
     "translate": (_translate, TRANSLATE_GRID[:5]),
     "rotate_full": (_rotate, ROTATE_GRID),
     "translate_full": (_translate, TRANSLATE_GRID),
-    **{name: (globals()[f"_{name}"], SEVERITIES) for name in CONSTANTS["mnist_c"]},
+    **{name: (globals()[f"_{name}"], SEVERITIES) for name in CONSTANTS["imagenet_c_grey"]},
     "gaussian_blur_one_axis": (_gaussian_blur_one_axis, SEVERITIES),
+    # the MNIST-C benchmark's families, one severity each (calbench.mnist_c); after the others, whose draws stay
+    **{name: (globals()[f"_{f}"] if isinstance(f, str) else f, (c,)) for name, (f, c) in mnist_c.FAMILIES.items()},
 }
 GEOMETRIC = ("rotate", "translate", "rotate_full", "translate_full")
 
 
 def levels(family: str) -> tuple[int, ...]:
-    """The severities a family takes: 1-5, or 1-12 (``rotate_full``) and 1-13 (``translate_full``)."""
+    """The severities a family takes: 1-5, 1-12 (``rotate_full``) and 1-13 (``translate_full``), or 1 (the
+    ``mnistc_*`` families)."""
     if family not in FAMILIES:
         raise ValueError(f"corruption family {family!r} is unknown; known: {', '.join(FAMILIES)}")
     return tuple(range(1, len(FAMILIES[family][1]) + 1))
 
 
+def elastic_constants(published) -> list[tuple[float, float, float]]:
+    """``elastic_transform``'s (alpha, sigma, affine) at severities 1-5, *scaled*: the published constants are
+    not monotone (ImageNet-C's severities 1-2 move the image more than 3-5 at every side), so severity k takes
+    the published severity 5 with the displacement field's scale alpha and the affine's range times k / 5 (the
+    smoothing sigma kept): both displacements grow linearly with the severity."""
+    alpha, sigma, affine = published[-1]
+    return [(alpha * k / 5, sigma, affine * k / 5) for k in SEVERITIES]
+
+
 def severity_constant(family: str, severity: int, kind: str, side: int):
     """The constant ``family`` applies at ``severity`` to images of ``kind`` and ``side`` pixels: the published
     one, pixel sizes scaled to the side (``pixelate``: :func:`downsampled_sides`; ``translate``:
-    :func:`roll_pixels`; ``gaussian_blur``'s std and ``elastic_transform``'s in the corruption itself)."""
+    :func:`roll_pixels`; ``gaussian_blur``'s std and ``elastic_transform``'s in the corruption itself), except
+    ``elastic_transform``'s, scaled to grow with the severity (:func:`elastic_constants`)."""
     grid = FAMILIES[family][1]
+    if family in mnist_c.FAMILIES:
+        return grid[0]
     if family.startswith("rotate"):
         return float(grid[severity - 1])
     if family.startswith("translate"):
@@ -243,19 +277,27 @@ def severity_constant(family: str, severity: int, kind: str, side: int):
     constants = CONSTANTS[kind][family.removesuffix("_one_axis")]
     if family == "pixelate":
         return downsampled_sides(side, constants)[severity - 1]
+    if family == "elastic_transform":
+        return elastic_constants(constants)[severity - 1]
     return constants[severity - 1]
 
 
 def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = "auto") -> np.ndarray:
     """``images`` (uint8 ``[N, C, H, W]``) corrupted by ``family`` at ``severity``, as uint8.
 
-    ``kind``: whose severity constants (``auto``: :func:`image_kind`; or ``mnist_c``, ``cifar10_c``,
+    ``kind``: whose severity constants (``auto``: :func:`image_kind`; or ``imagenet_c_grey``, ``cifar10_c``,
     ``imagenet_c``). The random draws depend on ``seed`` (an int or a sequence of ints, e.g. ``[seed, chunk]``),
-    ``family`` and ``severity`` only, so a shifted test set is the same whoever makes it and whichever other
-    sets are made beside it.
+    ``family`` and ``severity`` only (``elastic_transform``: not the severity), so a shifted test set is the same
+    whoever makes it and whichever other sets are made beside it.
     """
     if severity not in levels(family):
+        if family in mnist_c.FAMILIES:
+            raise ValueError(f"corruption {family} is MNIST-C's at its one published severity: give severity 1, "
+                             f"got {severity!r}")
         raise ValueError(f"corruption {family} takes severities {list(levels(family))}, got {severity!r}")
+    if kind in RENAMED_KINDS:
+        raise ValueError(f"corruption constants {kind!r} are now called {RENAMED_KINDS[kind]!r}: they are "
+                         "ImageNet-C's five levels for grey images, which the MNIST-C benchmark does not use")
     if kind not in KINDS:
         raise ValueError(f"corruption constants {kind!r} are unknown; known: {', '.join(KINDS)}")
     images = np.asarray(images)
@@ -264,9 +306,14 @@ def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = 
     if family == "gaussian_blur_one_axis" and images.shape[1] != 1:
         raise ValueError(f"gaussian_blur_one_axis is MNIST-C's code's blur of grey digits (one axis of a 2-D "
                          f"image); these images have {images.shape[1]} channels: shift them by gaussian_blur")
+    if family in mnist_c.FAMILIES and images.shape[1] != 1:
+        raise ValueError(f"{family} is the MNIST-C benchmark's corruption of grey digits; these images have "
+                         f"{images.shape[1]} channels")
     kind = image_kind(images) if kind == "auto" else kind
     function = FAMILIES[family][0]
-    rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), severity])
+    # elastic_transform draws the same field at every severity (its displacements scale with it)
+    stream = 0 if family == "elastic_transform" else severity
+    rng = np.random.default_rng([*np.atleast_1d(seed).tolist(), list(FAMILIES).index(family), stream])
     constant = severity_constant(family, severity, kind, images.shape[3])
     out = np.clip(function(images.astype(np.float64) / 255.0, constant, rng, kind), 0.0, 1.0) * 255.0
     # the published files store np.uint8 of the result (truncation); Ovadia et al. keep floats: the nearest

@@ -14,11 +14,28 @@ possibly times an integer: ``"n-1"``, ``"m+C"``, ``"2*n_pieces+1"``. :func:`chec
 :class:`StateError` naming the attribute (``weights_``, ``binary_maps_[2]['filled']``) with what was expected and
 what was found; :mod:`calbench.persist` checks every loaded calibrator and map this way before it predicts, and
 ``tests/contract/test_fitted_state.py`` checks that every registered class declares exactly what it fits.
+
+A nested calibrator may be required to be exactly the class of one of its owner's settings or class attributes
+(``Instance(Calibrator, like="estimator")``: a grid search's fold models), and a class may give symbols of its
+own to the sizes (``_declared_symbols()``: a grid search holds ``folds`` models with ``ensemble``, else one).
+Settings are declared the same way where a class needs it (``_declared_settings``, :func:`check_declared_settings`):
+every setting of a 1-D map (a saved map is rebuilt from them, so none may be missing or of another kind,
+``Choice`` for options), and a chain's ``steps`` (at least one fitted calibrator of its classes).
+
+A number or an array may also declare the range of its values, ``within="[0, 1]"`` (probabilities, bin
+accuracies, mixture weights), ``"(0, inf)"`` (temperatures), ``"[1, n]"`` (a neighbour count no larger than the
+pool), ``"[0, C)"`` (labels): brackets closed, parentheses open, each end a number, ``inf``/``-inf`` or a symbol
+of the shapes (a symbol not bound by the object's state leaves that end unchecked). Inside :func:`charging`, each
+range check of an array first reports its bytes (the decode budget of :mod:`calbench.persist.budget`: a file can
+name one array many times).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+import math
 import re
 from numbers import Integral, Real
 
@@ -27,6 +44,63 @@ import numpy as np
 _DTYPE_KINDS = {float: ("f", "float"), int: ("iu", "integer"), bool: ("b", "boolean")}
 _FITTED_NAME = re.compile(r"^[a-z][a-z0-9_]*_$")
 _TERM = re.compile(r"\s*([+-]?)\s*(?:([0-9]+)\s*\*\s*)?([A-Za-z_][A-Za-z0-9_]*|[0-9]+)\s*")
+_RANGE = re.compile(r"^([\[(])\s*([^,\s]+)\s*,\s*([^,\s\])]+)\s*([\])])$")
+#: The scope's entry for the object being checked (no symbol can be spelt so).
+_OWNER = "$owner"
+#: Called with (bytes, field) before each range check of an array, where :func:`charging` set it.
+_CHARGE = contextvars.ContextVar("fitted_state_charge", default=None)
+
+
+@contextlib.contextmanager
+def charging(charge):
+    """Within the block, every range check of an array first calls ``charge(nbytes, field)`` (which may raise)."""
+    token = _CHARGE.set(charge)
+    try:
+        yield
+    finally:
+        _CHARGE.reset(token)
+
+
+class Within:
+    """The range ``text`` of a declared number or array (module docstring): ``[low, high]``, ends open with
+    parentheses."""
+
+    def __init__(self, text: str):
+        match = _RANGE.match(text)
+        if match is None:
+            raise ValueError(f"range {text!r}: expected [low, high] with brackets or parentheses")
+        self.text, self.low, self.high = text, match[2], match[3]
+        self.low_open, self.high_open = match[1] == "(", match[4] == ")"
+
+    @staticmethod
+    def _end(term: str, scope: dict):
+        """An end's value: a number (``inf`` too), a bound symbol's value, or None (unbound: unchecked)."""
+        try:
+            return float(term)
+        except ValueError:
+            return scope.get(term)
+
+    def check(self, value, field: str, scope: dict) -> None:
+        """Raise :class:`StateError` for the values of number or array ``value`` outside the range."""
+        low, high = self._end(self.low, scope), self._end(self.high, scope)
+        values = np.asarray(value)
+        if values.size == 0 or (low is None and high is None):
+            return
+        if isinstance(value, np.ndarray) and (charge := _CHARGE.get()) is not None:
+            charge(value.nbytes, field)
+        smallest, largest = values.min(), values.max()
+        below = low is not None and (smallest <= low if self.low_open else smallest < low)
+        above = high is not None and (largest >= high if self.high_open else largest > high)
+        if not (below or above):
+            return
+        low, high = (-math.inf if low is None else low), (math.inf if high is None else high)
+        outside = ~(((values > low) if self.low_open else (values >= low))
+                    & ((values < high) if self.high_open else (values <= high)))
+        worst = smallest if below else largest
+        ends = f"{'(' if self.low_open else '['}{low:g}, {high:g}{')' if self.high_open else ']'}"
+        shown = self.text if ends.replace(" ", "") == self.text.replace(" ", "") else f"{self.text} = {ends}"
+        raise StateError(field, f"expected values in {shown}, found {int(outside.sum())} of {values.size} outside "
+                                f"(e.g. {worst.item()!r:.40})")
 
 
 class StateError(ValueError):
@@ -77,21 +151,38 @@ class Scalar(_Spec):
     _TYPES = {float: (Real, "a number"), int: (Integral, "an integer"), bool: ((bool, np.bool_), "a boolean"),
               str: (str, "a string")}
 
-    def __init__(self, kind: type, none: bool = False, optional: bool = False):
+    def __init__(self, kind: type, none: bool = False, optional: bool = False, within: str | None = None):
         self.kind, self.none, self.optional = kind, none, optional
+        self.within = None if within is None else Within(within)
 
     def _check(self, value, field, scope, deep):
         types, what = self._TYPES[self.kind]
         if not isinstance(value, types) or (self.kind in (float, int) and isinstance(value, (bool, np.bool_))):
             self.fail(value, field, what)
+        if self.within is not None:
+            self.within.check(value, field, scope)
+
+
+class Choice(_Spec):
+    """One of the listed ``values`` (a setting's options: a loss's name, ``True``/``False``); compared by type and
+    value, so ``1`` is not ``True`` and ``"3"`` is not ``3``."""
+
+    def __init__(self, *values, none: bool = False):
+        self.values, self.none = values, none
+
+    def _check(self, value, field, scope, deep):
+        if not any(type(value) is type(option) and value == option for option in self.values):
+            self.fail(value, field, f"one of {', '.join(map(repr, self.values))}")
 
 
 class Array(_Spec):
     """A numpy array of ``dtype`` ``float``, ``int`` or ``bool``, of ``shape`` (sizes: numbers or symbol
-    expressions; ``None``: any shape)."""
+    expressions; ``None``: any shape), its values ``within`` a range (module docstring)."""
 
-    def __init__(self, dtype: type, shape: tuple | None, none: bool = False, optional: bool = False):
+    def __init__(self, dtype: type, shape: tuple | None, none: bool = False, optional: bool = False,
+                 within: str | None = None):
         self.dtype, self.shape, self.none, self.optional = dtype, shape, none, optional
+        self.within = None if within is None else Within(within)
 
     def _check(self, value, field, scope, deep):
         kinds, what = _DTYPE_KINDS[self.dtype]
@@ -99,12 +190,13 @@ class Array(_Spec):
         shape = "" if self.shape is None else f" of shape ({sizes}{',' * (len(self.shape) == 1)})"
         if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds:
             self.fail(value, field, f"a {what} array{shape}")
-        if self.shape is None:
-            return
-        if value.ndim != len(self.shape):
-            self.fail(value, field, f"a {what} array{shape}")
-        for axis, (size, expected) in enumerate(zip(value.shape, self.shape)):
-            _size(expected, size, field, scope, f"axis {axis} of a {what} array{shape}")
+        if self.shape is not None:
+            if value.ndim != len(self.shape):
+                self.fail(value, field, f"a {what} array{shape}")
+            for axis, (size, expected) in enumerate(zip(value.shape, self.shape)):
+                _size(expected, size, field, scope, f"axis {axis} of a {what} array{shape}")
+        if self.within is not None:
+            self.within.check(value, field, scope)
 
 
 class Instance(_Spec):
@@ -114,12 +206,18 @@ class Instance(_Spec):
     this object's symbols (LECE's pool). With ``deep``, its own declaration is checked too."""
 
     def __init__(self, cls: type, none: bool = False, classes: str | None = None, fields: dict | None = None,
-                 fitted: bool = True):
+                 fitted: bool = True, like: str | None = None):
         self.cls, self.none, self.classes, self.fields, self.fitted = cls, none, classes, fields or {}, fitted
+        self.like = like
 
     def _check(self, value, field, scope, deep):
         if not isinstance(value, self.cls):
             self.fail(value, field, f"a {self.cls.__name__}")
+        if self.like is not None:  # exactly the class of the owner's setting (or class attribute) ``like``
+            model = getattr(scope[_OWNER], self.like)
+            expected = model if isinstance(model, type) else type(model)
+            if type(value) is not expected:
+                self.fail(value, field, f"a {expected.__name__} (the class of {self.like})")
         attributes = vars(value)
         for name, spec in declared_state(type(value)).items() if self.fitted else ():
             if name not in attributes and not spec.optional:
@@ -270,13 +368,39 @@ def declared_state(cls: type) -> dict:
     return dict(sorted(merged.items(), key=lambda item: not isinstance(item[1], Count)))
 
 
-def check_state(obj, prefix: str = "", deep: bool = False) -> None:
+@functools.cache
+def declared_settings(cls: type) -> dict:
+    """The settings ``cls`` declares in ``_declared_settings`` (merged with its bases'): a 1-D map's every setting,
+    a composition's nested calibrators (a chain's ``steps``)."""
+    merged = {}
+    for klass in reversed(cls.__mro__):
+        merged.update(vars(klass).get("_declared_settings", {}))
+    return merged
+
+
+def check_declared_settings(cls: type, settings: dict, prefix: str = "") -> None:
+    """Raise :class:`StateError` for the first of ``settings`` (name → value) that ``cls``'s
+    :func:`declared_settings` do not allow."""
+    declared = declared_settings(cls)
+    scope = {name: value for name, value in settings.items() if type(value) is int}
+    for name, value in settings.items():
+        if name in declared:
+            declared[name].check(value, prefix + name, scope, False)
+
+
+def check_state(obj, prefix: str = "", deep: bool = False, settings_prefix: str | None = None) -> None:
     """Raise :class:`StateError` for the first fitted attribute of ``obj`` that its class's declaration does not
     allow, or that a fitted ``obj`` (one holding any declared attribute) lacks and is not optional; an unfitted
-    object holds none (a one-vs-rest calibrator kept for its settings). ``deep``: nested calibrators and maps are
-    checked against their own declarations too (loading checks each as it is built)."""
+    object holds none (a one-vs-rest calibrator kept for its settings); then for its declared settings
+    (:func:`declared_settings`, named with ``settings_prefix``, by default ``prefix``). ``deep``: nested
+    calibrators and maps are checked against their own declarations too (loading checks each as it is built). The
+    sizes may use the object's integer settings and the symbols its ``_declared_symbols()`` gives (a grid search's
+    number of models)."""
     attributes = vars(obj)
     scope = {name: value for name, value in attributes.items() if not name.endswith("_") and type(value) is int}
+    scope[_OWNER] = obj
+    if hasattr(obj, "_declared_symbols"):
+        scope.update(obj._declared_symbols())
     declared = declared_state(type(obj))
     fitted = not attributes.keys().isdisjoint(declared)
     for name, spec in declared.items():
@@ -284,6 +408,9 @@ def check_state(obj, prefix: str = "", deep: bool = False) -> None:
             spec.check(attributes[name], prefix + name, scope, deep)
         elif fitted and not spec.optional:
             raise StateError(prefix + name, f"missing: a fitted {type(obj).__name__} holds it")
+    for name, spec in declared_settings(type(obj)).items():
+        if name in attributes:
+            spec.check(attributes[name], (prefix if settings_prefix is None else settings_prefix) + name, scope, deep)
 
 
 @functools.cache

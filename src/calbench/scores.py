@@ -43,6 +43,27 @@ def looks_like_probs(arr: np.ndarray, atol: float = 1e-3) -> bool:
                 and np.allclose(arr.sum(axis=1), 1.0, rtol=0, atol=atol))
 
 
+#: How far a row of probabilities may sum from 1, and an entry fall below 0, and still count as a distribution.
+DISTRIBUTION_TOL = 1e-6
+
+
+class NotDistributionsError(ValueError):
+    """A loaded calibrator computed rows that are not probability distributions (its file holds values no fit
+    makes): :func:`non_distributions` counts them."""
+
+
+def non_distributions(probs: np.ndarray) -> int:
+    """How many rows of ``probs`` ``[N, C]`` are not probability distributions: a NaN or infinite entry, an entry
+    below −:data:`DISTRIBUTION_TOL`, or a sum more than :data:`DISTRIBUTION_TOL` from 1."""
+    probs = np.asarray(probs)
+    if probs.ndim != 2:
+        return len(probs) if probs.ndim else 1
+    with np.errstate(invalid="ignore", over="ignore"):
+        bad = ~np.isfinite(probs).all(axis=1) | (probs.min(axis=1, initial=np.inf) < -DISTRIBUTION_TOL) \
+            | (np.abs(probs.sum(axis=1) - 1.0) > DISTRIBUTION_TOL)
+    return int(np.count_nonzero(bad))
+
+
 class CoarseProbabilitiesWarning(UserWarning):
     """Probabilities carry too little precision to calibrate on: rounded on export (every value a multiple of
     10⁻ᵈ) or holding many exact zeros. Methods fitted on their logarithm see an exact zero as a log-probability

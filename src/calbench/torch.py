@@ -24,7 +24,7 @@ import math
 
 import torch as _torch  # absolute import: the real torch, not this module
 
-from calbench.scores import PROB_FLOOR
+from calbench.scores import DISTRIBUTION_TOL, PROB_FLOOR, NotDistributionsError
 
 nn = _torch.nn
 Tensor = _torch.Tensor
@@ -39,7 +39,7 @@ class Calibration(nn.Module):
     whose torch ``stage`` reads logits; ``outputs`` and ``fitted_on_probs`` as :func:`calibrated`."""
 
     def __init__(self, stage, num_classes: int, log: bool = False, outputs: str = "auto",
-                 fitted_on_probs: bool = False):
+                 fitted_on_probs: bool = False, source: str = "the calibrator"):
         super().__init__()
         self.stage = stage
         self.num_classes = int(num_classes)
@@ -49,6 +49,10 @@ class Calibration(nn.Module):
         self.floor, self.log_floor = PROB_FLOOR, math.log(PROB_FLOOR)
         self.tolerance = SUM_TOLERANCE
         self.mixed_kinds = _MIXED_KINDS  # an attribute: TorchScript cannot read module-level strings
+        self.not_distributions = (f"{source}: the calibration head computed rows that are not probability "
+                                  f"distributions (finite, non-negative and summing to 1, within {DISTRIBUTION_TOL})"
+                                  "; its file holds fitted values that no fit makes: refit the calibrator")
+        self.distribution_tol = DISTRIBUTION_TOL
 
     def forward(self, outputs: Tensor) -> Tensor:
         if outputs.dim() != 2 or outputs.shape[1] != self.num_classes:
@@ -66,8 +70,24 @@ class Calibration(nn.Module):
             self._refuse_probabilities(probs_given)
             z = x
         probs = self.stage.proba(z)
+        self._refuse_non_distributions(probs)
         out = _torch.log(probs) if self.log else probs
         return out.to(outputs.dtype)
+
+    def _refuse_non_distributions(self, probs: Tensor) -> None:
+        """Rows that are not distributions: :class:`~calbench.scores.NotDistributionsError` with their count (eager),
+        a ValueError (TorchScript), a runtime assertion in a ``torch.export``/``torch.compile`` graph."""
+        good = (_torch.isfinite(probs).all(dim=1) & (probs.amin(dim=1) >= -self.distribution_tol)
+                & ((probs.sum(dim=1) - 1.0).abs() <= self.distribution_tol))
+        if _torch.jit.is_scripting():
+            if not bool(good.all()):
+                raise ValueError(self.not_distributions)
+        elif _torch.compiler.is_compiling() or _torch.compiler.is_exporting():
+            _torch._assert_async(good.all(), self.not_distributions)
+        elif not bool(good.all()):
+            bad = int((~good).sum())
+            raise NotDistributionsError(self.not_distributions.replace("computed rows", f"computed {bad} of "
+                                                                       f"{probs.shape[0]} rows"))
 
 
     def _refuse_probabilities(self, probs_given: Tensor) -> None:
@@ -114,7 +134,7 @@ def calibration_module(calibrator, log: bool = False, outputs: str = "auto") -> 
     if outputs == "probs" and not on_probs:
         raise ValueError(_MIXED_KINDS.replace("the model outputs", "outputs='probs' declares"))
     return Calibration(calibrator.to_torch(), calibrator.num_classes_, log=log, outputs=outputs,
-                       fitted_on_probs=on_probs)
+                       fitted_on_probs=on_probs, source=getattr(calibrator, "loaded_from_", "the calibrator"))
 
 
 def calibrated(model, calibrator, log: bool = False, outputs: str = "auto") -> Calibrated:

@@ -18,7 +18,8 @@ import pytest
 
 import calbench
 from calbench.methods import available
-from calbench.persist import CalibratorFileError, _checksum
+from calbench.persist import CalibratorFileError
+from calbench.persist.format import checksum as _checksum
 from test_persist import TEST, fitted
 
 #: Strings a forger would write: dotted paths to standard-library callables (the old format resolved such paths),

@@ -10,6 +10,7 @@ import jsonschema
 import pytest
 
 from calbench.config import complete_source, load, load_schema
+from conftest import user_config
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = load_schema()
@@ -73,13 +74,36 @@ def _missing(instance, node: dict, where: str) -> list[str]:
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "config").glob("*.yaml")), ids=lambda p: p.name)
-def test_load_fills_every_schema_default(path):
+def test_every_shipped_config_loads_with_every_schema_default_filled(path):
     config = load(path)
     assert _missing(config, SCHEMA, "config") == []
     for name, entry in config["sources"].items():
         assert "seeds" in entry, name
         if entry["type"] in ("train", "pretrained"):
             assert "normalize" in entry, name
+
+
+def test_load_fills_every_schema_default_at_every_depth(tmp_path):
+    """A user's config with a study and figures: every schema default filled (the values are the schema's), and
+    the defaults that come from the config itself (a figure's lists, a study's metrics) as documented."""
+    config = user_config(tmp_path)
+    del config["sources"]["my_model"]["scores"]
+    config["studies"] = {"learning_curve": {"sources": ["my_model"], "methods": ["ts"], "sizes": [50]}}
+    config["figures"] = {"reliability": {}, "critical_difference": None}
+    resolved = load(config)
+    assert _missing(resolved, SCHEMA, "config") == []
+    assert resolved["seeds"] == [0] and resolved["method_settings"] == {}
+    assert resolved["downloads_dir"] == "resources/downloads"
+    assert resolved["bootstrap"] == {"samples": 0, "level": 0.95, "interval": "basic"}
+    assert resolved["sources"]["my_model"]["scores"] == "logits"
+    assert resolved["sources"]["my_model"]["split"] == {"cal_size": 300, "stratify": True}
+    assert resolved["studies"]["learning_curve"] == {"sources": ["my_model"], "methods": ["ts"], "sizes": [50],
+                                                     "repeats": 10, "metrics": ["ece.conf.em15.l1", "acc"], "seed": 0}
+    # a figure's lists default to the config's own; `null` switches a section off
+    assert resolved["figures"] == {"reliability": {"sources": ["my_model"], "methods": ["uncal", "ts"],
+                                                   "targets": ["conf", "cw"], "bins": 15, "scheme": "em",
+                                                   "axis": "auto", "max_classes": 3}}
+    assert "bootstrap" not in config and config["figures"]["critical_difference"] is None  # input untouched
 
 
 def test_complete_source_fills_an_entry_as_load_does():

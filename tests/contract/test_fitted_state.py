@@ -16,7 +16,11 @@ import calbench
 from calbench.fitted_state import Array, Count, Scalar, StateError, check_state, declared_state, fitted_names
 from calbench.methods import available, make, method_class
 from calbench.methods.chain import Chain
-from calbench.persist import CalibratorFileError, _checksum, _compositions, _derived, _maps
+from calbench.persist import CalibratorFileError
+from calbench.persist.format import checksum as _checksum
+from calbench.persist.format import compositions as _compositions
+from calbench.persist.format import derived as _derived
+from calbench.persist.format import maps as _maps
 from test_persist import KCAL_FAST, _data, _make, _rewrite, _tensors, fitted
 
 CLASSES = [method_class(name) for name in available()] + list(_compositions().values()) + list(_maps().values())
@@ -56,6 +60,18 @@ def test_fitted_maps_satisfy_their_declaration(cls):
     p = rng.uniform(0.01, 0.99, 300)
     fitted_map = cls().fit(p, (rng.uniform(size=p.size) < p).astype(np.float64))
     check_state(fitted_map, deep=True)
+
+
+@pytest.mark.parametrize("cls", list(_maps().values()), ids=lambda cls: cls.__name__)
+def test_every_map_declares_each_of_its_settings_and_its_defaults_satisfy_them(cls):
+    """A saved map is rebuilt from its settings: each is declared (kind and range), so a file cannot leave one out
+    for its default or give another kind (``n_folds: "3"``)."""
+    from calbench.fitted_state import check_declared_settings, declared_settings
+    from calbench.persist.format import init_names
+
+    assert set(declared_settings(cls)) == set(init_names(cls))
+    made = cls()
+    check_declared_settings(cls, {name: getattr(made, name) for name in init_names(cls)})
 
 
 def test_a_wrong_state_is_refused_naming_the_field_with_expected_and_found():
@@ -199,6 +215,6 @@ def _get(tree, at):
 
 def test_the_crafted_fields_reach_nested_calibrators():
     """The crafted files reach nested calibrators: a grid search's fold models' weights are among the fields."""
-    header = json.loads(json.dumps(calbench.persist._Encoder().encode(fitted("dir_odir"), "calibrator")))
+    header = json.loads(json.dumps(calbench.persist.encode.Encoder().encode(fitted("dir_odir"), "calibrator")))
     paths = [where for where, *_ in _fields(header)]
     assert "calibrator.state.estimators_[0].state.weights_" in paths and "calibrator.state.cv_losses_" in paths

@@ -16,6 +16,7 @@ PACKAGE = REPO / "src" / "calbench"
 # of the tables (resampling, paired tests, ranks); config and report; the workflow's jobs and the performance
 # studies; the command line.
 LAYERS = [
+    {"mnist_c"},
     {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "fitted_state",
      "caught"},
     {"kernels"},

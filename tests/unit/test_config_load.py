@@ -19,26 +19,6 @@ from workflow_helpers import copy_repository
 
 # ---- load: defaults from the schema alone, null sections, cross-checks --------------------------------------
 
-def test_load_fills_every_schema_default_at_every_depth(tmp_path):
-    config = user_config(tmp_path)
-    del config["sources"]["my_model"]["scores"]
-    config["studies"] = {"learning_curve": {"sources": ["my_model"], "methods": ["ts"], "sizes": [50]}}
-    config["figures"] = {"reliability": {}, "critical_difference": None}
-    resolved = load(config)
-    assert resolved["seeds"] == [0] and resolved["method_settings"] == {}
-    assert resolved["downloads_dir"] == "resources/downloads"
-    assert resolved["bootstrap"] == {"samples": 0, "level": 0.95, "interval": "basic"}
-    assert resolved["sources"]["my_model"]["scores"] == "logits"
-    assert resolved["sources"]["my_model"]["split"] == {"cal_size": 300, "stratify": True}
-    assert resolved["studies"]["learning_curve"] == {"sources": ["my_model"], "methods": ["ts"], "sizes": [50],
-                                                     "repeats": 10, "metrics": ["ece.conf.em15.l1", "acc"], "seed": 0}
-    # a figure's lists default to the config's own; `null` switches a section off
-    assert resolved["figures"] == {"reliability": {"sources": ["my_model"], "methods": ["uncal", "ts"],
-                                                   "targets": ["conf", "cw"], "bins": 15, "scheme": "em",
-                                                   "axis": "auto", "max_classes": 3}}
-    assert "bootstrap" not in config and config["figures"]["critical_difference"] is None  # input untouched
-
-
 def test_figures_are_drawn_by_default_and_null_draws_none(tmp_path):
     config = user_config(tmp_path)
     config.pop("figures", None)

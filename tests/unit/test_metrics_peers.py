@@ -9,6 +9,7 @@ from calbench.perf.peers_metrics import NETWORKS, PEERS, compare
 from conftest import reference_missing, shared_data
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("network", NETWORKS)
 @pytest.mark.parametrize("peer", sorted(PEERS))
 def test_metrics_equal_the_peer_library(peer, network):

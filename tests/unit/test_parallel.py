@@ -1,24 +1,26 @@
-"""calbench.parallel: worker threads run with one BLAS thread each (threadpoolctl), so that they do not
-oversubscribe the cores."""
+"""calbench.parallel: worker threads run with one BLAS thread each (threadpoolctl), and so does everything else of
+calbench's unless the user declares the cores the process's own (use_cores, CALBENCH_THREADS), so that calbench never
+oversubscribes the cores."""
 
 from __future__ import annotations
 
 import threading
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_info, threadpool_limits
 
 import calbench.parallel
 from calbench.methods import make
+from calbench.methods.base import Calibrator
 
 
 def _blas_threads() -> set[int]:
     return {lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"}
 
 
-def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(monkeypatch):
+def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(library):
     """A notebook without OMP_NUM_THREADS: BLAS at 2 threads outside, 1 inside the worker threads."""
-    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
     with threadpool_limits(limits=2, user_api="blas"):
         assert _blas_threads() == {2}
         inside = calbench.parallel.thread_map(lambda _: _blas_threads(), range(4))
@@ -26,33 +28,63 @@ def test_workers_use_one_blas_thread_and_the_caller_keeps_its_own(monkeypatch):
         assert _blas_threads() == {2}
 
 
-def test_an_item_left_alone_runs_last_with_every_core(monkeypatch):
-    """Five folds on two cores: four on the workers with one BLAS thread each, then the fifth in the calling
-    thread with two (else a third round ran with one core idle). Which item it is depends on the count only."""
+@pytest.fixture
+def library(monkeypatch):
+    """A library call on two cores: no share_cores, no use_cores, no CALBENCH_THREADS."""
     monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 2)
-    monkeypatch.setattr(calbench.parallel, "_granted_threads", None)  # a library call: no share_cores
+    monkeypatch.setattr(calbench.parallel, "_granted_threads", None)
+    monkeypatch.setattr(calbench.parallel, "_own_cores", None)
+    monkeypatch.delenv(calbench.parallel.THREADS_ENV, raising=False)
+
+
+class _Probe(Calibrator):
+    """Records the BLAS threads its fit and prediction run with."""
+
+    def _fit(self, scores, y):
+        self.fit_blas_ = _blas_threads()
+
+    def _predict_proba(self, scores):
+        self.predict_blas_ = _blas_threads()
+        return np.full((scores.n, scores.num_classes), 1 / scores.num_classes)
+
+
+def test_by_default_blas_runs_on_one_thread_everywhere(library):
+    """Nothing declared: five folds on two cores run on the two workers, none in the calling thread, BLAS on one
+    thread in the workers and in a fit or prediction outside them, and the caller's setting is back afterwards."""
     caller = threading.get_ident()
+    z, y = 2.0 * np.eye(3)[[0, 1, 2, 0]], np.array([0, 1, 2, 0])
     for outside in (1, 2):
         with threadpool_limits(limits=outside, user_api="blas"):
             seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident() == caller),
                                                 range(5))
-            assert seen == [({1}, False)] * 4 + [({2}, True)]
+            assert seen == [({1}, False)] * 5
+            probe = _Probe().fit(z, y)
+            probe.predict_proba(z)
+            assert (probe.fit_blas_, probe.predict_blas_) == ({1}, {1})
             assert _blas_threads() == {outside}
 
 
-def test_a_job_runs_on_its_granted_threads_with_one_blas_thread_throughout(monkeypatch):
-    """A Snakemake job granted two of four cores (share_cores): its five folds run on two workers, none in the
-    calling thread, and BLAS runs on one thread in the workers and in the caller, whatever the grant."""
-    monkeypatch.setattr(calbench.parallel, "available_cores", lambda: 4)
-    monkeypatch.setattr(calbench.parallel, "_granted_threads", None)
-    monkeypatch.setattr(calbench.parallel, "_one_blas_thread", None)
+def test_declared_cores_let_an_item_alone_use_them(library, monkeypatch):
+    """use_cores(2): four folds on the workers with one BLAS thread each, then the fifth in the calling thread
+    with two (else a third round ran with one core idle), and a fit outside the workers with two. Which item runs
+    alone depends on the count only."""
     caller = threading.get_ident()
-    with threadpool_limits(limits=2, user_api="blas"):
-        calbench.parallel.share_cores(2)
-        seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident()), range(5))
+    calbench.parallel.use_cores(2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        seen = calbench.parallel.thread_map(lambda _: (_blas_threads(), threading.get_ident() == caller), range(5))
+        assert seen == [({1}, False)] * 4 + [({2}, True)]
+        assert _Probe().fit(2.0 * np.eye(2), [0, 1]).fit_blas_ == {2}
         assert _blas_threads() == {1}
-    assert [blas for blas, _ in seen] == [{1}] * 5
-    assert caller not in {ident for _, ident in seen} and len({ident for _, ident in seen}) <= 2
+
+
+def test_the_environment_declares_the_cores_and_a_bad_value_is_refused(library, monkeypatch):
+    monkeypatch.setenv(calbench.parallel.THREADS_ENV, "8")
+    assert calbench.parallel.own_cores() == 2  # at most the CPU affinity
+    monkeypatch.setenv(calbench.parallel.THREADS_ENV, "two")
+    with pytest.raises(ValueError, match="CALBENCH_THREADS='two'.*integer >= 1"):
+        calbench.parallel.own_cores()
+    with pytest.raises(ValueError, match="use_cores: expected a number of cores >= 1"):
+        calbench.parallel.use_cores(0)
 
 
 def _four_class_task():

@@ -36,6 +36,9 @@ def test_a_model_source_names_its_shifted_test_sets_family_slash_severity():
     (_config(rotate_full=[13]), r"config key sources.m.shifts.rotate_full: severities \[13\] are not among "
                                 r"rotate_full's 1-12$"),
     (_config(rotate=[0]), r"config key sources.m.shifts.rotate: severities \[0\] are not among rotate's 1-5"),
+    (_config(mnistc_frost=[1]), r"config key sources.m.shifts: 'mnistc_frost' is not allowed"),
+    (_config(mnistc_shear=[2]), r"config key sources.m.shifts.mnistc_shear: severities \[2\] are not among "
+                                r"mnistc_shear's 1-1 \(MNIST-C publishes one severity\)$"),
     (_config(rotate=[2, 2]), r"config key sources.m.shifts.rotate: severities \[2, 2\] repeat one"),
     ({"sources": {"m": {"type": "import", "format": "npy", "files": {"logits": "a.npy", "labels": "b.npy"},
                         "split": {"cal_size": 5}, "shifts": {"n": [{"severity": 1, "files": {"logits": "x.npy"},

@@ -64,6 +64,7 @@ def _probmetrics_nll(name, z_cal, y_cal, z_test, y_test):
     return nll(cal.predict_proba(softmax(z_test, axis=1)), y_test)
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("name", ["sms", "svs"])
 def test_same_test_nll_as_probmetrics_synthetic(name):
     z, y, z_test, y_test = synthetic(n=500, k=6, seed=2, temperature=3.0)
@@ -71,6 +72,7 @@ def test_same_test_nll_as_probmetrics_synthetic(name):
     assert ours == pytest.approx(_probmetrics_nll(name, z, y, z_test, y_test), abs=1e-3)
 
 
+@pytest.mark.peers
 @pytest.mark.parametrize("name", ["sms", "svs"])
 def test_same_test_nll_as_probmetrics_cifar10(name):
     folder = shared_data("logits", "cifar10_resnet-20")

@@ -54,11 +54,11 @@ def test_a_test_part_that_repeats_calibration_rows_is_refused(tmp_path, capsys):
     assert main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": _files(
         tmp_path, "test", z[200:], y[200:])})})]) == 0
     same = main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": cal})})])
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert same == 1 and "sources.m.files.test: 200 of its 200 rows are also calibration rows" in out
     partly = _files(tmp_path, "partly", z[150:350], y[150:350])  # 50 rows copied from the calibration file
     assert main(["validate", _config(tmp_path, {"m": _import({"cal": cal, "test": partly})})]) == 1
-    assert "50 of its 200 rows are also calibration rows" in capsys.readouterr().out
+    assert "50 of its 200 rows are also calibration rows" in capsys.readouterr().err
 
 
 def test_two_sources_on_the_same_data_are_refused(tmp_path, capsys):
@@ -70,14 +70,14 @@ def test_two_sources_on_the_same_data_are_refused(tmp_path, capsys):
     copy = _files(tmp_path, "copy", z, y)  # another path, the same bytes
     assert main(["validate", _config(tmp_path, {"a": _import(pool, {"cal_size": 200}),
                                                 "b": _import(copy, {"cal_size": 100})})]) == 1
-    assert "sources.b: holds the same data as sources.a (equal file digests)" in capsys.readouterr().out
+    assert "sources.b: holds the same data as sources.a (equal file digests)" in capsys.readouterr().err
 
 
 def test_a_pool_with_copied_rows_is_flagged_and_its_split_keeps_the_copies_together(tmp_path, capsys):
     z, y = _logits(300)
     doubled = _files(tmp_path, "doubled", np.concatenate([z, z]), np.concatenate([y, y]))
     assert main(["validate", _config(tmp_path, {"m": _import(doubled, {"cal_size": 300})})]) == 0
-    assert "300 of the pool's 600 rows repeat another row" in capsys.readouterr().out
+    assert "300 of the pool's 600 rows repeat another row" in capsys.readouterr().err
     logits, labels = np.concatenate([z, z]), np.concatenate([y, y])
     group, repeated = copies(logits, labels)
     assert repeated == 300

@@ -11,12 +11,7 @@ import yaml
 
 from calbench.cli import main
 from calbench.config import load
-from calbench.data.splits import write_test_index
-from calbench.jobs import paths
-from calbench.jobs.calibrate import calibrate_arguments, calibrate_job
-from calbench.jobs.evaluate import evaluate_arguments, evaluate_job
-from calbench.jobs.sources import dump_source_arguments, dump_source_job
-from calbench.jobs.tables import aggregate_job
+from calbench.jobs import calibrate, evaluate, paths, sources, tables
 from calbench.report.warnings import COLUMNS, read_warnings
 
 METHODS, METRICS = ["uncal", "ts"], ["acc", "nll", "ece.conf.em15.l1"]
@@ -39,16 +34,13 @@ def rounded_run(tmp_path_factory):
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(work)
         config = load("config.yaml")
-        dump_source_job(**dump_source_arguments(config, "rounded"))
+        sources.dump_source_job(spec=sources.spec(config, source="rounded"))
         for seed in (0, 1):
-            write_test_index(**paths.draw_split_arguments(config, "rounded", seed))
+            sources.draw_split_job(spec=sources.split_spec(config, source="rounded", seed=seed))
             for method in METHODS:
-                calibrate_job(**calibrate_arguments(config, "rounded", method, seed))
-                evaluate_job(**evaluate_arguments(config, "rounded", method, seed))
-        jobs = [("rounded", m, s) for m in METHODS for s in (0, 1)]
-        aggregate_job([paths.METRICS.format(source=a, method=b, seed=c) for a, b, c in jobs],
-                      [paths.CALIBRATED.format(source=a, method=b, seed=c) for a, b, c in jobs],
-                      work / "results" / "tables", METRICS, METHODS)
+                calibrate.calibrate_job(spec=calibrate.spec(config, source="rounded", method=method, seed=seed))
+                evaluate.evaluate_job(spec=evaluate.spec(config, source="rounded", method=method, seed=seed))
+        tables.aggregate_job(spec=tables.spec(config))
     return work
 
 

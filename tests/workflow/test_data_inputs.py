@@ -1,8 +1,12 @@
 """Data are inputs: every file a source names is an input of the rules that read it, so that changing its content
-reruns what depends on it, and only that (docs/operations.md). One run of an import source with a shifted set,
-then each file changed in turn and the job list of ``snakemake -n`` read."""
+reruns what depends on it, and only that (docs/operations.md); a source's own files enter by content digest (rule
+source_digest), so that a replacement with the old modification time (``cp -p``, ``touch -r``) reruns the same
+and a touch without a change nothing. One run of an import source with a shifted set, then each file changed in
+turn and the job list of ``snakemake -n`` read."""
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -32,15 +36,20 @@ def done(tmp_path_factory):
     return work
 
 
-def _planned_after_changing(work, name):
+def _planned_after_changing(work, name, keep_time=False):
+    """The jobs planned after ``name``'s labels change (``keep_time``: its modification time set back to the old
+    one after, as ``cp -p`` or ``touch -r`` leave it)."""
     path = work / name
-    original = path.read_bytes()
+    original, times = path.read_bytes(), path.stat()
     labels = np.load(path)
     np.save(path, (labels + 1) % 3)
+    if keep_time:
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
     try:
         return planned_jobs(work)
     finally:
         path.write_bytes(original)
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def test_the_rules_inputs_are_the_files_the_entry_names():
@@ -55,10 +64,27 @@ def test_the_rules_inputs_are_the_files_the_entry_names():
     assert source_files({"type": "pretrained", "weights": "w.pth"}) == ["w.pth"]
 
 
+#: What a changed split file reruns: its digest, the dump and everything after it.
+AFTER_SPLIT = {"source_digest", "dump_source", "dump_shifts_source", "calibrate", "evaluate", "aggregate",
+               "runtime_table", "shift_report", "reliability_diagram"}
+
+
 def test_a_changed_split_file_reruns_the_dump_and_everything_after_it(done):
-    planned = _planned_after_changing(done, "cal_labels.npy")
-    assert {rule for rule, _ in planned} == {"dump_source", "dump_shifts_source", "calibrate", "evaluate",
-                                             "aggregate", "runtime_table", "shift_report", "reliability_diagram"}
+    assert {rule for rule, _ in _planned_after_changing(done, "cal_labels.npy")} == AFTER_SPLIT
+
+
+def test_a_content_change_with_the_old_modification_time_reruns_the_same(done):
+    assert {rule for rule, _ in _planned_after_changing(done, "cal_labels.npy", keep_time=True)} == AFTER_SPLIT
+
+
+def test_a_touch_without_a_change_reruns_nothing(done):
+    path = done / "cal_labels.npy"
+    times = path.stat()
+    os.utime(path)
+    try:
+        assert planned_jobs(done) == set()
+    finally:
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
 
 
 def test_a_changed_shift_file_reruns_the_shift_dump_and_evaluations_only(done):

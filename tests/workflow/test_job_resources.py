@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from conftest import run_snakemake
 from workflow_helpers import tiny_config
 
@@ -25,6 +27,7 @@ def _planned(workdir, config) -> dict[tuple[str, str], dict[str, str]]:
     return jobs
 
 
+@pytest.mark.workflow
 def test_calibrate_declares_calibrate_threads_and_model_jobs_reserve_a_gpu_only_for_cuda(tmp_path):
     config = tiny_config(methods=("ts",))
     digits = {"type": "train", "dataset": "digits", "sizes": {"train": 100, "cal": 40, "test": 40},

@@ -20,7 +20,7 @@ from browser import chromium, load_page, look
 from conftest import REPO, SNAKEMAKE
 from workflow_helpers import tiny_config
 
-pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("report_browser")]
+pytestmark = [pytest.mark.workflow, pytest.mark.browser, pytest.mark.xdist_group("report_browser")]
 
 WINDOW = (1400, 900)
 

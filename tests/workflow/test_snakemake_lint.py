@@ -51,6 +51,7 @@ def found(tmp_path_factory) -> dict[str, list[tuple[str, str]]]:
     return result
 
 
+@pytest.mark.workflow
 def test_snakemake_lint_is_clean_but_for_lints_accepted_with_a_reason(found):
     unjustified = {config: [(where, title) for where, title in items
                             if where.startswith("rule ") or title not in accepted(where)]
@@ -58,6 +59,7 @@ def test_snakemake_lint_is_clean_but_for_lints_accepted_with_a_reason(found):
     assert not any(unjustified.values()), unjustified
 
 
+@pytest.mark.workflow
 def test_every_accepted_lint_is_raised(found):
     raised = {(str(where), title) for items in found.values() for where, title in items}
     stale = [(path.name, title) for path in RULE_FILES for title in accepted(path) if (str(path), title) not in raised]

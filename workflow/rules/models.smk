@@ -4,9 +4,10 @@
 # only where the source's `device` names one (cuda, cuda:N); `auto` (the default) runs on a GPU when the
 # machine it lands on has one and reserves none, so that the default config's small models train on the CPU.
 # Each job declares the source's `threads`, which torch uses and SLURM grants as CPUs.
-# An imagefolder source's images are listed when the DAG is built, as the inputs of its `image_manifest` job (each
-# image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its model rules read: a changed,
-# added or removed image reruns them, an untouched folder nothing.
+# An imagefolder source's images are listed and digested when the DAG is built (calbench.data.digests), params of
+# its `image_manifest` job (each image's path, size and SHA-256 → results/manifests/{source}.tsv, no torch), which its
+# model rules read: an image changed in content (whatever its modification time), added or removed reruns them, an
+# untouched or only touched folder nothing.
 
 
 rule image_manifest:

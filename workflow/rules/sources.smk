@@ -44,3 +44,28 @@ rule draw_split:
         settings=spec_params("draw_split"),
     script:
         "../scripts/draw_split.py"
+
+
+# The content digests of a source's data files, computed when the DAG is built (calbench.data.digests): the files
+# enter the DAG by content, so that a replaced file reruns its dump even with its old modification time, and a
+# touched one nothing.
+
+
+rule source_digest:
+    input:
+        code=script_code("source_digest"),
+    output:
+        table=paths.SOURCE_DIGEST,
+    log:
+        "logs/digests/{source}.log",
+    benchmark:
+        "benchmarks/digests/{source}.tsv"
+    conda:
+        "../../envs/calbench.yaml"
+    resources:
+        mem_mb=200,
+        runtime=30,
+    params:
+        settings=spec_params("source_digest"),
+    script:
+        "../scripts/source_digest.py"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ SCORE_KEYS = ("logits", "probs", "scores")
 def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
     """An array from ``.npy``, ``.npz`` (its only array, or one named in ``keys``) or ``.csv`` (comma-separated;
     a first line that is not numbers is a header and skipped)."""
+    from calbench.data.npy_files import check_npz, load_npy
     from calbench.data.where import shown
 
     path = Path(path)
@@ -22,8 +24,9 @@ def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
     suffix = path.suffix.lower()
     try:
         if suffix == ".npy":
-            return np.load(path, allow_pickle=False)
+            return load_npy(path)
         if suffix == ".npz":
+            check_npz(path)
             with np.load(path, allow_pickle=False) as archive:
                 names = list(archive.files)
                 chosen = names if len(names) == 1 else [k for k in keys if k in names][:1]
@@ -31,21 +34,29 @@ def read_array(path, keys=SCORE_KEYS) -> np.ndarray:
                     raise ValueError(f"holds arrays {names}; name the wanted one {' or '.join(keys)}")
                 return archive[chosen[0]]
         if suffix == ".csv":
-            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=int(_csv_has_header(path)))
+            header = _csv_has_header(path)
+            if header:
+                print(f"{path}: first line read as column names, not a row: {header[:80]}", file=sys.stderr)
+            return np.loadtxt(path, delimiter=",", ndmin=2, skiprows=int(bool(header)), encoding="utf-8-sig")
     except (OSError, ValueError) as err:
         raise ValueError(f"{path}: cannot read ({err})") from None
     raise ValueError(f"{path}: unknown file type {suffix!r}; use .npy, .npz or .csv")
 
 
-def _csv_has_header(path: Path) -> bool:
-    """True when the first line of a CSV file holds a field that is not a number (column names)."""
-    with open(path) as f:
-        first = f.readline()
-    try:
-        [float(field) for field in first.split(",") if field.strip()]
-    except ValueError:
-        return True
-    return False
+def _csv_has_header(path: Path) -> str:
+    """The first line of a CSV file when it is column names: no field of it parses as a number (a byte-order mark,
+    as spreadsheets write, is not part of the first field); "" otherwise. A line mixing numbers and other text is a
+    row, which reading then refuses."""
+    with open(path, encoding="utf-8-sig") as f:
+        first = f.readline().strip()
+    fields = [field.strip() for field in first.split(",") if field.strip()]
+    for field in fields:
+        try:
+            float(field)
+        except ValueError:
+            continue
+        return ""
+    return first if fields else ""
 
 
 def write_array(path, array: np.ndarray) -> None:

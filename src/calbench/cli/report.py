@@ -105,19 +105,23 @@ def run_warnings(results: Path) -> list[dict]:
     return read_warnings(results)
 
 
-def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes:
-    """The confidence reliability diagram of ``methods`` on ``source`` (its seeds pooled, the figures' bins) as PNG
-    bytes (the drawing of the workflow's reliability figures, :func:`calbench.jobs.reliability.reliability_job`)."""
-    from calbench.jobs.reliability import reliability_job
+def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes | None:
+    """The confidence reliability diagram of ``methods`` on ``source`` (the seeds and bins of the config's
+    ``figures.reliability``) as PNG bytes, drawn by the workflow's reliability job
+    (:func:`calbench.jobs.reliability.reliability_job`); None where the config draws no reliability diagrams."""
+    from dataclasses import replace
 
-    section = config.get("figures", {}).get("reliability") or {}
-    seeds = config["sources"][source]["seeds"]
-    calibrated = {m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in seeds] for m in methods}
+    from calbench.jobs import reliability
+
+    if config["figures"].get("reliability") is None:
+        return None
     with tempfile.TemporaryDirectory() as folder:
-        figure = Path(folder) / "figure.png"
-        reliability_job(calibrated, figure, Path(folder) / "figure.csv", "conf", source, seeds,
-                        section.get("bins", 15), section.get("scheme", "em"), 3, section.get("axis", "auto"))
-        return figure.read_bytes()
+        drawn = reliability.spec(config, source=source, target="conf")
+        drawn = replace(drawn, figure=str(Path(folder) / "figure.png"), table=str(Path(folder) / "figure.csv"),
+                        calibrated={m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in drawn.seeds]
+                                    for m in methods})
+        reliability.reliability_job(spec=drawn)
+        return Path(drawn.figure).read_bytes()
 
 
 def _figure_methods(decision) -> list[str]:
@@ -160,6 +164,8 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
     for decision in rows:
         methods = _figure_methods(decision)
         png = recommendation_figure(config, decision.source, methods)
+        if png is None:
+            continue
         embedded.append((f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
                          f"{decision.source}: confidence reliability of {' and '.join(methods)} (test split, seeds "
                          "pooled)"))

@@ -1,5 +1,6 @@
-"""``calbench validate``: the config (schema, names, settings), then its files; one line per problem on stderr
-(``--json``: one JSON object on stdout), exit status 1 where there is one."""
+"""``calbench validate``: the config (schema, names, settings), then its files, then what ``fit`` and the metrics
+would refuse of their data (:mod:`calbench.cli.fit_checks`); one line per problem on stderr (``--json``: one JSON
+object on stdout), exit status 1 where there is one."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ def add_parser(sub) -> None:
 
 
 def run(args) -> int:
+    from calbench.cli.fit_checks import fit_problems
     from calbench.config import ConfigError, load
     from calbench.data.check import config_problems
 
@@ -29,6 +31,8 @@ def run(args) -> int:
         with warnings.catch_warnings(record=True) as caught:  # coarse probabilities: reported, not a problem
             warnings.simplefilter("always")
             problems = config_problems(config, deep=True)
+            if not problems:  # the files read: what fit and evaluate would refuse of them
+                problems = fit_problems(config)
         warned = list(dict.fromkeys(str(w.message) for w in caught))
     if args.json:
         print(json.dumps({"config": path, "valid": not problems, "problems": problems, "warnings": warned,

@@ -19,7 +19,14 @@ import numpy as np
 
 from calbench.data import importers
 from calbench.data.copies import row_keys, warn_of_copies
-from calbench.data.image_folder import IMAGE_EXTENSIONS, dataset_folder, image_files, not_a_folder
+from calbench.data.image_folder import (
+    IMAGE_EXTENSIONS,
+    dataset_folder,
+    image_file_problem,
+    image_files,
+    not_a_folder,
+)
+from calbench.data.npy_files import load_npy
 from calbench.data.sources import shift_part, shift_pool_rows
 from calbench.data.splits import check_split
 from calbench.data.where import shown
@@ -115,7 +122,7 @@ def _ood_problems(origin: str, entry: dict, deep: bool, classes: set) -> list[st
         if not deep:
             continue
         try:
-            found = convert_scores(np.load(path, allow_pickle=False), entry["scores"], where).shape[1]
+            found = convert_scores(load_npy(path), entry["scores"], where).shape[1]
         except (OSError, ValueError) as err:
             problems.append(str(err) if str(err).startswith(where) else f"{where}: {err}")
             continue
@@ -210,9 +217,10 @@ def _file_paths(files) -> list[str]:
     return [str(files)] if isinstance(files, (str, Path)) else []
 
 
-def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
+def image_folder_problems(name: str, entry: dict, cache_dir, deep: bool = False) -> list[str]:
     """Problems of an ``imagefolder`` source's folder, as torchvision's ``ImageFolder`` would meet them when its
-    model job starts: not a folder, no class sub-folder, a class without images, a link looping back."""
+    model job starts: not a folder, no class sub-folder, a class without images, a link looping back; ``deep``
+    (validate): also every file with an image ending that is no image file or does not decode."""
     if entry.get("dataset") != "imagefolder":
         return []
     where, root = f"sources.{name}", dataset_folder(entry, cache_dir)
@@ -226,13 +234,35 @@ def image_folder_problems(name: str, entry: dict, cache_dir) -> list[str]:
     except ValueError as err:
         return [str(err)]
     empty = sorted(set(classes) - {Path(path).relative_to(root).parts[0] for path in images})
-    return [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) {', '.join(empty)}"
-            ] if empty else []
+    problems = [f"{where}.data_dir: no image ({', '.join(IMAGE_EXTENSIONS)}) in the class folder(s) "
+                f"{', '.join(empty)}"] if empty else []
+    bad = [(path, problem) for path in images if (problem := image_file_problem(path) or _decode_problem(path))] \
+        if deep else []
+    problems += [f"{where}.data_dir: {shown(Path(path))} {problem}; remove it or replace it with the image"
+                 for path, problem in bad[:5]]
+    if len(bad) > 5:
+        problems.append(f"{where}.data_dir: {len(bad) - 5} more files with an image ending are no image files")
+    return problems
+
+
+def _decode_problem(path) -> str | None:
+    """What stops Pillow (the model jobs' image reader, where installed) from opening and decoding ``path``."""
+    try:
+        from PIL import Image
+    except ImportError:  # the base install reads no images
+        return None
+    try:
+        with Image.open(path) as image:
+            image.load()
+    except Exception as err:  # noqa: BLE001 (any failure to decode is the file's)
+        return f"does not decode as an image ({type(err).__name__}: {' '.join(str(err).split())[:120]})"
+    return None
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:
     """Problems of every source of a loaded config (:func:`calbench.config.load`); deep: also sources holding the
     same data (:func:`same_data_problems`)."""
     return [p for name, entry in config["sources"].items()
-            for p in source_problems(name, entry, deep) + image_folder_problems(name, entry, config["downloads_dir"])
+            for p in source_problems(name, entry, deep)
+            + image_folder_problems(name, entry, config["downloads_dir"], deep)
             ] + (same_data_problems(config) if deep else [])

@@ -5,6 +5,7 @@ torchvision's ``ImageFolder`` lists them (without importing torch): the inputs o
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 #: The file endings torchvision's ``ImageFolder`` reads, in any case (``torchvision.datasets.folder.IMG_EXTENSIONS``;
@@ -55,3 +56,27 @@ def _walk(top: Path, where: str) -> list[tuple[str, list[str]]]:
                 above = os.path.dirname(above)
             real[path] = target
     return sorted(found)
+
+
+#: The first bytes of each image format of :data:`IMAGE_EXTENSIONS` (WebP: ``RIFF`` then ``WEBP`` at byte 8).
+IMAGE_SIGNATURES = (b"\xff\xd8\xff", b"\x89PNG\r\n\x1a\n", b"P1", b"P2", b"P3", b"P4", b"P5", b"P6", b"BM",
+                    b"II*\x00", b"MM\x00*", b"RIFF")
+
+
+def image_file_problem(path) -> str | None:
+    """What makes ``path`` (links followed) no image file, said for a message, or None: not a regular file (a
+    FIFO, a device such as ``/dev/zero``, which reading would never finish), empty, or not starting as an image of
+    :data:`IMAGE_EXTENSIONS` does. Only the first bytes are read."""
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        return f"cannot be read ({err.strerror})"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file (a FIFO, a device or a socket), which reading would never finish"
+    if info.st_size == 0:
+        return "is empty (0 bytes)"
+    with open(path, "rb") as file:
+        head = file.read(12)
+    if not head.startswith(IMAGE_SIGNATURES) or (head.startswith(b"RIFF") and head[8:12] != b"WEBP"):
+        return "does not start as a JPEG, PNG, PPM/PGM, BMP, TIFF or WebP image does"
+    return None

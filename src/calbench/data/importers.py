@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from calbench.data.inputs import file_paths
+from calbench.data.npy_files import load_npy, load_npz
 from calbench.data.store import validate_split
 from calbench.data.where import shown
 from calbench.scores import convert_scores
@@ -62,7 +63,7 @@ def _rename_probs(fields: dict, scores: str, where: str) -> dict:
 
 def _load_npy(path) -> np.ndarray:
     try:
-        return np.load(path, allow_pickle=False)
+        return load_npy(path)
     except (ValueError, OSError, EOFError) as err:
         raise ValueError(f"{path}: cannot read as .npy ({err or type(err).__name__}); it is truncated or not an "
                          ".npy file") from None
@@ -76,7 +77,7 @@ def _from_npy(files: dict) -> dict[str, dict]:
 
 def _from_npz(archive) -> dict[str, dict]:
     try:
-        data = dict(np.load(archive, allow_pickle=False))
+        data = load_npz(archive)
     except (ValueError, OSError, EOFError) as err:
         raise ValueError(f"{archive}: cannot read as .npz ({err or type(err).__name__}); it is truncated or not an "
                          ".npz archive") from None
@@ -110,10 +111,36 @@ class _ArraysOnlyUnpickler(pickle.Unpickler):
         return super().find_class(module, name)
 
 
+#: The entries a pickle's lists may expand to, per byte of the file: a list named twice is stored once, so a small
+#: pickle can describe a list of 2³⁴ leaves (a DAG of shared lists), which converting to arrays would expand.
+PICKLE_ENTRIES_PER_BYTE = 16
+
+
+def _expanded_entries(value, memo: dict) -> int:
+    """The entries ``value`` expands to as nested lists and arrays, each shared list counted as often as it is
+    named (computed once per object)."""
+    if id(value) in memo:
+        return memo[id(value)]
+    if isinstance(value, np.ndarray):
+        count = value.size
+    elif isinstance(value, (list, tuple)):
+        memo[id(value)] = 0  # a list that holds itself expands to nothing more
+        count = sum(_expanded_entries(item, memo) for item in value)
+    else:
+        count = 1
+    memo[id(value)] = count
+    return count
+
+
 def _from_pickle(archive) -> dict[str, dict]:
     try:
         with open(archive, "rb") as fh:
-            (logits_val, y_val), (logits_test, y_test) = _ArraysOnlyUnpickler(fh, encoding="latin1").load()
+            loaded = _ArraysOnlyUnpickler(fh, encoding="latin1").load()
+        entries, limit = _expanded_entries(loaded, {}), PICKLE_ENTRIES_PER_BYTE * max(os.path.getsize(archive), 4096)
+        if entries > limit:
+            raise ValueError(f"its lists expand to {entries:,} entries, more than {PICKLE_ENTRIES_PER_BYTE} per byte "
+                             "of the file (lists named many times over); store the logits and labels as arrays")
+        (logits_val, y_val), (logits_test, y_test) = loaded
     except (pickle.UnpicklingError, ValueError, TypeError, EOFError) as err:
         raise ValueError(f"{archive}: expected the NN_calibration pickle ((logits_val, y_val), (logits_test, y_test)) "
                          f"({type(err).__name__}: {err})") from None

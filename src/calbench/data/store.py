@@ -41,14 +41,33 @@ def _open_for_reading(path) -> h5py.File:
             f"{path}: not a readable HDF5 file ({err}); it is truncated or corrupted: delete it and rerun "
             "the job that makes it"
         ) from None
+    elsewhere = _stored_elsewhere(f)
+    if elsewhere:
+        f.close()
+        raise ValueError(f"{path}: {elsewhere}; the files calbench writes hold none, so this one was changed: delete "
+                         "it and rerun the job that makes it")
+    return f
+
+
+def _stored_elsewhere(f: h5py.File) -> str | None:
+    """What of ``f`` HDF5 would read from another object or file (a soft or external link, a dataset with external
+    raw storage, a virtual dataset), said as the refusal says it; None where everything is stored in ``f``."""
     links = []
     f.visititems_links(lambda name, link: links.append(name) if not isinstance(link, h5py.HardLink) else None)
     if links:
-        f.close()
-        raise ValueError(f"{path}: {links[0]} is a link (soft or external: HDF5 would read another object or file "
-                         "in its place); the files calbench writes hold none, so this one was changed: delete it and "
-                         "rerun the job that makes it")
-    return f
+        return f"{links[0]} is a link (soft or external: HDF5 would read another object or file in its place)"
+    found = []
+
+    def visit(name, obj):
+        if not isinstance(obj, h5py.Dataset):
+            return None
+        if obj.is_virtual:
+            found.append(f"{name} is a virtual dataset (HDF5 would read other datasets or files in its place)")
+        elif obj.id.get_create_plist().get_external_count():
+            found.append(f"{name} has external raw storage (HDF5 would read another file's bytes in its place)")
+        return found[0] if found else None
+
+    return f.visititems(visit)
 
 
 def validate_split(arrays: dict, where: str) -> dict:

@@ -15,6 +15,7 @@ import calbench
 from calbench.atomic import atomic_path, write_text_atomic
 from calbench.data import store
 from calbench.data.entry import Source, sources
+from calbench.data.npy_files import load_npy
 from calbench.jobs import paths
 from calbench.jobs.keys import calibrate_keys
 from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param
@@ -71,7 +72,7 @@ def dump_source_ood_job(*, spec: OodDumpSpec) -> None:
     sets = {}
     for name, item in entry["ood"].items():
         where = f"sources.{source}.ood.{name}.logits"
-        logits = convert_scores(np.load(item["logits"], allow_pickle=False), entry["scores"], where)
+        logits = convert_scores(load_npy(item["logits"]), entry["scores"], where)
         if logits.shape[1] != classes:
             raise ValueError(f"{where}: {logits.shape[1]} classes, but {dump} has {classes}; an OOD set holds the "
                              "same classifier's outputs")

@@ -8,6 +8,8 @@ SHIFTS = "results/shifts/{source}.h5"
 PERTURBED_CAL = "results/perturbed_cal/{source}/seed{seed}.h5"
 MODEL = "results/models/{source}/model.pt"
 IMAGE_MANIFEST = "results/manifests/{source}.tsv"
+#: The content digests of a source's data files (calbench.data.digests), the input of the rules that read them.
+SOURCE_DIGEST = "results/digests/{source}.tsv"
 SPLIT = "results/splits/{source}/seed{seed}.test_rows.npy"
 CALIBRATED = "results/calibrated/{source}/{method}/seed{seed}.h5"
 CALIBRATOR = "results/calibrators/{source}/{method}/seed{seed}.safetensors"

@@ -23,6 +23,7 @@ SPECS = {
     "dump_shifts_source": "calbench.jobs.sources:shifts_spec",
     "draw_split": "calbench.jobs.sources:split_spec",
     "image_manifest": "calbench.jobs.image_manifest:spec",
+    "source_digest": "calbench.jobs.source_digest:spec",
     "train_model": "calbench.jobs.model_specs:train_spec",
     "dump_model": "calbench.jobs.model_specs:dump_spec",
     "dump_shifts_model": "calbench.jobs.model_specs:shifts_spec",
@@ -131,14 +132,15 @@ def dump_entry(source) -> dict:
 
 
 def source_data(source) -> list[str]:
-    """The files a source's entry names (an import's files, a model's local weights) and an image folder's manifest
-    (rule image_manifest): inputs of the jobs that read them, so that changing a file's content reruns what depends
-    on it (:mod:`calbench.data.inputs`)."""
+    """The digest table of the files a source's entry names (an import's files, a model's local weights; rule
+    source_digest) and an image folder's manifest (rule image_manifest): inputs of the jobs that read them, so that a
+    change of a file's content reruns what depends on it, and a change of its modification time alone nothing
+    (:mod:`calbench.data.digests`)."""
     from calbench.data.inputs import source_files
     from calbench.jobs import paths
 
-    return source_files(dict(source.entry)) + (
-        [paths.IMAGE_MANIFEST.format(source=source.name)] if source.is_imagefolder else [])
+    digests = [paths.SOURCE_DIGEST.format(source=source.name)] if source_files(dict(source.entry)) else []
+    return digests + ([paths.IMAGE_MANIFEST.format(source=source.name)] if source.is_imagefolder else [])
 
 
 def split_file(source, seed: int) -> str | None:

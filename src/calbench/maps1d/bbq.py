@@ -49,7 +49,12 @@ def elbow(weights: np.ndarray, alpha: float) -> np.ndarray:
 class BayesianBinning:
     """BBQ on one binary problem: ``strength`` prior samples per bin (N'/B), pruning by ``elbow_alpha`` (None: off)."""
 
-    _fitted_state = {"cuts_": Array(float, ("n",)), "values_": Array(float, ("n+1",)), "models_": Scalar(int)}
+    _fitted_state = {"cuts_": Array(float, ("n",)), "values_": Array(float, ("n+1",), within="[0, 1]"),
+                     "models_": Scalar(int)}
+
+    #: Its settings (as BBQ's calibrators declare them), checked when a saved map is loaded.
+    _declared_settings = {"strength": Scalar(float, within="(0, inf)"),
+                          "elbow_alpha": Scalar(float, none=True, within="[0, inf)")}
 
     def __init__(self, strength: float = 2.0, elbow_alpha: float | None = 1e-3):
         self.strength, self.elbow_alpha = strength, elbow_alpha

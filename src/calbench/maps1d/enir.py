@@ -21,7 +21,8 @@ from calbench.maps1d.maps import check_binary
 class NearIsotonicEnsemble:
     """ENIR on one binary problem: the map interpolates ``knots_y_`` (not monotone in general) at ``knots_x_``."""
 
-    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",)), "models_": Scalar(int)}
+    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",), within="[0, 1]"),
+                     "models_": Scalar(int)}
 
     def fit(self, p, y) -> "NearIsotonicEnsemble":
         p, y = check_binary(p, y)

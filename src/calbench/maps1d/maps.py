@@ -101,6 +101,10 @@ class Quadratic:
 
     _fitted_state = {"a_": Scalar(float), "b_": Scalar(float), "c_": Scalar(float)}
 
+    #: Its settings, checked when a saved map is loaded.
+    _declared_settings = {"lambda_intercept": Scalar(float, within="[0, inf)"),
+                          "lambda_quadratic": Scalar(float, within="[0, inf)")}
+
     def __init__(self, lambda_intercept: float = 0.0, lambda_quadratic: float = 0.0):
         self.lambda_intercept, self.lambda_quadratic = lambda_intercept, lambda_quadratic
 
@@ -198,7 +202,7 @@ class Isotonic:
     """
 
     #: The knots of the step function, as many x as y (rebuilt from the saved ``x``, ``y`` by ``_set_state``).
-    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",))}
+    _fitted_state = {"knots_x_": Array(float, ("n",)), "knots_y_": Array(float, ("n",), within="[0, 1]")}
 
     def fit(self, p, y) -> "Isotonic":
         return self.fit_checked(*check_binary(p, y))
@@ -225,7 +229,11 @@ class Isotonic:
         return {"x": self.knots_x_, "y": self.knots_y_}
 
     def _set_state(self, state: dict) -> None:
-        x, y = (np.asarray(state[key], dtype=np.float64) for key in ("x", "y"))
+        """The knots from the saved ``x``, ``y``: float arrays (checked before any cast), x increasing, y
+        non-decreasing."""
+        if not all(isinstance(state[key], np.ndarray) and state[key].dtype.kind == "f" for key in ("x", "y")):
+            raise ValueError("saved isotonic knots: x and y must be float arrays; refit the calibrator")
+        x, y = (state[key].astype(np.float64, copy=False) for key in ("x", "y"))
         if x.ndim != 1 or x.shape != y.shape or x.size == 0 or np.any(np.diff(x) <= 0) or np.any(np.diff(y) < 0):
             raise ValueError("saved isotonic knots: need x increasing and y non-decreasing, of one length; "
                              "refit the calibrator")

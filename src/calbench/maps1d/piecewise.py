@@ -40,7 +40,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from calbench.convergence import NotConvergedWarning
-from calbench.fitted_state import Array, Instance, ListOf, Scalar
+from calbench.fitted_state import Array, Choice, Instance, ListOf, Scalar
 from calbench.folds import kfold_splits
 from calbench.maps1d.maps import check_binary
 from calbench.scores import PROB_EPS
@@ -97,6 +97,11 @@ class PiecewiseLinear:
 
     #: The slope and knot parameters: 2B + 1 of them for B pieces.
     _fitted_state = {"theta_": Array(float, ("2*n_pieces+1",))}
+
+    #: Its settings, checked when a saved map is loaded (PL and PL3 differ in ``logit_space`` alone).
+    _declared_settings = {"n_pieces": Scalar(int, within="[1, inf)"), "logit_space": Choice(True, False),
+                          "loss": Choice(*LOSSES), "optimizer": Choice(*OPTIMIZERS), "seed": Scalar(int),
+                          "max_iter": Scalar(int, within="[1, inf)")}
 
     def __init__(self, n_pieces: int = 2, logit_space: bool = False, loss: str = "ce", optimizer: str = "lbfgs",
                  seed: int = 0, max_iter: int = 1000):
@@ -245,6 +250,12 @@ class PiecewiseLinearCV:
 
     _fitted_state = {"cv_scores_": Array(float, ("k",)), "n_pieces_": Scalar(int),
                      "models_": ListOf(Instance(PiecewiseLinear))}
+
+    #: Its settings, checked when a saved map is loaded.
+    _declared_settings = {"logit_space": Choice(True, False), "loss": Choice(*LOSSES), "seed": Scalar(int),
+                          "n_folds": Scalar(int, within="[2, inf)"),
+                          "max_pieces": Scalar(int, none=True, within="[1, inf)"), "ensemble": Choice(True, False),
+                          "trick": Choice(True, False), "optimizer": Choice(*OPTIMIZERS)}
 
     def __init__(self, logit_space: bool = False, loss: str = "ce", seed: int = 0, n_folds: int = 10,
                  max_pieces: int | None = None, ensemble: bool = True, trick: bool = True,

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.fitted_state import Array
+from calbench.fitted_state import Array, Choice, Scalar
 from calbench.maps1d.maps import check_binary
 
 RUNOUTS = ("natural", "parabolic", "cubic")
@@ -77,6 +77,10 @@ class Spline:
     #: recalibrated values.
     _fitted_state = {"x_": Array(float, ("n",)), "knot_values_": Array(float, ("knots",)),
                      **{name: Array(float, ("n",), optional=True) for name in ("mean_", "first_", "last_")}}
+
+    #: Its settings, checked when a saved map is loaded.
+    _declared_settings = {"knots": Scalar(int, within="[2, inf)"), "runout": Choice(*RUNOUTS),
+                          "interpolation": Choice(*INTERPOLATIONS)}
 
     def __init__(self, knots: int = 6, runout: str = "natural", interpolation: str = "linear"):
         self.knots, self.runout, self.interpolation = knots, runout, interpolation

@@ -24,7 +24,17 @@ import numpy as np
 from calbench.fitted_state import Count
 from calbench.methods.constraints import check_settings
 from calbench.metrics.proper import log_loss_rows
-from calbench.scores import PROB_EPS, Scores, as_scores, check_labels, input_scores
+from calbench.parallel import blas_region
+from calbench.scores import (
+    DISTRIBUTION_TOL,
+    PROB_EPS,
+    NotDistributionsError,
+    Scores,
+    as_scores,
+    check_labels,
+    input_scores,
+    non_distributions,
+)
 
 
 class MissingClass(enum.Enum):
@@ -212,25 +222,28 @@ class Calibrator:
 
         ``train`` is ``(train_scores, train_labels)`` of the classifier's training split; only
         methods whose ``needs`` include ``"train"`` use it (and require it). Settings are checked against
-        their declared ranges here, not in ``set_params`` (scikit-learn's convention).
+        their declared ranges here, not in ``set_params`` (scikit-learn's convention). BLAS runs on the threads
+        :func:`calbench.parallel.blas_region` allows: one unless :func:`calbench.parallel.use_cores` says more.
         """
-        check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
-        scores = self._check_scores(scores)
-        y = check_labels(y, scores.num_classes, scores.n)
-        check_not_empty(scores, method_label(self))
-        check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
-        self.num_classes_ = scores.num_classes
-        self._record_embedding_width(scores)
-        if "train" in self.needs:
-            if train is None:
-                raise ValueError(f"{type(self).__name__} learns from the training split: pass train=(scores, labels) "
-                                 "(in the workflow: a source with a `train` group, e.g. a `train` source)")
-            train_scores = self._check_scores(train[0])
-            self._fit(scores, y, train=(train_scores, check_labels(train[1], scores.num_classes, train_scores.n,
-                                                                   name="train labels")))
-        else:
-            self._fit(scores, y)
-        return self
+        with blas_region():  # no frame of its own: warnings' stacklevel points at the caller of fit
+            check_settings(self._parameter_constraints, self.get_params(deep=False), prefix=self._settings_prefix)
+            scores = self._check_scores(scores)
+            y = check_labels(y, scores.num_classes, scores.n)
+            check_not_empty(scores, method_label(self))
+            check_every_class(y, scores.num_classes, method_label(self), self.on_missing_class)
+            self.num_classes_ = scores.num_classes
+            self._record_embedding_width(scores)
+            if "train" in self.needs:
+                if train is None:
+                    raise ValueError(f"{type(self).__name__} learns from the training split: pass "
+                                     "train=(scores, labels) (in the workflow: a source with a `train` group, e.g. a "
+                                     "`train` source)")
+                train_scores = self._check_scores(train[0])
+                self._fit(scores, y, train=(train_scores, check_labels(train[1], scores.num_classes, train_scores.n,
+                                                                       name="train labels")))
+            else:
+                self._fit(scores, y)
+            return self
 
     def _record_embedding_width(self, scores: Scores) -> None:
         """``embedding_dim_``: the width of the embeddings a calibrator that reads them was fitted on (what a loaded
@@ -249,7 +262,15 @@ class Calibrator:
             raise ValueError(
                 f"{method_label(self)} was fitted on {self.num_classes_} classes, got scores with {scores.num_classes}"
             )
-        return self._predict_proba(scores)
+        with blas_region():  # BLAS on the threads the policy allows (calbench.parallel)
+            probs = self._predict_proba(scores)
+        source = getattr(self, "loaded_from_", None)  # set by calbench.load: a file's values are checked on the way out
+        if source is not None and (bad := non_distributions(probs)):
+            raise NotDistributionsError(
+                f"{source}: the loaded {method_label(self)} computed {bad} of {len(probs)} rows that are not "
+                f"probability distributions (finite, non-negative and summing to 1, within {DISTRIBUTION_TOL}); its "
+                "file holds fitted values that no fit makes: refit the calibrator and save it again")
+        return probs
 
     def transform(self, scores) -> Scores:
         """The calibrated output as :class:`Scores` for the next stage of a chain.

@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from calbench.fitted_state import Instance, ListOf
 from calbench.methods.base import Calibrator
+from calbench.parallel import blas_region
 from calbench.scores import Derivation, Scores
 
 
 class Chain(Calibrator):
     """Apply ``steps`` in order, each fitted on the output of the previous ones."""
+
+    #: At least one step, each a fitted calibrator of the chain's number of classes.
+    _declared_settings = {"steps": ListOf(Instance(Calibrator, classes="C"), "S+1")}
 
     def __init__(self, steps):
         self.steps = steps
@@ -28,11 +33,13 @@ class Chain(Calibrator):
         return all(step.preserves_argmax for step in self.steps)
 
     def fit(self, scores, y, train=None) -> "Chain":
-        """Fit every stage in order; ``train`` is passed on (transformed) to stages that use it."""
+        """Fit every stage in order; ``train`` is passed on (transformed) to stages that use it. BLAS as in
+        :meth:`Calibrator.fit`, the transforms between the stages included."""
         scores = self._check_scores(scores)
         self.num_classes_ = scores.num_classes
         self._record_embedding_width(scores)
-        self._fit(scores, y, train=train)
+        with blas_region():
+            self._fit(scores, y, train=train)
         return self
 
     def _fit(self, scores: Scores, y: np.ndarray, train=None) -> None:
@@ -54,7 +61,8 @@ class Chain(Calibrator):
         return self.steps[-1].predict_proba(self._through(scores))
 
     def transform(self, scores) -> Scores:
-        return self.steps[-1].transform(self._through(self._check_scores(scores)))
+        with blas_region():
+            return self.steps[-1].transform(self._through(self._check_scores(scores)))
 
     def torch_stage(self):
         from calbench.methods.torch_stages import Sequence

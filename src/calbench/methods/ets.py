@@ -86,7 +86,7 @@ class EnsembleTemperatureScaling(Calibrator):
     and the uniform probabilities; preserves the argmax. Fitted ``temperature_`` and ``weights_`` (w₁
     temperature-scaled, w₂ raw, w₃ uniform)."""
 
-    _fitted_state = {"temperature_": Scalar(float), "weights_": Array(float, (3,))}
+    _fitted_state = {"temperature_": Scalar(float, within="(0, inf)"), "weights_": Array(float, (3,), within="[0, 1]")}
 
     preserves_argmax = True
     _parameter_constraints = {"loss": [Options(*LOSSES)], "procedure": [Options(*PROCEDURES)]}

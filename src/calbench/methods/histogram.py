@@ -35,7 +35,8 @@ def _check_bins(n_bins) -> None:
 #: the map: TLHB's), their ``n_bins - 1`` inner edges (None where the bins are fixed), which bins hold calibration
 #: values, and their mean prediction and label frequency.
 BINNED_MAP = Record({"edges": Array(float, ("n_bins-1",), none=True), "filled": Array(bool, ("n_bins",)),
-                     "p_mean": Array(float, ("n_bins",)), "y_mean": Array(float, ("n_bins",))})
+                     "p_mean": Array(float, ("n_bins",), within="[0, 1]"),
+                     "y_mean": Array(float, ("n_bins",), within="[0, 1]")})
 
 class _BinnedOneVsRest(OneVsRest):
     """Per class: bin index of each p̂_j, per-bin mean prediction and label frequency."""

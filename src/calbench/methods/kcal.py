@@ -253,8 +253,8 @@ class KCal(Calibrator):
     #: Π's parameters (their shapes follow ``projection``), Π of the n calibration points (width D) and their labels,
     #: the chosen bandwidth and the training history.
     _fitted_state = {"params_": DictOf(str, Array(float, None)), "history_": ListOf(DictOf(str, Setting())),
-                     "support_": Array(float, ("n", "D")), "support_labels_": Array(int, ("n",)),
-                     "bandwidth_": Scalar(float), "bandwidth_evaluations_": Scalar(int)}
+                     "support_": Array(float, ("n", "D")), "support_labels_": Array(int, ("n",), within="[0, C)"),
+                     "bandwidth_": Scalar(float, within="(0, inf)"), "bandwidth_evaluations_": Scalar(int)}
 
     needs = frozenset({"embeddings", "train"})
     #: Eq. 3 sums kernels over the calibration points of each class: a class without any gets p̂ = 0.

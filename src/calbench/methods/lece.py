@@ -111,6 +111,14 @@ class NeighbourPool:
         if kl:  # the largest finite |logit| + |log-normaliser| (the float64 re-check's rounding)
             self.logit_scale += np.abs(self.log_norm).max(initial=0.0)
 
+    @staticmethod
+    def build_bytes(n: int, classes: int) -> int:
+        """An upper bound on the bytes building a pool of ``n`` rows × ``classes`` allocates: the float64 logits and
+        target chunks (padded to whole chunks), the float32 log-probabilities, the per-row vectors, and one
+        block's temporaries (:data:`BUILD_ROWS` rows)."""
+        padded = -(-classes // neighbour_sums.CHUNK_COLUMNS) * neighbour_sums.CHUNK_COLUMNS
+        return 8 * n * padded + 24 * n * classes + 40 * n + 48 * min(n, BUILD_ROWS) * classes
+
     def defining_rows(self) -> dict:
         """What defines this pool besides its owner's settings, for :mod:`calbench.persist`: its labels, and its
         logits or, fitted inside a chain, the chain's input logits and earlier steps where replaying them gives
@@ -125,13 +133,17 @@ class NeighbourPool:
 
     @staticmethod
     def scores_of(rows: dict) -> Scores:
-        """The scores of saved :meth:`defining_rows` (the derivation replayed), checked against the labels."""
-        if "derived_from" in rows:
-            derived = rows["derived_from"]
-            derivation = Derivation(tuple(derived["steps"]), np.asarray(derived["logits"], dtype=np.float64))
+        """The scores of saved :meth:`defining_rows` (the derivation replayed), checked against the labels; the
+        logits' dtype is checked before any cast (float only)."""
+        derived = rows.get("derived_from")
+        logits = derived["logits"] if derived is not None else rows["logits"]
+        if not isinstance(logits, np.ndarray) or logits.dtype.kind != "f":
+            raise ValueError(f"pool logits: expected a float array, got {getattr(logits, 'dtype', type(logits))}")
+        if derived is not None:
+            derivation = Derivation(tuple(derived["steps"]), logits.astype(np.float64, copy=False))
             scores = Scores(derivation.replay()).with_derivation(derivation)
         else:
-            scores = Scores(rows["logits"])
+            scores = Scores(logits)
         labels = rows["labels"]
         valid = labels.dtype.kind in "iu" and labels.shape == (scores.n,)
         if not (valid and np.all((labels >= 0) & (labels < scores.num_classes))):
@@ -271,8 +283,9 @@ class LECE(Calibrator):
     """
 
     #: The neighbour count and the pool of the n calibration rows (None where t = 1: the identity).
-    _fitted_state = {"k_": Scalar(int), "pool_": Instance(NeighbourPool, none=True, fields={
-        "labels": Array(int, ("n",)), "logits": Array(float, ("n", "C"))})}
+    _fitted_state = {"pool_": Instance(NeighbourPool, none=True, fields={
+        "labels": Array(int, ("n",), within="[0, C)"), "logits": Array(float, ("n", "C"))}),
+        "k_": Scalar(int, within="[1, n]")}
 
     default_grid = PAPER_GRID
     default_cv = {"folds": 10, "scoring": "nll"}
@@ -397,6 +410,23 @@ class LECE(Calibrator):
         if getattr(self, "pool_", None) is not None:
             state["pool_"] = self.pool_.defining_rows()
         return state
+
+    @staticmethod
+    def _set_state_bytes(state: dict) -> int:
+        """What :meth:`_set_state` allocates for ``state``, before it runs (the decode budget of
+        :mod:`calbench.persist`): the pool's build and the replay of its derivation (each step's output and
+        temporaries)."""
+        rows = state.get("pool_")
+        if not isinstance(rows, dict):
+            return 0
+        derived = rows.get("derived_from")
+        logits = derived.get("logits") if isinstance(derived, dict) else rows.get("logits")
+        if not isinstance(logits, np.ndarray) or logits.ndim != 2:
+            raise ValueError("pool logits: expected a 2-D array")
+        n, classes = logits.shape
+        steps = derived.get("steps") if isinstance(derived, dict) else ()
+        replay = 32 * n * classes * (len(steps) + 1) if isinstance(steps, (list, tuple)) else 0
+        return NeighbourPool.build_bytes(n, classes) + replay
 
     def _set_state(self, state: dict) -> None:
         """The pool built again from its saved rows, with this class's targets and this calibrator's settings."""

@@ -35,7 +35,8 @@ from calbench.solvers.temperature_fit import fit_inverse_temperature
 class StructuredMatrixScaling(AffineSoftmax):
     """SMS: σ((I + Δ) ln q̃ + b) with the structured ridge penalty; q̃ is the TS output mixed with uniform."""
 
-    _fitted_state = {"n_fit_": Scalar(int), "inv_temperature_": Scalar(float), "mix_": Scalar(float)}
+    _fitted_state = {"n_fit_": Scalar(int), "inv_temperature_": Scalar(float, within="(0, inf)"),
+                     "mix_": Scalar(float, within="[0, 1]")}
 
     uses_log_probs = True
     #: One fit alone, from the identity, pays for truncated Newton's preconditioner whenever it runs, so it starts

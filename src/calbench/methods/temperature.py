@@ -24,7 +24,7 @@ class TemperatureScaling(Calibrator):
     Fitted attribute ``temperature_`` (T > 1 softens, T < 1 sharpens).
     """
 
-    _fitted_state = {"temperature_": Scalar(float)}
+    _fitted_state = {"temperature_": Scalar(float, within="(0, inf)")}
 
     preserves_argmax = True
     composes_to_itself = True

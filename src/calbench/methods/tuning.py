@@ -145,12 +145,15 @@ class GridSearch(Calibrator):
     """
 
     #: G grid points: the CV table has one entry per point (arrays, or lists of the points' settings).
-    _fitted_state = {"cv_losses_": Array(float, ("G",)), "best_index_": Scalar(int), "best_score_": Scalar(float),
+    _fitted_state = {"cv_losses_": Array(float, ("G",)), "best_index_": Scalar(int, within="[0, G)"),
+                     "best_score_": Scalar(float),
                      "best_params_": DictOf(str, Setting()), "fixed_params_": DictOf(str, Setting()),
                      "cv_results_": DictOf(str, OneOf(Array(float, ("G",)), Array(int, ("G",)),
                                                       ListOf(Setting(), "G"))),
                      "added_points_": ListOf(DictOf(str, Setting())),
-                     "estimators_": ListOf(Instance(Calibrator, classes="C"))}
+                     "estimators_": ListOf(Instance(Calibrator, classes="C", like="estimator"), "models")}
+    #: The template of the models (unfitted; its class is the models' class).
+    _declared_settings = {"estimator": Instance(Calibrator, fitted=False)}
 
     #: The settings a config's ``cv`` may give (``estimator`` and ``grid`` come from the method and its ``grid``).
     _parameter_constraints = {"folds": [Interval("int", 2)], "scoring": [Options("nll", "brier")],
@@ -195,6 +198,11 @@ class GridSearch(Calibrator):
     @property
     def method_name(self) -> str:
         return getattr(self.estimator, "method_name", type(self.estimator).__name__)
+
+    def _declared_symbols(self) -> dict:
+        """The number of fitted models its declaration holds: the ``folds`` fold models with ``ensemble``, else one
+        refitted model (:mod:`calbench.fitted_state`)."""
+        return {"models": self.folds if self.ensemble is True else 1}
 
     def _splits(self, y: np.ndarray):
         counts = np.bincount(y, minlength=self.num_classes_)

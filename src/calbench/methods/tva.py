@@ -158,7 +158,7 @@ class BinaryTopVersusAll(Calibrator):
     """TvA of a one-vs-rest calibrator's binary map (``binary_class``): fitted once on (max p̂, correct)."""
 
     #: The unfitted one-vs-rest calibrator whose binary map ``map_`` is (each subclass declares its map's kind).
-    _fitted_state = {"binary_": Instance(Calibrator, fitted=False)}
+    _fitted_state = {"binary_": Instance(Calibrator, fitted=False, like="binary_class")}
 
     binary_class: type
 

@@ -101,8 +101,9 @@ class VennAbers(Calibrator):
 
     #: Per class j, its m_j sorted distinct scores in ``knots_`` from ``offsets_[j]`` and m_j + 1 entries of each
     #: table: m knots in all and m + C table entries.
-    _fitted_state = {"offsets_": Array(int, ("C+1",)), "knots_": Array(float, ("m",)),
-                     "p0_table_": Array(float, ("m+C",)), "p1_table_": Array(float, ("m+C",))}
+    _fitted_state = {"knots_": Array(float, ("m",)), "offsets_": Array(int, ("C+1",), within="[0, m]"),
+                     "p0_table_": Array(float, ("m+C",), within="[0, 1]"),
+                     "p1_table_": Array(float, ("m+C",), within="[0, 1]")}
 
     #: A class without calibration examples would rest on the extra test point alone: refused, as irova.
     #: No settings, so the inherited empty ``_parameter_constraints``.
@@ -152,8 +153,10 @@ class VennAbersOneVsOne(Calibrator):
     Prediction runs in chunks of rows, so its memory stays bounded at any size."""
 
     #: As :class:`VennAbers`'s, per pair of classes (P pairs) instead of per class.
-    _fitted_state = {"pairs_": Array(int, ("P", 2)), "offsets_": Array(int, ("P+1",)), "knots_": Array(float, ("m",)),
-                     "p0_table_": Array(float, ("m+P",)), "p1_table_": Array(float, ("m+P",))}
+    _fitted_state = {"pairs_": Array(int, ("P", 2), within="[0, C)"), "knots_": Array(float, ("m",)),
+                     "offsets_": Array(int, ("P+1",), within="[0, m]"),
+                     "p0_table_": Array(float, ("m+P",), within="[0, 1]"),
+                     "p1_table_": Array(float, ("m+P",), within="[0, 1]")}
 
     #: A pair without calibration examples of one class would rest on the extra test point alone: refused.
     on_missing_class = MissingClass.REFUSE

@@ -7,6 +7,7 @@ import numpy as np
 from calbench.maps1d import FAMILIES
 from calbench.metrics import (
     adaptive_ce,
+    conformal_eval,
     consistency,
     cumulative,
     ece,
@@ -414,3 +415,63 @@ def _after_adaptation_resampled(ctx, counts, base, estimator):
 def _after_adaptation(ctx, base, estimator):
     family, groups = adapted_base(f"{base}.{estimator}", base)
     return family.function(replace(ctx, probs=_adaptation(ctx, estimator)[1], label_shift=None), **groups)
+
+
+# ---- conformal prediction sets on the test split (docs/conformal.md): random divisions of its rows ----
+_CONFORMAL_KINDS = {"coverage": dict(higher_is_better=True, description="marginal coverage of the sets"),
+                    "coverage_gap": dict(signed=True, description="marginal coverage − (1 − α)"),
+                    "set_size": dict(decimals=2, description="mean set size"),
+                    "set_size_median": dict(decimals=2, description="median set size"),
+                    "sscv": dict(description="size-stratified coverage violation (Angelopoulos et al. 2021)"),
+                    "cc_gap": dict(description="mean over classes of |class coverage − (1 − α)| (Dabah & Tirer "
+                                               "2025, AvgCovGap)"),
+                    "cc_gap_top": dict(description="mean of the largest 5 % of those class gaps (Dabah & Tirer "
+                                                   "2025, TopCovGap)")}
+_CONFORMAL_ID = (r"\.(?P<construction>lac_cc|lac|aps_nr|aps|raps_nr|raps)\.a(?P<alpha>0[1-9]|[1-9][0-9])"
+                 r"(?:\.cal(?P<cal>[1-9][0-9]?))?(?:\.div(?P<div>[1-9][0-9]*))?")
+
+
+def _conformal_settings(construction, alpha, cal, div):
+    return dict(construction=construction, alpha=int(alpha) / 100,
+                cal_fraction=conformal_eval.CAL_FRACTION if cal is None else int(cal) / 100,
+                count=conformal_eval.DIVISIONS if div is None else int(div))
+
+
+def _conformal_sets(ctx, construction, alpha, cal, div):
+    """The division sets of one (construction, α, division settings), made once for all the metrics of ``ctx``."""
+    settings = _conformal_settings(construction, alpha, cal, div)
+    return ctx.shared(("conformal sets", *settings.values()), lambda: conformal_eval.division_sets(
+        ctx.probs, ctx.labels, settings["construction"], settings["alpha"], seed=ctx.seed, count=settings["count"],
+        cal_fraction=settings["cal_fraction"]))
+
+
+def _conformal_metric(kind):
+    def compute(ctx, construction, alpha, cal, div):
+        sets = _conformal_sets(ctx, construction, alpha, cal, div)
+        key = ("conformal values", construction, alpha, cal, div)
+        values = ctx.shared(key, lambda: [conformal_eval.summaries(s, ctx.labels, int(alpha) / 100,
+                                                                   ctx.probs.shape[1]) for s in sets])
+        return float(np.mean([v[kind] for v in values]))
+
+    def resampled(ctx, counts, construction, alpha, cal, div):
+        """The kind's values on the resamples ``counts``, computed with the other kinds of its group
+        (:data:`calbench.metrics.conformal_eval.GROUPS`) once per ``counts`` for all the metrics of ``ctx``."""
+        held_counts, found = ctx.shared(("conformal resamples", construction, alpha, cal, div), lambda: (counts, {}))
+        if held_counts is not counts:
+            found = {}
+        if kind not in found:
+            group = next(g for g in conformal_eval.GROUPS if kind in g)
+            found.update(conformal_eval.resampled_values(
+                _conformal_sets(ctx, construction, alpha, cal, div), ctx.labels, int(alpha) / 100, counts,
+                construction, ctx.probs.shape[1], kinds=group))
+        return found[kind]
+
+    return compute, resampled
+
+
+for _kind, _meta in _CONFORMAL_KINDS.items():
+    _compute, _resampled = _conformal_metric(_kind)
+    _meta = {"decimals": 3, **_meta, "description": f"conformal sets: {_meta['description']}; construction, α in %, "
+             "optional test share that calibrates (.calNN, default 50) and divisions (.divN, default 20)"}
+    metric(_kind + _CONFORMAL_ID, resampled=_resampled, **_meta,
+           usage=f"{_kind}.{{lac|lac_cc|aps|aps_nr|raps|raps_nr}}.aNN[.calNN][.divN]   e.g. {_kind}.aps.a10")(_compute)

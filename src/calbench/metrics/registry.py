@@ -105,12 +105,28 @@ def metric(pattern: str, **meta):
     return decorate
 
 
+#: The most bins a metric id may ask for: a bin count sizes arrays of bins × classes in every evaluate job (10⁸
+#: bins took 3 GB per job), and no test set of this benchmark has rows to fill more.
+MAX_BINS = 10_000
+
+
+def bin_count(groups: dict) -> int | None:
+    """The bin count a metric id's parsed ``groups`` give (``bins``, or the digits of ``binning``: ``em15``)."""
+    text = groups.get("bins") or (groups.get("binning") or "")[2:]
+    return int(text) if text.isdigit() else None
+
+
 def lookup(metric_id: str) -> tuple[MetricFamily, dict]:
-    """The family of ``metric_id`` and the parsed groups; raises with the closest known ids."""
+    """The family of ``metric_id`` and the parsed groups; raises with the closest known ids, and for a bin count
+    above :data:`MAX_BINS`."""
     for family in _FAMILIES:
         match = family.pattern.match(metric_id)
         if match:
             groups = match.groupdict()
+            if (bins := bin_count(groups)) is not None and bins > MAX_BINS:
+                raise ValueError(f"metric id {metric_id!r}: {bins:,} bins, more than {MAX_BINS:,}; a bin count sizes "
+                                 "arrays of bins x classes in every evaluate job, and beyond the test rows most bins "
+                                 "stay empty: use at most as many bins as the test set has rows (15 is usual)")
             if family.display_of is not None:
                 shown = family.display_of(groups)
                 family = replace(family, higher_is_better=shown.higher_is_better, scale=shown.scale,

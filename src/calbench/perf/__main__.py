@@ -37,6 +37,8 @@ def main(argv=None) -> int:
         print(f"{name:55s} {record['seconds']:9.4f} s  " +
               " ".join(f"{k}={v}" for k, v in record.items() if k not in ("name", "seconds")), flush=True)
         results.append(record)
+        # written after every benchmark too: a run that stops keeps what it measured (some take an hour)
+        write_text_atomic(args.out, json.dumps({**head, "benchmarks": results}, indent=1) + "\n")
     write_text_atomic(args.out, json.dumps({**head, "benchmarks": results}, indent=1) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
     return 0

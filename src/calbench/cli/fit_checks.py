@@ -1,0 +1,86 @@
+"""What ``calbench validate`` checks of the data beside the config, so that a config that validates runs: the
+refusals of ``fit`` that depend on the data (a fixed calibration part without some class, for the methods that
+fit per class; more CV folds than calibration rows; ``venn_abers_ovo`` with more classes than its
+``max_classes``) and metric bin counts above the test rows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _sizes(entry: dict) -> dict | None:
+    """``{"cal": rows, "test": rows, "classes": C, "cal_labels": labels or None}`` of a synthetic or import source
+    (the calibration labels where the calibration part is fixed); None where it depends on a model run or the
+    files cannot be read (validate reports those already)."""
+    from calbench.data import importers
+
+    if entry["type"] == "synthetic":
+        return {"cal": entry["n_cal"], "test": entry["n_test"], "classes": entry["num_classes"], "cal_labels": None}
+    if entry["type"] != "import":
+        return None
+    try:
+        groups = importers.read_files(entry["format"], entry["files"], entry["scores"], "sources")
+    except (OSError, ValueError):
+        return None
+    if "all" in groups:
+        n, split = len(groups["all"]["labels"]), entry.get("split") or {}
+        cal = split.get("cal_size") or int(np.floor((split.get("cal_fraction") or 0) * n))
+        return {"cal": cal, "test": n - cal, "classes": groups["all"]["logits"].shape[1], "cal_labels": None}
+    if not {"cal", "test"} <= set(groups):
+        return None
+    return {"cal": len(groups["cal"]["labels"]), "test": len(groups["test"]["labels"]),
+            "classes": groups["cal"]["logits"].shape[1], "cal_labels": np.asarray(groups["cal"]["labels"])}
+
+
+def _stages(estimator):
+    """Every calibrator of a built method: chain steps, a grid search and its estimator."""
+    yield estimator
+    for step in getattr(estimator, "steps", []):
+        yield from _stages(step)
+    if hasattr(estimator, "estimator"):
+        yield from _stages(estimator.estimator)
+
+
+def _method_problems(where: str, method: str, estimator, sizes: dict) -> list[str]:
+    from calbench.methods.base import MissingClass, missing_classes_text
+    from calbench.methods.tuning import GridSearch
+    from calbench.methods.venn_abers import VennAbersOneVsOne
+
+    problems = []
+    for stage in _stages(estimator):
+        if isinstance(stage, GridSearch) and stage.folds > sizes["cal"]:
+            problems.append(f"{where}: method {method}: cv.folds = {stage.folds}, more than the {sizes['cal']} "
+                            "calibration rows; lower cv.folds")
+        if isinstance(stage, VennAbersOneVsOne) and sizes["classes"] > stage.max_classes:
+            problems.append(f"{where}: method {method}: {sizes['classes']} classes, over max_classes = "
+                            f"{stage.max_classes}; use venn_abers or set max_classes: {sizes['classes']}")
+        if stage.on_missing_class is MissingClass.REFUSE and sizes["cal_labels"] is not None \
+                and (text := missing_classes_text(sizes["cal_labels"], sizes["classes"])):
+            problems.append(f"{where}: method {method} needs calibration examples of every class, but {text}")
+    return list(dict.fromkeys(problems))
+
+
+def fit_problems(config: dict) -> list[str]:
+    """One line per data-dependent refusal the run would meet (module docstring), for every source and method of a
+    loaded config whose files read."""
+    from calbench.config import method_runs_on
+    from calbench.methods.registry import chain_settings, make
+    from calbench.metrics.registry import bin_count, lookup
+
+    problems = []
+    for name, entry in config["sources"].items():
+        sizes = _sizes(entry)
+        if sizes is None:
+            continue
+        where = f"sources.{name}"
+        for method in config["methods"]:
+            if method_runs_on(method, entry):
+                settings = chain_settings(method, config["method_settings"])
+                built = make(method, **settings) if "+" in method else make(method, **settings[method])
+                problems += _method_problems(where, method, built, sizes)
+        for metric in config["metrics"]:
+            bins = bin_count(lookup(metric)[1])
+            if bins is not None and bins > sizes["test"]:
+                problems.append(f"{where}: metric {metric}: {bins:,} bins for {sizes['test']:,} test rows (most "
+                                "bins would stay empty); use at most as many bins as test rows")
+    return problems
