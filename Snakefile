@@ -41,6 +41,24 @@ wildcard_constraints:
     seed=r"\d+",
 
 
+# The local job runner (calbench.jobs.runner): the calibrate and evaluate jobs of a local run run in children forked
+# from one process that has imported calbench once, instead of each paying Python's and numba's start-up.
+from calbench.jobs import runner
+
+
+onstart:
+    if runner.enabled(workflow.local_exec):
+        runner.start()
+
+
+onsuccess:
+    runner.stop()
+
+
+onerror:
+    runner.stop()
+
+
 rule all:
     default_target: True
     input:

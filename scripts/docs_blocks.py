@@ -181,6 +181,44 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
                                   rows)
 
 
+def default_run(entries: dict[str, dict], records: list[dict]) -> str:
+    """The default run's time per benchmarks/ folder (calbench.perf.run_breakdown), the longest first, beside the
+    same run before the job runner (the second record)."""
+    now, before = records[0]["entries"], records[1]["entries"]
+
+    def total(record: dict) -> str:
+        run = record["run"]
+        jobs = sum(e["jobs"] for e in record["entries"].values())
+        return (f"{jobs} jobs with benchmark files, **{run['wall']} wall**, "
+                f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run), load average "
+                f"{record['load_average']}")
+
+    def cpu(e: dict | None) -> str:
+        return "" if e is None else number(e["cpu_seconds"], 1) + ("" if e["cpu_source"] == "runner" else " *")
+
+    def wall(e: dict | None) -> str:
+        return "" if e is None else number(e["wall_seconds"], 1)
+
+    rows = [[f"`{name}`", str((now.get(name) or before[name])["jobs"]), cpu(now.get(name)), wall(now.get(name)),
+             cpu(before.get(name)), wall(before.get(name))] for name in [*now, *(n for n in before if n not in now)]]
+    return (f"With the job runner: {total(records[0])}. Before it (commit {records[1]['commit']}): "
+            f"{total(records[1])}.\n\n" +
+            table(["benchmarks/ folder (rules)", "jobs", "CPU-s", "wall s (sum over jobs)", "before: CPU-s",
+                   "before: wall s"], rows) +
+            "\n\n\\* Snakemake's sampled `cpu_time`, which under-reads short jobs; the others: the job runner's exact "
+            "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).")
+
+
+def peers(entries: dict[str, dict], records: list[dict]) -> str:
+    """calbench beside probmetrics, CPU seconds and test NLL of both, one row per method and size."""
+    rows = [[f"`{name.split('.')[1]}`", f"{e['classes']:,} × {e['n_cal']:,} / {e['n_test']:,}",
+             number(e["cpu"], 3), number(e["probmetrics_cpu"], 3),
+             f"{e['probmetrics_cpu'] / e['cpu']:.1f}×", f"{e['nll']} / {e['probmetrics_nll']}"]
+            for name, e in entries.items() if "probmetrics_cpu" in e]
+    return table(["method", "classes × cal / test rows", "calbench CPU-s", "probmetrics CPU-s", "ratio",
+                  "test NLL calbench / probmetrics"], rows)
+
+
 def conformal_metrics(entries: dict[str, dict], records: list[dict]) -> str:
     """Every conformal id of one test split, and the same ids on the tables' bootstrap resamples."""
     e = entries["conformal_metrics"]
@@ -230,6 +268,8 @@ BLOCKS = {
     "scale-metrics": Block("docs/runtime.md", ("scale_metric",), scale_metrics),
     "each-metric": Block("docs/runtime.md", ("metrics_each",), each_metric),
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
+    "default-run": Block("docs/runtime.md", ("default_run", "default_run_before"), default_run),
+    "peers": Block("docs/runtime.md", ("peers",), peers),
     "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
     "load": Block("docs/runtime.md", ("load",), load_ratios),
 }

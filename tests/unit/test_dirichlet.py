@@ -280,6 +280,14 @@ def test_large_maps_reach_the_exact_newton_optimum(features, penalty, monkeypatc
     w_warm, _, info_warm = fit_affine_softmax(x, y, penalty, False, init=(w_cg, b_cg), path=shared)
     assert info_warm["converged"] and info_warm["solver"] == "newton-cg"
     assert info_warm["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+    # a fit alone (sms) takes its diagonal start's preconditioner from every 4th row (PRECONDITIONER_ROWS)
+    import calbench.solvers.affine_truncated_newton as truncated_newton
+
+    monkeypatch.setattr(truncated_newton, "PRECONDITIONER_ROWS", 200)
+    w_alone, b_alone, info_alone = fit_affine_softmax(x, y, penalty, False)
+    assert info_alone["converged"] and info_alone["loss"] == pytest.approx(info_newton["loss"], rel=1e-9)
+    np.testing.assert_allclose(softmax(affine_logits(x, w_alone, b_alone, False), axis=1),
+                               softmax(affine_logits(x, w_newton, b_newton, False), axis=1), atol=1e-6)
 
 
 @pytest.mark.parametrize("block_rows", [2048, 7])
@@ -428,11 +436,16 @@ def test_large_map_preconditioner_captures_each_row_sum(penalty, bound):
 
 
 @pytest.mark.parametrize("penalty", [odir_penalty(0.5, 0.01, 6), Penalty()])
-def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalty, monkeypatch):
+@pytest.mark.parametrize("preconditioner_rows", [1024, 200])
+def test_diagonal_maps_by_truncated_newton_reach_the_exact_newton_optimum(penalty, preconditioner_rows, monkeypatch):
     """Diagonal maps of LARGE_MAP_CLASSES or more classes (``vs`` at 1,000) are finished by truncated Newton
     with O(n k) Hessian-vector products: the optimum of exact Newton (also unpenalised, where the Hessian
-    preconditioner is singular along the shift of every b)."""
+    preconditioner is singular along the shift of every b); also with the preconditioning Hessian from every 4th
+    row (PRECONDITIONER_ROWS, a fit alone)."""
     import calbench.solvers.affine_softmax_fit as affine
+    import calbench.solvers.affine_truncated_newton as truncated_newton
+
+    monkeypatch.setattr(truncated_newton, "PRECONDITIONER_ROWS", preconditioner_rows)
 
     logits, y = _toy(n=800, k=6)
     x = Scores(logits).log_probs

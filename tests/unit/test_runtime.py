@@ -16,12 +16,13 @@ from conftest import REPO
 BENCH_HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
 
-def _job_files(tmp_path, method, seed, fit, predict, rss, fitted=None):
+def _job_files(tmp_path, method, seed, fit, predict, rss, fitted=None, own_peak=None):
     calibrated = tmp_path / f"{method}{seed}.h5"
     probs = np.full((3, 2), 0.5)
     store.write_calibrated(calibrated, probs, probs, np.arange(3), np.arange(3), np.zeros(3, dtype=int),
                            {"method": method, "seed": seed, "fit_seconds": fit, "predict_seconds": predict,
-                            **({"fitted": fitted} if fitted is not None else {})})
+                            **({"fitted": fitted} if fitted is not None else {}),
+                            **({store.PEAK_KEY: own_peak} if own_peak is not None else {})})
     bench = tmp_path / f"{method}{seed}.tsv"
     bench.write_text(BENCH_HEADER + f"1.0\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t1\t1\n")
     metrics = tmp_path / f"{method}{seed}.json"
@@ -42,6 +43,15 @@ def test_runtime_table_averages_seeds_per_source_and_method(tmp_path):
                                          metrics=metrics, output=out))
     rows = [line for line in out.read_text().splitlines() if line.startswith("| s |")]
     assert rows == ["| s | uncal | 0.0000 | 0.0010 | – | – | – |", "| s | ts | 0.3000 | 0.0200 | 200 | 100 | – |"]
+
+
+def test_a_calibrate_jobs_own_peak_memory_is_preferred_to_its_benchmark(tmp_path):
+    """A job of the local job runner is not the process that Snakemake benchmarks: the calibrated file's own
+    record of the job's peak (calbench.jobs.logs.peak_rss_mb) is shown; files without it fall back to the benchmark."""
+    files = [_job_files(tmp_path, "ts", 0, 0.2, 0.01, 20, own_peak=150.0), _job_files(tmp_path, "ts", 1, 0.2, 0.01, 90)]
+    cal, bench, metrics = zip(*files)
+    frame = runtime_frame([("s", "ts", 0), ("s", "ts", 1)], cal, bench, metrics)
+    assert frame["calibrate_mb"].tolist() == [150.0, 90.0]
 
 
 def test_runtime_table_shows_the_grid_point_chosen_most_often(tmp_path):

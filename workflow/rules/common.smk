@@ -142,12 +142,18 @@ def script_code(script):
     return code_files(scripts=[Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"])
 
 
+@cache
+def _script_and_method_code(script, method):
+    return tuple(sorted(set(script_code(script)) | set(method_code_files(method))))
+
+
 def method_code(script):
     """The code input of a rule whose script fits ``{method}``, that is the script's closure and that of each stage's
-    class module (the registry imports those by name)."""
+    class module (the registry imports those by name); computed once per script and method (Snakemake evaluates
+    the input function of each job, more than once)."""
 
     def files(wildcards):
-        return sorted(set(script_code(script)) | set(method_code_files(wildcards.method)))
+        return list(_script_and_method_code(script, wildcards.method))
 
     return files
 

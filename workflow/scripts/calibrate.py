@@ -1,11 +1,14 @@
 """Snakemake adapter of calbench.jobs.calibrate.calibrate_job, with the spec python -m calbench job calibrate
-builds (calbench.jobs.calibrate.spec)."""
-from calbench.jobs.calibrate import calibrate_job
-from calbench.jobs.logs import job_logging, snakemake_log
-from calbench.jobs.spec import snakemake_spec
-from calbench.parallel import share_cores
+builds (calbench.jobs.calibrate.spec); run by the run's local job runner where it has one (calbench.jobs.runner)."""
+from job_runner.client import ran_by_runner
 
 smk = snakemake  # noqa: F821 (injected by Snakemake)
-share_cores(smk.threads)  # fold workers and BLAS on exactly the granted cores (docs/operations.md)
-with job_logging(snakemake_log(smk)):
-    calibrate_job(spec=snakemake_spec(smk))
+if not ran_by_runner(smk, __file__):
+    from calbench.jobs.calibrate import calibrate_job
+    from calbench.jobs.logs import job_logging, snakemake_log
+    from calbench.jobs.spec import snakemake_spec
+    from calbench.parallel import share_cores
+
+    share_cores(smk.threads)  # fold workers and BLAS on exactly the granted cores (docs/operations.md)
+    with job_logging(snakemake_log(smk)):
+        calibrate_job(spec=snakemake_spec(smk))

@@ -21,7 +21,8 @@ import numpy as np
 from calbench.atomic import atomic_path
 from calbench.scores import check_labels, check_logits
 
-#: Key of a metrics JSON (results/metrics/...) that is not a metric: the evaluate job's own peak memory in MB.
+#: Key of a metrics JSON (results/metrics/...) that is not a metric, and attribute of a calibrated file: the evaluate
+#: or calibrate job's own peak memory in MB (calbench.jobs.logs.peak_rss_mb).
 PEAK_KEY = "peak_rss_mb"
 #: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength
 #: (``{"dirichlet0.1": {metric: [R values]}}``, docs/label_shift.md).

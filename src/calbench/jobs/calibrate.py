@@ -12,7 +12,9 @@ import calbench
 from calbench.caught import Recorder
 from calbench.data import splits, store
 from calbench.data.entry import Source
+from calbench.data.store import PEAK_KEY
 from calbench.jobs import paths
+from calbench.jobs.logs import peak_rss_mb
 from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param, split_file
 from calbench.methods.registry import build_method, chain_needs, chain_settings
 from calbench.scores import Scores
@@ -101,7 +103,8 @@ def calibrate_job(*, spec: CalibrateSpec) -> None:
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
                             "calbench_version": calbench.__version__, store.ROWS_OF_KEY: data["test_group"],
-                            store.WARNINGS_KEY: store.read_warnings(dump) + caught.records()})
+                            store.WARNINGS_KEY: store.read_warnings(dump) + caught.records(),
+                            PEAK_KEY: peak_rss_mb()})
 
 
 def _perturbed_cal(path, cal_labels, fields, method: str) -> dict:

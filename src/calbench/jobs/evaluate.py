@@ -5,7 +5,6 @@ before and after prior adaptation (docs/label_shift.md)."""
 from __future__ import annotations
 
 import json
-import sys
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -18,6 +17,7 @@ from calbench.data.label_shift import draw_rows, parse_name, redraw_weights, set
 from calbench.data.shifts import shift_sets
 from calbench.data.store import LABEL_SHIFT_RESAMPLES, PEAK_KEY, WARNINGS_KEY
 from calbench.jobs import paths
+from calbench.jobs.logs import peak_rss_mb
 from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param
 from calbench.metrics import evaluate, lookup
 from calbench.metrics.evaluation import resampled_values
@@ -173,11 +173,3 @@ def _one_set(name, spec, probs, labels, base, seed, intervals, what):
     weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed, RESAMPLES)
     return values, resampled_values(probs, labels, spec["metrics"], weights, seed=seed, label_shift=inputs, method=what)
 
-
-def peak_rss_mb() -> float:
-    """This process's peak resident memory so far (MB): an evaluate job ends within Snakemake's first
-    benchmark sample, whose ``max_rss`` then shows the freshly started process (0-2 MB)."""
-    import resource
-
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10  # bytes on macOS, KiB on Linux

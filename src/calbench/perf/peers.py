@@ -1,10 +1,11 @@
-"""``make bench ONLY=peers``: ``sms`` and ``ts`` beside the SMS authors' package probmetrics (``sms``,
-``temp-scaling``) on the same split, in one process: the CIFAR-100 ResNet-20 logits of ../shared/data (seeded
-random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 classes (``imagenet_like`` of
-config/scale.yaml, 10,000 calibration + 10,000 test rows). Each record has the CPU seconds of fit + predict
-and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed). Run with
-OMP_NUM_THREADS=1 for the one-core figures; probmetrics's torch is set to one thread. The figures are in
-docs/methods_parametric.md, "Beside probmetrics".
+"""``make bench ONLY=peers``: ``sms``, ``svs`` and ``ts`` beside the SMS authors' package probmetrics (``sms``,
+``svs``, ``temp-scaling``) on the same split, in one process: the CIFAR-100 ResNet-20 logits of ../shared/data
+(seeded random 5,000 / 5,000 split, :func:`calbench.perf.defaults.split`) and 1,000 classes (``imagenet_like`` of
+config/scale.yaml, 25,000 calibration + 25,000 test rows, ImageNet's size). Each record has the CPU seconds of
+fit + predict and the test NLL of both (``probmetrics_*``; "absent" where the package is not installed), both warm
+(each package's one-time start-up paid on a few rows first). Run with OMP_NUM_THREADS=1 for the one-core figures;
+probmetrics's torch is set to one thread. The figures are in docs/runtime.md, "``sms`` and ``svs`` beside
+probmetrics".
 
 The calibrators of docs/methods_newer.md ("Spline, BBQ, ENIR, CIR, quadratic scaling, one-vs-one Venn-Abers") run
 beside their reference packages on the CIFAR-100 split only (``peers.<method>.k100``): probmetrics' ``cir`` (needs
@@ -24,8 +25,8 @@ from scipy.special import softmax
 from calbench.perf import benchmark
 from calbench.perf.defaults import LOGITS, split
 
-PEER_NAMES = {"sms": "sms", "ts": "temp-scaling"}
-IMAGENET_ROWS = 10_000
+PEER_NAMES = {"sms": "sms", "svs": "svs", "ts": "temp-scaling"}
+IMAGENET_ROWS = 25_000
 
 
 @functools.cache
@@ -61,7 +62,7 @@ def _peer(name: str, z, y, z_test, y_test) -> dict:
     torch.set_num_threads(1)
     peer = PEER_NAMES[name]
     p_cal, p_test = softmax(z, axis=1), softmax(z_test, axis=1)
-    options = {f"{peer}_print_init_info": False} if peer == "sms" else {}
+    options = {f"{peer}_print_init_info": False} if peer in ("sms", "svs") else {}
     probs, cpu = _clock(lambda: get_calibrator(peer, **options).fit(p_cal, y).predict_proba(p_test))
     return {"probmetrics_cpu": round(cpu, 3), "probmetrics_nll": _nll(np.asarray(probs), y_test)}
 

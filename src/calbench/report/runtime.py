@@ -1,8 +1,9 @@
 """Cost of each method: fit and predict seconds (timed inside the calibrate job, HDF5 attributes
-``fit_seconds``/``predict_seconds``) and the peak memory of its jobs (calibrate: ``max_rss`` of Snakemake's
-``benchmark:`` files; evaluate, which ends before the benchmark's second sample: the job's own peak, key
-``peak_rss_mb`` of its metrics JSON), folded into ``results/tables/runtime.md`` with the grid point that tuned methods
-chose (attribute ``fitted``: the calibrator's ``fitted_summary()``)."""
+``fit_seconds``/``predict_seconds``) and the peak memory of its jobs, as each job records it (key ``peak_rss_mb``
+of the calibrated file's attributes and of the metrics JSON: an evaluate job ends before Snakemake's benchmark
+samples it again, and a job of the local job runner is not the process benchmarked; calibrated files of earlier
+versions: ``max_rss`` of the calibrate job's ``benchmark:`` file), folded into ``results/tables/runtime.md`` with the
+grid point that tuned methods chose (attribute ``fitted``: the calibrator's ``fitted_summary()``)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,10 @@ def runtime_frame(jobs, calibrated_files, calibrate_benchmarks, metric_files) ->
             jobs, calibrated_files, calibrate_benchmarks, metric_files, strict=True):
         attrs = store.read_attrs(calibrated)
         evaluate_mb = json.loads(Path(metrics).read_text()).get(PEAK_KEY, np.nan)
+        calibrate_mb = float(attrs[PEAK_KEY]) if PEAK_KEY in attrs else _max_rss(cal_bench)
         rows.append({"source": source, "method": method, "seed": seed,
                      "fit_s": float(attrs["fit_seconds"]), "predict_s": float(attrs["predict_seconds"]),
-                     "calibrate_mb": _max_rss(cal_bench), "evaluate_mb": float(evaluate_mb),
+                     "calibrate_mb": calibrate_mb, "evaluate_mb": float(evaluate_mb),
                      "chosen": chosen_point(json.loads(attrs.get("fitted", "{}")))})
     return pd.DataFrame(rows)
 
