@@ -18,7 +18,7 @@ def print_adaptation(results, records: list[dict], metric: str, estimator: str =
     from calbench.jobs import paths
     from calbench.jobs.recommendation import under
     from calbench.report.label_shift import read_resamples
-    from calbench.report.label_shift_adapt import ADAPT, DO_NOT, adaptations
+    from calbench.report.label_shift_adapt import ADAPT, DO_NOT, adaptations, signed_interval
 
     long = pd.read_csv(under(Path(results), paths.METRICS_LONG))
     keys = long[["source", "method", "seed"]].drop_duplicates().itertuples(index=False)
@@ -35,24 +35,17 @@ def print_adaptation(results, records: list[dict], metric: str, estimator: str =
         print(f"{source}:")
         for a in (a for a in found if a.source == source):
             acc, nll = a.delta_acc, a.delta_nll
-            print(f"    {a.method:>10} {a.column:>20}: Δacc {_triple(acc, 100, 2)}, Δnll {_triple(nll, 1, 3)}, "
+            print(f"    {a.method:>10} {a.column:>20}: Δacc {signed_interval(acc, 100, 2, 'n/a')}, "
+                  f"Δnll {signed_interval(nll, 1, 3, 'n/a')}, "
                   f"weight MSE {a.weight_mse:.4f}, collapsed "
                   f"{'n/a' if math.isnan(a.collapsed) else format(a.collapsed, '.0%')}: {a.verdict}")
         for a in (a for a in found if a.source == source):
             if a.method == best.get(source) and a.verdict != ADAPT:
                 how = "hurts" if a.verdict == DO_NOT else "does not clearly help"
                 print(f"    warning: {estimator} adaptation {how} {a.method} at {a.column} (Δacc "
-                      f"{_triple(a.delta_acc, 100, 2)} points): recommended under label shift only with that caveat; "
+                      f"{signed_interval(a.delta_acc, 100, 2, 'n/a')} points): recommended under label shift only "
+                      "with that caveat; "
                       "compare its unadapted outputs")
             elif a.collapsed > 0:  # NaN (not computed) compares False
                 print(f"    warning: {estimator} collapsed on {a.collapsed:.0%} of {a.method}'s sets at {a.column}")
 
-
-def _triple(triple, scale: float, decimals: int) -> str:
-    import math
-
-    estimate, low, high = triple
-    if math.isnan(estimate):
-        return "n/a"
-    text = f"{estimate * scale:+.{decimals}f}"
-    return text if math.isnan(low) else f"{text} [{low * scale:+.{decimals}f}, {high * scale:+.{decimals}f}]"

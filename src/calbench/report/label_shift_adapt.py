@@ -89,10 +89,11 @@ def adaptations(long: pd.DataFrame, resamples: dict, source: str | None = None) 
     return out
 
 
-def _interval(triple, scale: float, decimals: int) -> str:
+def signed_interval(triple, scale: float, decimals: int, missing: str = "–") -> str:
+    """An (estimate, low, high) change × ``scale`` with its sign and interval, ``missing`` where there is none."""
     estimate, low, high = triple
     if np.isnan(estimate):
-        return "–"
+        return missing
     text = f"{estimate * scale:+.{decimals}f}"
     return text if np.isnan(low) else f"{text} [{low * scale:+.{decimals}f}, {high * scale:+.{decimals}f}]"
 
@@ -114,8 +115,8 @@ def adapt_markdown(long: pd.DataFrame, resamples: dict, method_order=None) -> st
                                      a.kind, a.strength))
         lines += [f"**{source}**", "", "| method | estimator | shift | Δacc (points) | Δnll | weight MSE | rows at "
                   "floor | collapsed | verdict |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {a.method} | {a.estimator} | {a.column} | {_interval(a.delta_acc, 100, 2)} | "
-                  f"{_interval(a.delta_nll, 1, 3)} | {_plain(a.weight_mse, 4)} | {_plain(a.floor_share, 4)} | "
+        lines += [f"| {a.method} | {a.estimator} | {a.column} | {signed_interval(a.delta_acc, 100, 2)} | "
+                  f"{signed_interval(a.delta_nll, 1, 3)} | {_plain(a.weight_mse, 4)} | {_plain(a.floor_share, 4)} | "
                   f"{_plain(a.collapsed, 2)} | {'**' + a.verdict + '**' if a.verdict != UNCLEAR else a.verdict} |"
                   for a in rows]
         lines.append("")
