@@ -17,7 +17,7 @@ from workflow_helpers import copy_repository, planned_jobs, tiny_config
 
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("reruns")]
 
-METHODS = ("uncal", "ts", "ts+lece")  # a chain: validate refuses chains that are one calibrator (uncal+ts)
+METHODS = ("uncal", "ts", "ts+ets")  # a chain: validate refuses chains that are one calibrator (uncal+ts)
 
 
 def _jobs_of(*methods, rules=("calibrate", "evaluate")):
@@ -63,16 +63,16 @@ def _planned_after(done, undo):
 
 def test_method_settings_rerun_that_method_and_its_chains(done):
     undo = _edit_config(done[1], lambda c: c.setdefault("method_settings", {}).update(ts={"grid": None}))
-    assert _planned_after(done, undo) == _jobs_of("ts", "ts+lece")
+    assert _planned_after(done, undo) == _jobs_of("ts", "ts+ets")
 
 
 def test_method_module_edit_reruns_that_method_and_its_chains(done):
     module = done[0] / "src" / "calbench" / "methods" / "temperature.py"
     undo = _edit_file(module, module.read_text() + "\n# an edit of the implementation\n")
-    assert _planned_after(done, undo) == _jobs_of("ts", "ts+lece")
-    module = done[0] / "src" / "calbench" / "methods" / "lece.py"
+    assert _planned_after(done, undo) == _jobs_of("ts", "ts+ets")
+    module = done[0] / "src" / "calbench" / "methods" / "ets.py"
     undo = _edit_file(module, module.read_text() + "\n# an edit of the implementation\n")
-    assert _planned_after(done, undo) == _jobs_of("ts+lece")
+    assert _planned_after(done, undo) == _jobs_of("ts+ets")
 
 
 def test_nothing_reruns_after_a_complete_run_even_with_a_touched_module(done):

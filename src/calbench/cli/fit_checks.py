@@ -13,9 +13,11 @@ def _sizes(entry: dict) -> dict | None:
     (the calibration labels where the calibration part is fixed); None where it depends on a model run or the
     files cannot be read (validate reports those already)."""
     from calbench.data import importers
+    from calbench.data.synthetic import sizes
 
-    if entry["type"] == "synthetic":
-        return {"cal": entry["n_cal"], "test": entry["n_test"], "classes": entry["num_classes"], "cal_labels": None}
+    if entry["type"] == "synthetic":  # a task's own class count where the entry gives none (lece3: 3)
+        return {"cal": entry["n_cal"], "test": entry["n_test"], "classes": sizes(entry["task"], entry)[0],
+                "cal_labels": None}
     if entry["type"] != "import":
         return None
     try:
