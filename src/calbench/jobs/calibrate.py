@@ -8,7 +8,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-import calbench
 from calbench.caught import Recorder
 from calbench.data import splits, store
 from calbench.data.entry import Source
@@ -17,7 +16,9 @@ from calbench.jobs import paths
 from calbench.jobs.logs import peak_rss_mb
 from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param, split_file
 from calbench.methods.registry import build_method, chain_needs, chain_settings
+from calbench.persist import save
 from calbench.scores import Scores
+from calbench.version import __version__
 
 log = logging.getLogger("calbench")
 
@@ -62,7 +63,7 @@ def spec(config: dict, *, source: str, method: str, seed) -> CalibrateSpec:
 def calibrate_job(*, spec: CalibrateSpec) -> None:
     """Fit ``method`` on the calibration split of ``dump`` for ``seed``; predict the test split.
 
-    ``calibrator``: where to save the fitted calibrator (:func:`calbench.save`), marked as taking ``input_kind``
+    ``calibrator``: where to save the fitted calibrator (:func:`calbench.persist.save`), marked as taking ``input_kind``
     (the source's declared ``scores``: logits or probs). ``keep_cal_outputs``: also predict and store the
     calibration split (in-sample) outputs, which no calbench stage reads (77 MB per job at 1,000 classes × 25,000
     rows). ``test_rows``: the file of a pooled source's test rows for ``seed`` as drawn by
@@ -97,12 +98,12 @@ def calibrate_job(*, spec: CalibrateSpec) -> None:
         cal_probs = estimator.predict_proba(cal) if spec.keep_cal_outputs else None
     log.info("fit %.3fs, predict %.3fs for %d test rows", fit_seconds, predict_seconds, test.n)
     if calibrator_output is not None:
-        calbench.save(estimator, calibrator_output, input_kind=spec.input_kind)
+        save(estimator, calibrator_output, input_kind=spec.input_kind)
     store.write_calibrated(output, cal_probs, test_probs, data["cal_index"], data["test_index"],
                            data["test"]["labels"],
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
-                            "calbench_version": calbench.__version__, store.ROWS_OF_KEY: data["test_group"],
+                            "calbench_version": __version__, store.ROWS_OF_KEY: data["test_group"],
                             store.WARNINGS_KEY: store.read_warnings(dump) + caught.records(),
                             PEAK_KEY: peak_rss_mb()})
 
