@@ -196,7 +196,8 @@ def same_data_problems(config: dict) -> list[str]:
 
 def _data_key(entry: dict):
     """The identity of a source's data: its files' digests (``import``), else its entry without the keys that do
-    not change the data (shifts, OOD and label-shift sets, seeds)."""
+    not change the data (shifts, OOD sets, seeds). Its label-shift sets stay in it: a label-shift study compares one
+    network's adaptation at several set sizes as sources of their own (config/label_shift_paper.yaml)."""
     import hashlib
     import json
 
@@ -205,7 +206,7 @@ def _data_key(entry: dict):
         if not files:
             return None
         return ("import", *sorted(hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in files))
-    later = ("shifts", "ood", "label_shift", "seeds")
+    later = ("shifts", "ood", "seeds")  # a label-shift study's set sizes make variants (config/label_shift_paper.yaml)
     return (entry["type"], json.dumps({k: v for k, v in entry.items() if k not in later}, sort_keys=True,
                                       default=str))
 
