@@ -88,7 +88,7 @@ def test_methods_that_export_are_the_parametric_maps():
             exported.append(name)
         except ValueError:
             pass
-    assert exported == ["bcts", "beta", "dir", "dir_diag", "dir_l2", "dir_odir", "ets", "ms", "ms_odir", "nbvs",
+    assert exported == ["bcts", "beta", "conf_ts", "dir", "dir_diag", "dir_l2", "dir_odir", "ets", "ms", "ms_odir", "nbvs",
                         "platt", "quad_scaling", "sms", "svs", "ts", "tva_ts", "uncal", "vs"]
 
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from calbench.data.check import image_folder_problems
-from calbench.jobs.image_manifest import image_manifest_job
+from calbench.jobs.image_manifest import ManifestSpec, image_manifest_job
 from conftest import image_folder
 
 
@@ -44,7 +44,13 @@ def test_a_file_with_an_image_ending_that_is_no_image_is_refused(tmp_path, kind,
     images = sorted(str(p) for p in root.rglob("*.png"))
     if kind != "truncated":  # the manifest job reads the first bytes only (decoding is the model job's)
         with pytest.raises(ValueError, match=rf"x.png {problem}"):
-            image_manifest_job(root, images, tmp_path / "manifest.tsv")
+            image_manifest_job(spec=_manifest(root, images, tmp_path))
         assert not (tmp_path / "manifest.tsv").exists()
     path.unlink()
-    image_manifest_job(root, sorted(str(p) for p in root.rglob("*.png")), tmp_path / "manifest.tsv")
+    image_manifest_job(spec=_manifest(root, sorted(str(p) for p in root.rglob("*.png")), tmp_path))
+
+
+def _manifest(root, images, tmp_path) -> ManifestSpec:
+    """The manifest job of ``images`` below ``root``, written to tmp_path/manifest.tsv."""
+    return ManifestSpec(source="x", images=images, data_dir=str(root), content="",
+                        manifest=str(tmp_path / "manifest.tsv"))

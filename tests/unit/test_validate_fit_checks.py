@@ -42,11 +42,11 @@ def _import_config(tmp_path, cal_labels, methods, metrics=("nll",), settings=Non
 def test_validate_reports_what_fit_and_the_metrics_would_refuse(tmp_path, capsys, cal_labels, methods, settings,
                                                                  metrics, problem):
     path = _import_config(tmp_path, cal_labels, methods, metrics, settings)
-    assert validate.run(SimpleNamespace(config=str(path))) == 1
-    out = capsys.readouterr().out
+    assert validate.run(SimpleNamespace(config=str(path), json=False)) == 1
+    out = capsys.readouterr().err
     assert any(re.search(problem, line) for line in out.splitlines()), out
 
 
 def test_a_config_whose_data_fit_validates(tmp_path, capsys):
     path = _import_config(tmp_path, np.arange(40) % 4, ["ts", "irova"], ["ece.conf.em15.l1"])
-    assert validate.run(SimpleNamespace(config=str(path))) == 0, capsys.readouterr().out
+    assert validate.run(SimpleNamespace(config=str(path), json=False)) == 0, capsys.readouterr().out

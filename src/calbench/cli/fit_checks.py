@@ -20,8 +20,12 @@ def _sizes(entry: dict) -> dict | None:
                 "cal_labels": None}
     if entry["type"] != "import":
         return None
+    import warnings
+
     try:
-        groups = importers.read_files(entry["format"], entry["files"], entry["scores"], "sources")
+        with warnings.catch_warnings():  # the file checks before these reported the files' warnings once
+            warnings.simplefilter("ignore")
+            groups = importers.read_files(entry["format"], entry["files"], entry["scores"], "sources")
     except (OSError, ValueError):
         return None
     if "all" in groups:
