@@ -88,8 +88,8 @@ def test_methods_that_export_are_the_parametric_maps():
             exported.append(name)
         except ValueError:
             pass
-    assert exported == ["bcts", "beta", "conf_ts", "dir", "dir_diag", "dir_l2", "dir_odir", "ets", "ms", "ms_odir", "nbvs",
-                        "platt", "quad_scaling", "sms", "svs", "ts", "tva_ts", "uncal", "vs"]
+    assert exported == ["bcts", "beta", "conf_ts", "dir", "dir_diag", "dir_l2", "dir_odir", "ets", "ms", "ms_odir",
+                        "nbvs", "platt", "quad_scaling", "sms", "svs", "ts", "tva_ts", "uncal", "vs"]
 
 
 def test_a_subclass_that_computes_differently_refuses_to_export():

@@ -30,7 +30,7 @@ def tiny_config(tmp_path):
                          "files": {"logits": str(tmp_path / "z.npy"), "labels": str(tmp_path / "y.npy")},
                          "split": {"cal_fraction": 0.5}},
         },
-        "methods": ["uncal", "ts", "uncal+ts"],
+        "methods": ["uncal", "ts", "ts+ets"],
         "method_settings": {"ts": {}},
         "metrics": ["acc", "nll", "ece.conf.em15.l1", "ece.cw.ew15.l1"],
         "figures": None,  # the tests count the tables' jobs (a config without the key draws reliability diagrams)
@@ -56,9 +56,9 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path, ca
     assert "| in best group |" in table and "| planted" in table  # 3 methods, 2 sources: methods as rows
     attrs = store.read_attrs(tmp_path / "results/calibrated/planted/ts/seed0.h5")
     assert abs(yaml.safe_load(attrs["fitted"])["temperature"] - 3.0) < 0.5
-    saved = calbench.load(tmp_path / "results/calibrators/planted/uncal+ts/seed1.safetensors")  # usable outside
+    saved = calbench.load(tmp_path / "results/calibrators/planted/ts+ets/seed1.safetensors")  # usable outside
     test = splits.load_split(tmp_path / "results/dumps/planted.h5", 1, None)["test"]
-    written = store.read_calibrated(tmp_path / "results/calibrated/planted/uncal+ts/seed1.h5", "test")["probs"]
+    written = store.read_calibrated(tmp_path / "results/calibrated/planted/ts+ets/seed1.h5", "test")["probs"]
     # the calibrated file stores the float64 probabilities the saved calibrator computes (docs/runtime.md)
     np.testing.assert_allclose(saved.predict_proba(test["logits"]), written, rtol=1e-12, atol=1e-300)
     # a calibrated file keeps only the calibration rows' index, not their outputs
@@ -66,7 +66,7 @@ def test_full_run_writes_ranked_tables_and_reruns_only_what_changed(tmp_path, ca
     assert len(list(tmp_path.glob("results/calibrators/*/*/seed*.safetensors"))) == 12
     assert main(["recommend", str(tmp_path / "results"), "--metric", "nll"]) == 0  # on this finished run
     planted = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("planted:"))
-    assert planted.startswith(("planted: ts ", "planted: uncal+ts ")), planted
+    assert planted.startswith(("planted: ts ", "planted: ts+ets ")), planted
     assert dry_run_jobs(tmp_path) == {}
 
     # Changing the ts settings reruns the jobs of ts, of chains containing ts, and the aggregation only.
