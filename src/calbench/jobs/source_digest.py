@@ -26,7 +26,7 @@ def spec(config: dict, *, source: str) -> DigestSpec:
     from calbench.data.digests import content_digest
     from calbench.data.inputs import source_files
 
-    files = source_files(dict(Source.of(config, source).entry))
+    files = sorted(source_files(dict(Source.of(config, source).entry)))  # reordering the config reruns nothing
     return DigestSpec(source=source, files=files, content=content_digest(files),
                       table=paths.SOURCE_DIGEST.format(source=source))
 
