@@ -13,7 +13,10 @@ rule label_shift_report:
             for p in LABEL_SHIFT_REPORT.tables.values()
         ],
         adapt=report(
-            LABEL_SHIFT_REPORT.adapt, caption="../report/label_shift_table.rst", category="Label shift", subcategory="Tables"
+            LABEL_SHIFT_REPORT.adapt,
+            caption="../report/label_shift_table.rst",
+            category="Label shift",
+            subcategory="Tables",
         ),
     log:
         "logs/label_shift_report.log",
