@@ -185,3 +185,17 @@ class PlantedFile:
 
     def __reduce__(self):
         return (Path.touch, (Path(self.path),))
+
+
+def write_label_shift_run(results: Path, long, resamples: dict) -> None:
+    """A finished run's files as ``recommend --under-label-shift`` reads them: ``long`` as tables/metrics_long.csv
+    and each ``(source, method, seed)``'s label-shift resamples in its metrics JSON."""
+    import json
+
+    (results / "tables").mkdir()
+    long.to_csv(results / "tables" / "metrics_long.csv", index=False)
+    for (source, method, seed), per_strength in resamples.items():
+        folder = results / "metrics" / source / method
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"seed{seed}.json").write_text(json.dumps({"source": source, "method": method, "seed": seed,
+                                                             "label_shift_resamples": per_strength}))

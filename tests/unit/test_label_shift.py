@@ -13,6 +13,7 @@ from calbench.data.label_shift import class_counts, draw_rows, parse_name, set_n
 from calbench.methods import make
 from calbench.metrics import evaluate
 from calbench.metrics.label_shift import LabelShiftInputs, bbse_priors, em_priors, estimate
+from conftest import write_label_shift_run
 
 MEANS = np.array([[0.0, 0.0], [2.0, 0.0], [0.0, 2.0]])
 
@@ -240,13 +241,7 @@ def test_recommend_under_label_shift_prints_intervals_and_ties(tmp_path, capsys)
     from calbench.__main__ import main
 
     long, resamples = _long_table_and_resamples(gap=0.05)
-    (tmp_path / "tables").mkdir()
-    long.to_csv(tmp_path / "tables" / "metrics_long.csv", index=False)
-    for (source, method, seed), per_strength in resamples.items():
-        folder = tmp_path / "metrics" / source / method
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"seed{seed}.json").write_text(json.dumps({"source": source, "method": method, "seed": seed,
-                                                             "label_shift_resamples": per_strength}))
+    write_label_shift_run(tmp_path, long, resamples)
     assert main(["recommend", str(tmp_path), "--under-label-shift"]) == 0
     out = capsys.readouterr().out
     assert "nll.em, lower is better" in out and "src: good 0.301 [" in out

@@ -4,7 +4,6 @@ adapt-or-not verdict in the tables and ``calbench recommend --under-label-shift`
 
 from __future__ import annotations
 
-import json
 import re
 
 import numpy as np
@@ -17,6 +16,7 @@ from calbench.metrics import label_shift as ls
 from calbench.metrics.label_shift import LabelShiftInputs, bbse_weights, collapsed, estimate
 from calbench.metrics.rlls import regulariser, rlls_weights
 from calbench.report.label_shift_adapt import ADAPT, DO_NOT, UNCLEAR, adapt_markdown, verdict
+from conftest import write_label_shift_run
 
 K = 4
 
@@ -155,13 +155,7 @@ def _run_with_a_harmful_adaptation(tmp_path):
             resamples["src", method, seed] = {"tweak_one0.9": {m: list(v + shared + rng.normal(scale=0.001, size=200))
                                                                for m, v in values.items() if m != "collapse.em"}}
     long = pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
-    (tmp_path / "tables").mkdir()
-    long.to_csv(tmp_path / "tables" / "metrics_long.csv", index=False)
-    for (source, method, seed), per_strength in resamples.items():
-        folder = tmp_path / "metrics" / source / method
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / f"seed{seed}.json").write_text(json.dumps({"source": source, "method": method, "seed": seed,
-                                                             "label_shift_resamples": per_strength}))
+    write_label_shift_run(tmp_path, long, resamples)
     return long, resamples
 
 
