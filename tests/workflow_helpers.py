@@ -25,15 +25,17 @@ def tiny_config(methods=("uncal", "ts"), seeds=(0,), metrics=TINY_METRICS, n_cal
     return config
 
 
-def run_then_configure(work: Path, before: dict, after: dict) -> Path:
-    """A complete run of the config ``before`` in ``work``, then ``after`` written as its config (not yet run)."""
+def run_then_configure(work: Path, before: dict, after: dict) -> tuple[Path, set[tuple[str, str]]]:
+    """A complete run of the config ``before`` in ``work``, then ``after`` written as its config, and the jobs
+    ``after`` plans. The plan is taken here, once: tests sharing the run execute in random order, and one that runs
+    ``after`` first would leave nothing planned for the others."""
     import yaml
 
     from conftest import run_snakemake
 
     run_snakemake(work, before)
     (work / "config.yaml").write_text(yaml.safe_dump(after, sort_keys=False))
-    return work
+    return work, planned_jobs(work)
 
 
 def table_texts(workdir: Path) -> dict[str, str]:

@@ -178,9 +178,13 @@ def test_the_command_line_fits_perturbed_ts_as_the_workflow_does(planned_then_ru
 @pytest.mark.xdist_group("perturb_cal")
 def test_adding_a_shift_reruns_no_perturbed_dump_and_no_calibration(planned_then_run):
     work, _ = planned_then_run
-    config = yaml.safe_load((work / "config.yaml").read_text())
+    original = (work / "config.yaml").read_text()
+    config = yaml.safe_load(original)
     config["sources"]["digits_tiny"]["shifts"]["contrast"] = [2]
     (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    rules = {rule for rule, _ in planned_jobs(work)}
+    try:
+        rules = {rule for rule, _ in planned_jobs(work)}
+    finally:  # the other tests of the run, in any order, see the config it ran
+        (work / "config.yaml").write_text(original)
     assert "dump_shifts_model" in rules and "evaluate" in rules
     assert not rules & {"calibrate", "dump_perturbed_cal", "dump_model", "train_model"}

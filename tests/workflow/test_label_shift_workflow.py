@@ -12,7 +12,7 @@ import pytest
 
 from calbench.stats.resampling import RESAMPLES
 from conftest import run_snakemake
-from workflow_helpers import planned_jobs, run_then_configure
+from workflow_helpers import run_then_configure
 
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("label_shift")]
 
@@ -37,14 +37,19 @@ def _config(folder, label_shift: bool) -> dict:
 
 
 @pytest.fixture(scope="module")
-def done(tmp_path_factory):
-    """A complete run without label shift, then the same config with one (not yet run)."""
+def configured(tmp_path_factory):
+    """A complete run without label shift, then the same config with one (not yet run), and the jobs it plans."""
     work = tmp_path_factory.mktemp("label_shift")
     return run_then_configure(work, _config(work, label_shift=False), _config(work, label_shift=True))
 
 
-def test_adding_a_label_shift_reruns_evaluations_and_no_calibrate_job(done):
-    planned = planned_jobs(done)
+@pytest.fixture
+def done(configured):
+    return configured[0]
+
+
+def test_adding_a_label_shift_reruns_evaluations_and_no_calibrate_job(configured):
+    _, planned = configured
     assert {rule for rule, _ in planned} == {"evaluate", "aggregate", "runtime_table", "label_shift_report"}
     assert {w for rule, w in planned if rule == "evaluate"} == {f"mine/{m}/{s}" for m in ("uncal", "ts", "bcts")
                                                                  for s in (0, 1)}

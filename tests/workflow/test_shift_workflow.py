@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from conftest import run_snakemake
-from workflow_helpers import planned_jobs, run_then_configure
+from workflow_helpers import run_then_configure
 
 pytestmark = [pytest.mark.workflow, pytest.mark.xdist_group("shift")]
 
@@ -40,14 +40,20 @@ def _config(folder, shifts: bool) -> dict:
 
 
 @pytest.fixture(scope="module")
-def done(tmp_path_factory):
-    """A complete run without shifts, then the same config with a shifted family added (not yet run)."""
+def configured(tmp_path_factory):
+    """A complete run without shifts, then the same config with a shifted family added (not yet run), and the
+    jobs it plans."""
     work = tmp_path_factory.mktemp("shift")
     return run_then_configure(work, _config(work, shifts=False), _config(work, shifts=True))
 
 
-def test_adding_a_shift_reruns_evaluations_and_no_calibrate_job(done):
-    planned = planned_jobs(done)
+@pytest.fixture
+def done(configured):
+    return configured[0]
+
+
+def test_adding_a_shift_reruns_evaluations_and_no_calibrate_job(configured):
+    _, planned = configured
     assert {rule for rule, _ in planned} == {"dump_shifts_source", "evaluate", "aggregate", "runtime_table",
                                              "shift_report"}
     assert {w for rule, w in planned if rule == "evaluate"} == {f"mine/{m}/{s}" for m in ("uncal", "ts")
