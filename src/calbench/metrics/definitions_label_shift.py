@@ -98,7 +98,16 @@ def adapted_base(metric_id: str, base: str):
 def _after_adaptation_resampled(ctx, counts, base, estimator):
     """``<base>.<estimator>`` on bootstrap resamples (row weights [R, N]): each resample's probabilities re-weighted
     by its own weights, then the base metric's row-weighted form (its per-row terms or its ``resampled`` form); None
-    (no resamples) where the base has neither."""
+    (no resamples) where the base has neither. Made once for ``<base>.<estimator>`` and ``delta.<base>.<estimator>``
+    bootstrapped on the same ``counts`` (R re-weightings of the N × k probabilities each)."""
+    def compute():
+        return _after_adaptation_values(ctx, counts, base, estimator)
+
+    held_counts, values = ctx.shared(("adapted resamples", base, estimator), lambda: (counts, compute()))
+    return values if held_counts is counts else compute()
+
+
+def _after_adaptation_values(ctx, counts, base, estimator):
     family, groups = adapted_base(f"{base}.{estimator}", base)
     if family.pointwise is None and family.resampled is None:
         return None
