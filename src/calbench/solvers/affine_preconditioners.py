@@ -191,7 +191,7 @@ def large_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty: P
                              stride: int = 1):
     """Truncated Newton's preconditioner of a full map beyond
     :data:`~calbench.solvers.affine_softmax_fit.NEWTON_CG_MAX_CLASSES` classes, where the per-class blocks would
-    not fit in memory.
+    not fit in memory (and of ``sms``'s fit alone from 50 classes, where they cost more to set up).
 
     It splits each class a's off-diagonal weights (row a of W without w_aa) into their mean direction
     ũ = 1/√(k−1) (coordinate γₐ, feature t̃ₐ = Σ_{j≠a} x_j/√(k−1)) and the rest (Π: minus the row mean).
