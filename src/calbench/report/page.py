@@ -1,12 +1,14 @@
 """The HTML report of a finished run (``calbench report``, docs/figures_and_studies.md): the decision first.
 
-The first screen holds the title, the config's sources and, per source, the recommendation (the best method by the
-ranking metric with its interval, the methods tied with it, its change of accuracy, the warnings of its jobs and the
-path of its saved calibrator, or "keep the model as is" where no method beats ``uncal``); beneath it each source's
-reliability figure of the recommendation, then the run's warnings, its tables (their Markdown rendered) and its
-figures (linked, not embedded, so that the page stays small). Everything here is plain data in, HTML out: the
-command (:mod:`calbench.cli.report`) gathers the recommendation records, the warnings and the config's own output
-paths.
+The first screen (1,400 × 900) holds the title, the config's sources and, per source, the recommendation (the best
+method by the ranking metric with its interval, the methods tied with it, its change of accuracy, the warnings of
+its jobs and the path of its saved calibrator, or "keep the model as is" where no method beats ``uncal``), one row
+each; beneath them the reliability figure of one source's recommendation, at least 900 px wide: the first source's
+when the page opens, any other's one click away in the same place (its tab above the figure, or its name in the
+answer), so that every source's figure is read without scrolling (four such figures do not fit one screen). Then
+the run's details and warnings, its tables (their Markdown rendered) and its figures (linked, not embedded, so that
+the page stays small). Everything here is plain data in, HTML out: the command (:mod:`calbench.cli.report`)
+gathers the recommendation records, the warnings and the config's own output paths.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ KEEP = "keep the model as is"
 REFERENCE = "uncal"
 
 STYLE = """
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 12px 24px; color: #1a1a1a; }
-h1 { font-size: 22px; margin: 0 0 2px; } h2 { font-size: 19px; margin: 18px 0 6px; }
+body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 10px 24px; color: #1a1a1a; }
+h1 { font-size: 22px; margin: 0 0 2px; } h2 { font-size: 19px; margin: 16px 0 4px; }
 h3 { font-size: 17px; margin: 16px 0 4px; } h4 { font-size: 15px; margin: 12px 0 4px; }
 p { margin: 4px 0; } .meta { color: #555; font-size: 13px; }
 .stale { background: #fde2e1; border: 2px solid #c0392b; padding: 6px 10px; margin: 8px 0; font-weight: 600; }
@@ -29,7 +31,9 @@ table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
 th, td { border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 .num, td, th { white-space: nowrap; }
+table.answer { margin: 4px 0 6px; } table.answer th, table.answer td { padding: 3px 8px; }
 table.answer td { white-space: normal; } table.answer td.num, table.answer td.method { white-space: nowrap; }
+table.answer ul { margin: 0; padding-left: 16px; } table.answer td.notes { font-size: 13px; }
 .method { font-weight: 700; font-size: 16px; }
 .keep { color: #555; }
 .note { color: #8a4b00; } .path { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
@@ -37,6 +41,12 @@ table.answer td { white-space: normal; } table.answer td.num, table.answer td.me
 figure { margin: 8px 0 16px; } figure img { width: 1000px; max-width: 100%; height: auto; }
 figcaption { color: #555; font-size: 13px; }
 ul { margin: 4px 0 8px; padding-left: 22px; }
+label.pick { cursor: pointer; color: #0645ad; text-decoration: underline dotted; }
+.chooser > input { position: absolute; opacity: 0; pointer-events: none; }
+.tabs { font-size: 14px; margin: 2px 0; } .tabs label { display: inline-block; padding: 2px 10px; margin-right: 4px;
+  border: 1px solid #bbb; border-radius: 4px; cursor: pointer; background: #f7f7f7; }
+.chooser figure.recommended { display: none; margin: 4px 0 12px; }
+.chooser figure.recommended img { width: 960px; max-height: 560px; object-fit: contain; object-position: left top; }
 """
 
 
@@ -44,7 +54,8 @@ ul { margin: 4px 0 8px; padding-left: 22px; }
 class Decision:
     """One source's recommendation: ``method`` to deploy (``uncal`` with ``keep`` where no method beats it), the best
     method by the metric, its value and interval as the tables show them, the methods tied with the best, notes (the
-    accuracy change, the interval's absence, the warnings of its jobs) and the saved calibrator's path."""
+    accuracy change, the interval's absence, the warnings of its jobs), the saved calibrator's path and the method
+    ranked second (``runner_up``; None where only one method ran)."""
 
     source: str
     method: str
@@ -54,6 +65,7 @@ class Decision:
     ties: list[str]
     notes: list[str] = field(default_factory=list)
     calibrator: str | None = None
+    runner_up: str | None = None
 
 
 def shown(value, scale: float, decimals: int) -> str:
@@ -96,7 +108,8 @@ def decisions(records: list[dict], metric: str, warnings: list[dict] = ()) -> li
             source=source, method=chosen["method"], keep=keep, best=best["method"],
             value=shown(best["estimate"], family.scale, family.decimals) + interval,
             ties=[r["method"] for r in ranked[1:] if r["tied_with_best"]], notes=notes,
-            calibrator=None if keep else best.get("calibrator")))
+            calibrator=None if keep else best.get("calibrator"),
+            runner_up=ranked[1]["method"] if len(ranked) > 1 else None))
     return out
 
 
@@ -115,24 +128,54 @@ def _e(text) -> str:
     return html.escape(str(text), quote=True)
 
 
-def answer_html(rows: list[Decision], metric: str, direction: str) -> str:
-    """The answer: one table row per source."""
-    head = (f"<p>Per source, the calibrator to deploy, ranked by <b>{_e(metric)}</b> ({_e(direction)} is better; "
-            "values as in the tables, [95 % paired-bootstrap interval]; tied: a paired test cannot tell it from the "
-            "best, Holm α = 0.05).</p>")
+def _slot(i: int) -> str:
+    """The id of the ``i``-th recommendation figure's switch (a radio input) in the page."""
+    return f"figure-{i}"
+
+
+def answer_html(rows: list[Decision], metric: str, direction: str, with_figures: list[str] = ()) -> str:
+    """The answer: one table row per source; the name of a source in ``with_figures`` (the sources of
+    :func:`chooser_html`, in its order) shows its figure when clicked."""
+    head = (f"<p class='meta'>Per source, the calibrator to deploy, ranked by <b>{_e(metric)}</b> ({_e(direction)} is "
+            "better; values as in the tables, [95 % paired-bootstrap interval]; tied: a paired test cannot tell it "
+            "from the best, Holm α = 0.05).</p>")
     lines = ["<table class='answer' id='answer'><thead><tr><th>source</th><th>recommendation</th>"
              f"<th>{_e(metric)} of the best</th><th>tied with the best</th><th>notes</th><th>saved calibrator</th>"
              "</tr></thead><tbody>"]
+    shown = list(with_figures)
     for d in rows:
         what = (f"<span class='method keep'>{KEEP}</span>" if d.keep else f"<span class='method'>{_e(d.method)}</span>")
         notes = "".join(f"<li class='note'>{_e(n)}</li>" for n in d.notes)
+        name = (f"<label class='pick' for='{_slot(shown.index(d.source))}' title='show its reliability figure'>"
+                f"{_e(d.source)}</label>" if d.source in shown else _e(d.source))
         lines.append(
-            f"<tr class='decision' data-source='{_e(d.source)}'><td class='method'>{_e(d.source)}</td>"
+            f"<tr class='decision' data-source='{_e(d.source)}'><td class='method'>{name}</td>"
             f"<td class='recommendation method'>{what}</td>"
             f"<td class='num'>{_e(d.best)} {_e(d.value)}</td><td>{_e(', '.join(d.ties) or 'none')}</td>"
-            f"<td>{'<ul>' + notes + '</ul>' if notes else '–'}</td>"
+            f"<td class='notes'>{'<ul>' + notes + '</ul>' if notes else '–'}</td>"
             f"<td class='path'>{_e(d.calibrator) if d.calibrator else '–'}</td></tr>")
     return head + "\n".join(lines) + "</tbody></table>"
+
+
+def chooser_html(figures: list[tuple[str, str, str]]) -> str:
+    """The recommendations' reliability figures ``(source, src, caption)`` in one place: the first shown, each
+    other one click away (its tab, or its source's name in the answer), without script: a radio input per figure
+    and a CSS rule that shows the figure of the checked one."""
+    if not figures:
+        return ""
+    inputs = "".join(f"<input type='radio' name='figure' id='{_slot(i)}'{' checked' if i == 0 else ''}>"
+                     for i in range(len(figures)))
+    tabs = "".join(f"<label for='{_slot(i)}' data-source='{_e(source)}'>{_e(source)}</label>"
+                   for i, (source, _, _) in enumerate(figures)) if len(figures) > 1 else _e(figures[0][0])
+    rules = "".join(f"#{_slot(i)}:checked ~ #{_slot(i)}-shown {{ display: block; }} "
+                    f"#{_slot(i)}:checked ~ .tabs label[for={_slot(i)}] {{ background: #1a5fb4; color: white; "
+                    "border-color: #1a5fb4; }\n" for i in range(len(figures)))
+    shown = "".join(f"<figure class='recommended' id='{_slot(i)}-shown' data-source='{_e(source)}'>"
+                    f"<img src='{_e(src)}' alt='{_e(caption)}'><figcaption>{_e(caption)}</figcaption></figure>"
+                    for i, (source, src, caption) in enumerate(figures))
+    where = "" if len(figures) == 1 else " (one source at a time: choose another here or click its name above)"
+    return (f"<style>{rules}</style><section class='chooser' id='recommended'>{inputs}"
+            f"<div class='tabs'><b>Reliability of the recommendation</b>{_e(where)}: {tabs}</div>{shown}</section>")
 
 
 def warnings_html(warnings: list[dict]) -> str:
@@ -178,22 +221,21 @@ def figure_html(src: str, caption: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-def page(*, title: str, sources: list[str], facts: list[str], stale: str | None, answer: str,
-         recommended_figures: list[tuple[str, str]], warnings: str, tables: list[tuple[str, str]],
-         figures: list[tuple[str, str]]) -> str:
-    """The whole page: ``answer`` (:func:`answer_html`) on the first screen, under the title, the sources and, where
-    the results are out of date, ``stale`` in a red box; then the recommendation's figures (``(src, caption)``), the
-    warnings, ``tables`` (``(name, Markdown)``) and ``figures`` (``(src, caption)``)."""
+def page(*, title: str, sources: list[str], facts: list[str], details: list[str], stale: str | None, answer: str,
+         chooser: str, warnings: str, tables: list[tuple[str, str]], figures: list[tuple[str, str]]) -> str:
+    """The whole page: ``answer`` (:func:`answer_html`) and ``chooser`` (:func:`chooser_html`) on the first screen,
+    under the title, the sources with the short ``facts`` and, where the results are out of date, ``stale`` in a
+    red box; then the run's ``details``, the warnings, ``tables`` (``(name, Markdown)``) and ``figures``
+    (``(src, caption)``)."""
     parts = ["<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
              f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
              f"<h1>{_e(title)}</h1>",
              f"<p class='meta'>sources: <b>{_e(', '.join(sources))}</b> · " + " · ".join(map(_e, facts)) + "</p>"]
     if stale:
         parts.append(f"<div class='stale' id='stale'>{_e(stale)}</div>")
-    parts += ["<h2 id='the-answer'>The answer</h2>", answer]
-    if recommended_figures:
-        parts.append("<h2>Reliability of the recommendations</h2>")
-        parts += [figure_html(src, caption) for src, caption in recommended_figures]
+    parts += ["<h2 id='the-answer'>The answer</h2>", answer, chooser]
+    if details:
+        parts.append("<h2 id='the-run'>The run</h2><ul>" + "".join(f"<li>{_e(d)}</li>" for d in details) + "</ul>")
     parts.append(warnings)
     if tables:
         parts.append("<h2 id='tables'>Tables</h2>")
