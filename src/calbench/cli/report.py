@@ -141,6 +141,17 @@ def _figure_methods(decision) -> list[str]:
     return [m for m in dict.fromkeys([REFERENCE, other]) if m is not None]
 
 
+def _panels_said(decision, methods: list[str]) -> str:
+    """What the panels of a recommendation's figure are, for its caption."""
+    if len(methods) < 2:
+        return f"{decision.source}: {methods[0]}, the only method drawn"
+    other = methods[1]
+    why = ("the recommendation" if not decision.keep else
+           "the best method, which does not beat it" if other == decision.best else
+           "the runner-up; no method beats uncal")
+    return f"{decision.source}: {methods[0]} beside {other}, {why}"
+
+
 def _caption(path: str) -> str:
     parts = Path(path).with_suffix("").parts[2:]  # below results/figures
     return ": ".join(parts[:1]) + (" / " + "/".join(parts[1:]) if len(parts) > 1 else "")
@@ -170,12 +181,14 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
     here = output.resolve().parent
     embedded = []
     for decision in rows:
-        drawn = recommendation_figure(config, decision.source,
-                                      [m for m in _figure_methods(decision) if m in config["methods"]])
+        methods = [m for m in _figure_methods(decision) if m in config["methods"]]
+        drawn = recommendation_figure(config, decision.source, methods)
         if drawn is not None:
             png, title = drawn
+            title = title.removeprefix(f"{decision.source}: ")
+            title = title[:1].upper() + title[1:]
             embedded.append((decision.source, f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
-                             title))
+                             f"{_panels_said(decision, methods)}. {title}"))
     ordered = [p for p in status if Path(p).is_file()]
     tables = [p for p in ordered if p.startswith("results/tables/") and p.endswith(".md")]
     tables.sort(key=lambda p: (p != paths.SUMMARY, p))
