@@ -118,7 +118,7 @@ LAYOUT_JS = """
   const box = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
                                                                   right: r.right, width: r.width}; };
   const heading = Array.from(document.querySelectorAll('h2')).find(h => h.textContent.trim() === 'The answer');
-  const rows = Array.from(document.querySelectorAll('tr.decision')).map(row => {
+  const rows = Array.from(document.querySelectorAll('.decision')).map(row => {
     const cells = Array.from(row.querySelectorAll('td'));
     return {source: row.dataset.source, text: row.innerText, box: box(row),
             overflowing: cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText.slice(0, 80))};

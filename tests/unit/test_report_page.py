@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from calbench.report.page import KEEP, answer_html, chooser_html, decisions, markdown_html, page
+from calbench.report.page import KEEP, NOTE_SHOWN, answer_html, chooser_html, decisions, markdown_html, page
 
 
 def _record(source, method, estimate, low, high, tied, **extra):
@@ -45,11 +45,24 @@ def test_the_decision_is_the_best_method_unless_uncal_is_tied_with_it():
     assert (c.method, c.keep, c.notes, c.runner_up) == ("uncal", True, [], "ts")  # ts: beside uncal in the figure
 
 
-def test_the_answer_is_one_row_per_source_with_the_notes_in_full():
+def test_the_answer_is_one_row_per_source_with_its_notes_beneath_long_ones_opening_in_place():
     html = answer_html(decisions(RECORDS, "nll", WARNINGS), "nll", "lower")
-    assert html.count("<tr class='decision'") == 3 and html.count(KEEP) == 2
-    assert "beyond the interval of uncal&#x27;s accuracy: it changes the classifier&#x27;s decisions" in html
+    assert html.count("<tbody class='decision'") == 3 and html.count(KEEP) == 2
     assert "results/calibrators/a/ts/seed0.safetensors" in html
+    notes = re.findall(r"<tr class='notes'><td colspan='5'><ul>(.*?)</ul></td></tr>", html)
+    assert len(notes) == 2  # a (accuracy, warning) and b (no method beats uncal); c has none
+    # the accuracy note (190 characters) shows its first 160 and opens for the rest; the text is whole in the page
+    summary, rest = re.search(r"<details><summary>(.*?) …</summary><span class='rest'>… (.*?)</span>",
+                              notes[0]).groups()
+    assert len(html_text(summary)) <= NOTE_SHOWN and summary.startswith("ts lowers accuracy by 2.1 points")
+    assert html_text(summary + " " + rest) == decisions(RECORDS, "nll", WARNINGS)[0].notes[0]
+    assert "<li class='note'>warning (ts, seed 0): the best lambda is the last of the grid</li>" in notes[0]  # short
+
+
+def html_text(fragment: str) -> str:
+    import html
+
+    return html.unescape(fragment)
 
 
 def test_the_tables_markdown_becomes_html_with_bold_lists_and_tables():
@@ -72,7 +85,7 @@ def test_each_source_name_shows_its_figure_in_one_place_the_first_when_the_page_
     chooser = chooser_html(figures)
     assert re.findall(r"<input type='radio' name='figure' id='(figure-\d)'( checked)?>", chooser) == [
         ("figure-0", " checked"), ("figure-1", "")]
-    assert "#figure-1:checked ~ #figure-1-shown { display: block; }" in chooser
+    assert "#figure-1:checked ~ #figure-1-shown { display: contents; }" in chooser
     assert re.findall(r"<figure class='recommended' id='(figure-\d)-shown' data-source='(\w)'><img src='([^']+)'",
                       chooser) == [("figure-0", "a", figures[0][1]), ("figure-1", "c", figures[1][1])]
     assert chooser_html([]) == ""

@@ -23,7 +23,7 @@ REFERENCE = "uncal"
 
 STYLE = """
 body { font: 15px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 10px 24px; color: #1a1a1a; }
-h1 { font-size: 22px; margin: 0 0 2px; } h2 { font-size: 19px; margin: 16px 0 4px; }
+h1 { font-size: 22px; margin: 0 0 2px; } h2 { font-size: 19px; margin: 16px 0 4px; } #the-answer { margin-top: 8px; }
 h3 { font-size: 17px; margin: 16px 0 4px; } h4 { font-size: 15px; margin: 12px 0 4px; }
 p { margin: 4px 0; } .meta { color: #555; font-size: 13px; }
 .stale { background: #fde2e1; border: 2px solid #c0392b; padding: 6px 10px; margin: 8px 0; font-weight: 600; }
@@ -33,7 +33,9 @@ th { background: #f3f3f3; }
 .num, td, th { white-space: nowrap; }
 table.answer { margin: 4px 0 6px; } table.answer th, table.answer td { padding: 3px 8px; }
 table.answer td { white-space: normal; } table.answer td.num, table.answer td.method { white-space: nowrap; }
-table.answer ul { margin: 0; padding-left: 16px; } table.answer td.notes { font-size: 13px; }
+table.answer tr.notes td { font-size: 13px; line-height: 1.3; padding-top: 0; }
+table.answer tr:has(+ tr.notes) td { border-bottom: 0; }
+table.answer ul { margin: 0; padding-left: 16px; } table.answer summary { cursor: pointer; }
 .method { font-weight: 700; font-size: 16px; }
 .keep { color: #555; }
 .note { color: #8a4b00; } .path { font-family: ui-monospace, monospace; font-size: 13px; word-break: break-all; }
@@ -42,11 +44,16 @@ figure { margin: 8px 0 16px; } figure img { width: 1000px; max-width: 100%; heig
 figcaption { color: #555; font-size: 13px; }
 ul { margin: 4px 0 8px; padding-left: 22px; }
 label.pick { cursor: pointer; color: #0645ad; text-decoration: underline dotted; }
+.chooser { display: grid; grid-template-columns: minmax(0, 960px) minmax(200px, 1fr); grid-template-rows: auto 1fr;
+  column-gap: 16px; align-items: start; margin: 4px 0 12px; }
 .chooser > input { position: absolute; opacity: 0; pointer-events: none; }
-.tabs { font-size: 14px; margin: 2px 0; } .tabs label { display: inline-block; padding: 2px 10px; margin-right: 4px;
-  border: 1px solid #bbb; border-radius: 4px; cursor: pointer; background: #f7f7f7; }
-.chooser figure.recommended { display: none; margin: 4px 0 12px; }
-.chooser figure.recommended img { width: 960px; max-height: 560px; object-fit: contain; object-position: left top; }
+.chooser .tabs { grid-column: 2; grid-row: 1; font-size: 14px; }
+.tabs label { display: inline-block; padding: 2px 10px; margin: 4px 4px 0 0; border: 1px solid #bbb;
+  border-radius: 4px; cursor: pointer; background: #f7f7f7; }
+.chooser figure.recommended { display: none; }
+.chooser figure.recommended img { grid-column: 1; grid-row: 1 / span 2; width: 100%; max-height: 560px;
+  object-fit: contain; object-position: left top; }
+.chooser figure.recommended figcaption { grid-column: 2; grid-row: 2; margin-top: 12px; }
 """
 
 
@@ -133,41 +140,58 @@ def _slot(i: int) -> str:
     return f"figure-{i}"
 
 
+#: The characters of a note the first screen shows; a longer note shows them and opens in place for the rest.
+NOTE_SHOWN = 160
+
+
+def note_html(note: str) -> str:
+    """A note in full where it is short, else its first :data:`NOTE_SHOWN` characters (cut at a word) as the summary
+    of a ``<details>`` that holds the rest, so that no note takes more than one line of the first screen."""
+    if len(note) <= NOTE_SHOWN:
+        return f"<li class='note'>{_e(note)}</li>"
+    cut = note.rfind(" ", 0, NOTE_SHOWN)
+    cut = cut if cut > NOTE_SHOWN // 2 else NOTE_SHOWN
+    return (f"<li class='note'><details><summary>{_e(note[:cut])} …</summary>"
+            f"<span class='rest'>… {_e(note[cut:].lstrip())}</span></details></li>")
+
+
 def answer_html(rows: list[Decision], metric: str, direction: str, with_figures: list[str] = ()) -> str:
-    """The answer: one table row per source; the name of a source in ``with_figures`` (the sources of
-    :func:`chooser_html`, in its order) shows its figure when clicked."""
+    """The answer: per source a row (the recommendation, its value and interval, the methods tied with it, the saved
+    calibrator) and, where it has notes, a line for each beneath it, across the table (:func:`note_html`); the
+    name of a source in ``with_figures`` (the sources of :func:`chooser_html`, in its order) shows its figure when
+    clicked."""
     head = (f"<p class='meta'>Per source, the calibrator to deploy, ranked by <b>{_e(metric)}</b> ({_e(direction)} is "
             "better; values as in the tables, [95 % paired-bootstrap interval]; tied: a paired test cannot tell it "
-            "from the best, Holm α = 0.05).</p>")
+            "from the best, Holm α = 0.05); beneath a source, its notes.</p>")
     lines = ["<table class='answer' id='answer'><thead><tr><th>source</th><th>recommendation</th>"
-             f"<th>{_e(metric)} of the best</th><th>tied with the best</th><th>notes</th><th>saved calibrator</th>"
-             "</tr></thead><tbody>"]
+             f"<th>{_e(metric)} of the best</th><th>tied with the best</th><th>saved calibrator</th></tr></thead>"]
     shown = list(with_figures)
     for d in rows:
         what = (f"<span class='method keep'>{KEEP}</span>" if d.keep else f"<span class='method'>{_e(d.method)}</span>")
-        notes = "".join(f"<li class='note'>{_e(n)}</li>" for n in d.notes)
         name = (f"<label class='pick' for='{_slot(shown.index(d.source))}' title='show its reliability figure'>"
                 f"{_e(d.source)}</label>" if d.source in shown else _e(d.source))
+        notes = ("<tr class='notes'><td colspan='5'><ul>" + "".join(map(note_html, d.notes)) + "</ul></td></tr>"
+                 if d.notes else "")
         lines.append(
-            f"<tr class='decision' data-source='{_e(d.source)}'><td class='method'>{name}</td>"
+            f"<tbody class='decision' data-source='{_e(d.source)}'><tr><td class='method'>{name}</td>"
             f"<td class='recommendation method'>{what}</td>"
             f"<td class='num'>{_e(d.best)} {_e(d.value)}</td><td>{_e(', '.join(d.ties) or 'none')}</td>"
-            f"<td class='notes'>{'<ul>' + notes + '</ul>' if notes else '–'}</td>"
-            f"<td class='path'>{_e(d.calibrator) if d.calibrator else '–'}</td></tr>")
-    return head + "\n".join(lines) + "</tbody></table>"
+            f"<td class='path'>{_e(d.calibrator) if d.calibrator else '–'}</td></tr>{notes}</tbody>")
+    return head + "\n".join(lines) + "</table>"
 
 
 def chooser_html(figures: list[tuple[str, str, str]]) -> str:
     """The recommendations' reliability figures ``(source, src, caption)`` in one place: the first shown, each
     other one click away (its tab, or its source's name in the answer), without script: a radio input per figure
-    and a CSS rule that shows the figure of the checked one."""
+    and a CSS rule that shows the figure of the checked one. The tabs and the caption stand to the right of the
+    figure, in the width its 960 px leave on a 1,400 px window."""
     if not figures:
         return ""
     inputs = "".join(f"<input type='radio' name='figure' id='{_slot(i)}'{' checked' if i == 0 else ''}>"
                      for i in range(len(figures)))
     tabs = "".join(f"<label for='{_slot(i)}' data-source='{_e(source)}'>{_e(source)}</label>"
                    for i, (source, _, _) in enumerate(figures)) if len(figures) > 1 else _e(figures[0][0])
-    rules = "".join(f"#{_slot(i)}:checked ~ #{_slot(i)}-shown {{ display: block; }} "
+    rules = "".join(f"#{_slot(i)}:checked ~ #{_slot(i)}-shown {{ display: contents; }} "
                     f"#{_slot(i)}:checked ~ .tabs label[for={_slot(i)}] {{ background: #1a5fb4; color: white; "
                     "border-color: #1a5fb4; }\n" for i in range(len(figures)))
     shown = "".join(f"<figure class='recommended' id='{_slot(i)}-shown' data-source='{_e(source)}'>"
@@ -175,7 +199,7 @@ def chooser_html(figures: list[tuple[str, str, str]]) -> str:
                     for i, (source, src, caption) in enumerate(figures))
     where = "" if len(figures) == 1 else " (one source at a time: choose another here or click its name above)"
     return (f"<style>{rules}</style><section class='chooser' id='recommended'>{inputs}"
-            f"<div class='tabs'><b>Reliability of the recommendation</b>{_e(where)}: {tabs}</div>{shown}</section>")
+            f"<div class='tabs'><b>Reliability of the recommendation</b>{_e(where)}:<br>{tabs}</div>{shown}</section>")
 
 
 def warnings_html(warnings: list[dict]) -> str:
