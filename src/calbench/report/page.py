@@ -3,9 +3,10 @@
 The first screen (1,400 × 900) holds the title, the config's sources and, per source, the recommendation (the best
 method by the ranking metric with its interval, the methods tied with it, its change of accuracy, the warnings of
 its jobs and the path of its saved calibrator, or "keep the model as is" where no method beats ``uncal``), one row
-each; beneath them the reliability figure of one source's recommendation, at least 900 px wide: the first source's
-when the page opens, any other's one click away in the same place (its tab above the figure, or its name in the
-answer), so that every source's figure is read without scrolling (four such figures do not fit one screen). Then
+each with its notes beneath (a long note shows its start and opens in place); beneath them the reliability figure
+of one source's recommendation, 960 px wide: the first source's when the page opens, any other's one click away in
+the same place (its tab beside the figure, or its name in the answer), so that every source's figure is read
+without scrolling (four such figures do not fit one screen). Then
 the run's details and warnings, its tables (their Markdown rendered) and its figures (linked, not embedded, so that
 the page stays small). Everything here is plain data in, HTML out: the command (:mod:`calbench.cli.report`)
 gathers the recommendation records, the warnings and the config's own output paths.
