@@ -32,7 +32,7 @@ table { border-collapse: collapse; width: 100%; margin: 6px 0 10px; }
 th, td { border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }
 .num, td, th { white-space: nowrap; }
-table.answer { margin: 4px 0 6px; } table.answer th, table.answer td { padding: 3px 8px; }
+table.answer { margin: 2px 0 4px; } table.answer th, table.answer td { padding: 2px 8px; }
 table.answer td { white-space: normal; } table.answer td.num, table.answer td.method { white-space: nowrap; }
 table.answer tr.notes td { font-size: 13px; line-height: 1.3; padding-top: 0; }
 table.answer tr:has(+ tr.notes) td { border-bottom: 0; }
@@ -46,7 +46,7 @@ figcaption { color: #555; font-size: 13px; }
 ul { margin: 4px 0 8px; padding-left: 22px; }
 label.pick { cursor: pointer; color: #0645ad; text-decoration: underline dotted; }
 .chooser { display: grid; grid-template-columns: minmax(0, 960px) minmax(200px, 1fr); grid-template-rows: auto 1fr;
-  column-gap: 16px; align-items: start; margin: 4px 0 12px; }
+  column-gap: 16px; align-items: start; margin: 2px 0 12px; }
 .chooser > input { position: absolute; opacity: 0; pointer-events: none; }
 .chooser .tabs { grid-column: 2; grid-row: 1; font-size: 14px; }
 .tabs label { display: inline-block; padding: 2px 10px; margin: 4px 4px 0 0; border: 1px solid #bbb;
