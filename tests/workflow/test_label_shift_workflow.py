@@ -73,7 +73,7 @@ def test_label_shifted_sets_are_evaluated_and_tabulated(done):
     table = (done / "results/tables/label_shift/nll.em.md").read_text()
     assert "| method | Dirichlet α=0.3 | tweak-one ρ=0.7 |" in table
     assert "| ts | " in table and " [" in table  # the paired bootstrap's interval of every cell
-    resamples = records["ts"]["label_shift_resamples"]
+    resamples = records["ts"]["label_shift_resamples"]["sets"]
     assert set(resamples) == {"dirichlet0.3", "tweak_one0.7"}
     assert len(resamples["dirichlet0.3"]["nll.em"]) == RESAMPLES
     # the paper's headline scores and the adapt-or-not verdict per calibrator and strength

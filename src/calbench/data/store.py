@@ -190,12 +190,16 @@ def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (also from the float32
     ``logprobs`` of files written by earlier versions) and, for the test part, ``rows_of``: the dump group that
     ``index`` refers to (``all``, ``test``, ``seed{s}/test``; absent in files of earlier versions), the unit the
-    paired bootstrap resamples (:mod:`calbench.stats.resampling`). Files written without the in-sample outputs
-    have no ``cal`` probabilities: asking for them says how to get them."""
+    paired bootstrap resamples (:mod:`calbench.stats.resampling`), and ``group_rows``, that group's size (a pool's
+    calibration and test rows, else the test rows). Files written without the in-sample outputs have no ``cal``
+    probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
     rows_of = read_attrs(path).get(ROWS_OF_KEY) if part == "test" else None
     if rows_of is not None:
         arrays["rows_of"] = str(rows_of)
+        with _open_for_reading(path) as f:
+            arrays["group_rows"] = int(f["test/index"].shape[0] + (f["cal/index"].shape[0] if rows_of == "all"
+                                                                    else 0))
     if part == "cal" and not {"logprobs", "probs"} & set(arrays):
         raise KeyError(f"{path}: holds no calibration-split outputs (cal/probs); they are stored only on "
                        "request: rerun calibrate_job with keep_cal_outputs=True")
