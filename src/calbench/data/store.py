@@ -24,8 +24,8 @@ from calbench.scores import check_labels, check_logits
 #: Key of a metrics JSON (results/metrics/...) that is not a metric, and attribute of a calibrated file: the evaluate
 #: or calibrate job's own peak memory in MB (calbench.jobs.logs.peak_rss_mb).
 PEAK_KEY = "peak_rss_mb"
-#: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength
-#: (``{"dirichlet0.1": {metric: [R values]}}``, docs/label_shift.md).
+#: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength and the group
+#: of rows resampled (``{"rows_of": "all", "sets": {"dirichlet0.1": {metric: [R values]}}}``, docs/label_shift.md).
 LABEL_SHIFT_RESAMPLES = "label_shift_resamples"
 FIELDS = {"logits": np.float32, "labels": np.int64, "embeddings": np.float32, "true_probs": np.float64}
 

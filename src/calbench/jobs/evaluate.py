@@ -170,7 +170,7 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
 def _one_set(name, spec, probs, labels, base, seed, intervals, what, counts):
     """(the metrics of label-shifted set ``name``, their values on the set's redraws from the test rows' resample
     ``counts`` [R, N])."""
-    rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
+    rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"), spec.get("tweak_class"))
     inputs = replace(base, true_priors=true_priors)
     values = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals, label_shift=inputs,
                       method=what)

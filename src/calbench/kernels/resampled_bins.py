@@ -13,7 +13,8 @@ after column (``rows``, with ``starts`` [M + 1] delimiting the columns):
   :func:`segment_sums` up to the block that holds each edge's rank, then that block's rows one by one (a row whose
   copies straddle the edge counts on both sides with the copies below and above it).
 
-Counts are integers (exact sums); scores and hits are summed in float64 in the rows' order.
+Row counts are summed as integers (exact), weights (label-shifted sets' scaled counts) and scores and hits in float64
+in the rows' order.
 """
 
 from __future__ import annotations
@@ -63,13 +64,15 @@ def equal_mass_sums(rows, scores, hits, starts, counts, n_bins, larger_first, bl
         last_c, last_s, last_h = np.zeros(lanes), np.zeros(lanes), np.zeros(lanes)  # below the previous edge
         for e in range(1, n_bins + 1):
             for r in range(lanes):
-                whole = int(total[r])
+                whole = total[r]  # weights scaled from counts (label-shifted sets) need not be integers
+                per_bin = np.floor(whole / n_bins)
+                extra = whole - n_bins * per_bin
                 if e == n_bins:
                     edge = whole
                 elif larger_first:
-                    edge = e * (whole // n_bins) + min(e, whole % n_bins)
+                    edge = e * per_bin + min(float(e), extra)
                 else:
-                    edge = e * (whole // n_bins) + max(e - (n_bins - whole % n_bins), 0)
+                    edge = e * per_bin + max(e - (n_bins - extra), 0.0)
                 b = blk[r]
                 while b < n_blocks and before_c[r] + sums_c[b, r] <= edge:
                     before_c[r] += sums_c[b, r]
@@ -93,14 +96,18 @@ def equal_mass_sums(rows, scores, hits, starts, counts, n_bins, larger_first, bl
 
 
 def chunks(counts: np.ndarray):
-    """``(first resample, [N, r] int32 contiguous counts)`` of :data:`LANES` resamples at a time."""
+    """``(first resample, [N, r] contiguous counts)`` of :data:`LANES` resamples at a time: int32 where the counts
+    are integers (row counts), else float64 (weights)."""
+    counts = np.asarray(counts)
+    dtype = np.int32 if np.array_equal(counts, np.round(counts)) else np.float64
     for first in range(0, counts.shape[0], LANES):
-        yield first, np.ascontiguousarray(counts[first:first + LANES].T, dtype=np.int32)
+        yield first, np.ascontiguousarray(counts[first:first + LANES].T, dtype=dtype)
 
 
 def warm_up() -> None:
     """Compile (or load from the cache) the kernels' signatures."""
     rows, scores, hits = np.array([1, 0, 2]), np.array([0.1, 0.5, 0.9]), np.array([0.0, 1.0, 1.0])
     counts = np.array([[1, 2], [0, 1], [2, 0]], dtype=np.int32)
-    out = [np.zeros((1, 2, 2)) for _ in range(3)]
-    equal_mass_sums(rows, scores, hits, np.array([0, 3]), counts, 2, True, 32, *out)
+    for given in (counts, counts.astype(np.float64)):
+        out = [np.zeros((1, 2, 2)) for _ in range(3)]
+        equal_mass_sums(rows, scores, hits, np.array([0, 3]), given, 2, True, 32, *out)
