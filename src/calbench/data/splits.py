@@ -54,12 +54,18 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
     return np.sort(cal), np.sort(test)
 
 
+def pool_split(pool: dict, seed: int, split: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (cal_index, test_index) of a pooled source's pool (its ``labels`` and ``logits``) for ``seed`` and the
+    source's ``split`` settings: the one way the split job, the calibrate job and ``calbench validate`` draw it."""
+    return split_pool(pool["labels"], seed, **split, logits=pool["logits"])
+
+
 def write_test_index(dump_path, seed: int, split: dict, output) -> None:
     """Draw a pooled source's split for ``seed`` once and save its test rows (int64 ``.npy``), so that the
     source's calibrate jobs read it instead of each drawing it again (and importing scikit-learn, ~1 s)."""
     pool = store.read_group(dump_path, "all", fields=["logits", "labels"])
     with atomic_path(output) as tmp, open(tmp, "wb") as f:
-        np.save(f, split_pool(pool["labels"], seed, **split, logits=pool["logits"])[1])
+        np.save(f, pool_split(pool, seed, split)[1])
 
 
 def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
@@ -89,7 +95,7 @@ def load_split(dump_path, seed: int, split: dict | None = None, test_index=None,
                              "or {cal_fraction: f} in config")
         pool = _read(dump_path, "all", fields)
         if test_index is None:
-            cal_index, test_index = split_pool(pool["labels"], seed, **split, logits=pool["logits"])
+            cal_index, test_index = pool_split(pool, seed, split)
         else:
             cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
         take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
