@@ -72,6 +72,9 @@ def test_a_folder_torchvision_would_refuse_is_a_problem_before_any_job(tmp_path)
     assert image_folder_problems("x", {"dataset": "digits"}, "c") == []
 
 
+#: An image over 1 MB (random pixels do not compress), above which Snakemake compares an input's modification time
+#: alone: tracked by time, touching it would rerun the dump.
+LARGE = "n00/0.png"
 #: Where the source's images are: ``downloads_dir/imagefolder``, the folder of an imagefolder source without
 #: ``data_dir``.
 FOLDER = "downloads/imagefolder"
@@ -86,7 +89,7 @@ def done(tmp_path_factory):
     from calbench.models import architectures
 
     work = tmp_path_factory.mktemp("image_folder")
-    _folder(work / FOLDER)
+    _png(_folder(work / FOLDER) / LARGE, 0, size=600)
     torch.save(architectures.build("timm:resnet10t", 3).state_dict(), work / "w.pth")
     config = {**tiny_config(n_cal=100, n_test=100), "downloads_dir": "downloads"}  # no data_dir: the folder is there
     config["sources"]["inet"] = {"type": "pretrained", "dataset": "imagefolder", "image_size": 8,
@@ -155,7 +158,8 @@ def test_an_image_replaced_with_its_old_modification_time_reruns_the_same(done):
 
 def test_an_image_touched_but_unchanged_or_a_file_that_is_not_an_image_reruns_nothing(done):
     """The images' digests are computed when the DAG is built: a touched image hashes to the same digest."""
-    assert _planned_after(done, lambda root: os.utime(root / "n01" / "3.png")) == set()
+    assert (done / FOLDER / LARGE).stat().st_size > 1_000_000
+    assert _planned_after(done, lambda root: os.utime(root / LARGE)) == set()
     assert _planned_after(done, lambda root: (root / "n01" / "notes.txt").write_text("x")) == set()
 
 
