@@ -104,7 +104,7 @@ def _planned_with(work, **changes):
     if "downloads_dir" in changes:
         config["downloads_dir"] = changes.pop("downloads_dir")
     config["sources"]["mine"].update(changes)
-    (work / "config.yaml").write_text(yaml.safe_dump(config))
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     try:
         return planned_jobs(work)
     finally:

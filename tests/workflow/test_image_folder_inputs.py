@@ -180,7 +180,8 @@ def test_the_same_images_in_another_downloads_dir_rerun_nothing(done):
     text = (done / "config.yaml").read_text()
     (done / "downloads").rename(done / "moved")
     try:
-        (done / "config.yaml").write_text(yaml.safe_dump({**yaml.safe_load(text), "downloads_dir": "moved"}))
+        moved = {**yaml.safe_load(text), "downloads_dir": "moved"}
+        (done / "config.yaml").write_text(yaml.safe_dump(moved, sort_keys=False))  # the sources in their order
         assert planned_jobs(done) == set()
     finally:
         (done / "moved").rename(done / "downloads")
