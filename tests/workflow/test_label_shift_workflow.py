@@ -33,7 +33,9 @@ def _config(folder, label_shift: bool) -> dict:
              "files": {"logits": str(folder / "logits.npy"), "labels": str(folder / "labels.npy")}}
     if label_shift:
         entry["label_shift"] = LABEL_SHIFT
-    return {"seeds": [0, 1], "sources": {"mine": entry}, "methods": ["uncal", "ts", "bcts"], "metrics": ["acc", "nll"]}
+    # one seed: each evaluate job adapts on every resample of every set (its cost); seeds are bookkeeping that the
+    # shift and job-path runs cover
+    return {"seeds": [0], "sources": {"mine": entry}, "methods": ["uncal", "ts", "bcts"], "metrics": ["acc", "nll"]}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +54,7 @@ def test_adding_a_label_shift_reruns_evaluations_and_no_calibrate_job(configured
     _, planned = configured
     assert {rule for rule, _ in planned} == {"evaluate", "aggregate", "runtime_table", "label_shift_report"}
     assert {w for rule, w in planned if rule == "evaluate"} == {f"mine/{m}/{s}" for m in ("uncal", "ts", "bcts")
-                                                                 for s in (0, 1)}
+                                                                 for s in (0,)}
 
 
 def test_label_shifted_sets_are_evaluated_and_tabulated(done):
