@@ -79,6 +79,43 @@ def pytest_configure(config):
     subprocess.Popen.__init__ = guarded_popen(subprocess.Popen.__init__)
 
 
+def pytest_addoption(parser):
+    parser.addoption("--cpu-seconds", type=int, metavar="N", default=None,
+                     help="print the N tests that took the most CPU seconds, their own process's and those of the "
+                          "processes they waited for (snakemake and its jobs), and the total; with -n 0")
+
+
+#: CPU seconds of each test under --cpu-seconds (docs/developing.md, "Tests").
+_CPU: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under --cpu-seconds, the CPU seconds of the test's set-up (a shared run counts in its first test), call and
+    teardown."""
+    start = _cpu_seconds() if item.config.getoption("cpu_seconds") is not None else None
+    yield
+    if start is not None:
+        _CPU[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = config.getoption("cpu_seconds")
+    if count is None or not _CPU:
+        return
+    terminalreporter.write_sep("=", f"{count} largest CPU seconds; all {len(_CPU)} tests: {sum(_CPU.values()):.0f} "
+                                    "CPU-s")
+    for nodeid, seconds in sorted(_CPU.items(), key=lambda item: -item[1])[:count]:
+        terminalreporter.write_line(f"{seconds:8.1f}  {nodeid}")
+
+
 def reference(module: str, distribution: str):
     """``module`` of a reference implementation of pyproject's ``reference`` extra (``distribution``). Where it is
     not importable the test skips, naming the package, or fails under ``CALBENCH_REQUIRE_PEERS=1`` (set by
