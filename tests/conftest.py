@@ -43,9 +43,34 @@ _RUNNING: list = [None]
 STARTS = {"snakemake": "workflow", "chromium": "browser", "chromium-browser": "browser", "google-chrome": "browser"}
 
 
+#: Snakemake imports every executor plugin when it starts, and the SLURM plugin's help text runs ``scontrol show
+#: config``, which waits ~2 s (slurm.conf's MessageTimeout) wherever SLURM's client is installed and no controller
+#: runs, as in CI, which installs it for tests/workflow/test_slurm.py: the processes of every test not marked ``slurm``
+#: find first on their PATH an ``scontrol`` that fails at once (the plugin then recommends no status command, which
+#: a local run never uses).
+_NO_SCONTROL: list = []
+
+
+def _path_for(item) -> str:
+    """PATH for ``item``'s processes: without the failing ``scontrol`` for a ``slurm`` test, with it otherwise."""
+    if not _NO_SCONTROL:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="calbench-no-scontrol-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        (Path(folder) / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+        (Path(folder) / "scontrol").chmod(0o755)
+        _NO_SCONTROL[:] = [folder, os.environ.get("PATH", "")]
+    folder, path = _NO_SCONTROL
+    return path if item.get_closest_marker("slurm") else f"{folder}{os.pathsep}{path}"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     _RUNNING[0] = item
+    os.environ["PATH"] = _path_for(item)
 
 
 def pytest_runtest_teardown(item):
