@@ -5,7 +5,9 @@ mechanism of :mod:`calbench.perf.docs_blocks`:
   tests/contract/test_layers.py checks (:data:`HOLDS` says what each layer holds);
 * docs/operations.md ``localrules``: the rules that run where Snakemake runs (``localrules``) and the cluster jobs;
 * docs/architecture.md ``rules``: every rule with its rule file, where it runs, its conda env, threads and GPU, read
-  from workflow/rules/*.smk (as snakefmt formats them).
+  from workflow/rules/*.smk (as snakefmt formats them);
+* README.md ``recommend-json``: the fields of ``calbench recommend --json``'s records, from the declaration beside
+  the code that builds them (:data:`calbench.jobs.recommendation.FIELDS` and ``BEST_FIELDS``).
 
     python scripts/code_blocks.py            # rewrite the blocks
     python scripts/code_blocks.py --check    # exit 1 when a committed block is not what the code gives
@@ -132,8 +134,18 @@ def rule_table() -> str:
     return "\n".join(rows)
 
 
+def recommend_fields() -> str:
+    from calbench.jobs.recommendation import BEST_FIELDS, FIELDS
+
+    rows = ["| field | in | holds |", "|---|---|---|"]
+    rows += [f"| `{name}` | every record | {text} |" for name, text in FIELDS.items()]
+    rows += [f"| `{name}` | the best's | {text} |" for name, text in BEST_FIELDS.items()]
+    return "\n".join(rows)
+
+
 #: page → {block name: renderer}
 BLOCKS = {
+    "README.md": {"recommend-json": recommend_fields},
     "docs/developing.md": {"layers": layer_table},
     "docs/operations.md": {"localrules": localrules_text},
     "docs/architecture.md": {"rules": rule_table},

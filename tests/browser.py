@@ -111,28 +111,37 @@ def load_page(path: Path, settle: float = 3.0) -> dict:
 
 
 #: Where the report's decision sits in the window: the heading, each source's recommendation (its box and the width
-#: its text needs), whether anything in the first screen is wider than the window, and the page's text.
+#: its text needs), the recommendation's figure on show (its source, its box, whether it decoded), the tabs that
+#: switch it, whether anything in the first screen is wider than the window, and the page's text.
 LAYOUT_JS = """
 (() => {
   const box = e => { const r = e.getBoundingClientRect(); return {top: r.top, bottom: r.bottom, left: r.left,
-                                                                  right: r.right}; };
+                                                                  right: r.right, width: r.width}; };
   const heading = Array.from(document.querySelectorAll('h2')).find(h => h.textContent.trim() === 'The answer');
-  const rows = Array.from(document.querySelectorAll('tr.decision')).map(row => {
+  const rows = Array.from(document.querySelectorAll('.decision')).map(row => {
     const cells = Array.from(row.querySelectorAll('td'));
     return {source: row.dataset.source, text: row.innerText, box: box(row),
             overflowing: cells.filter(c => c.scrollWidth > c.clientWidth + 1).map(c => c.innerText.slice(0, 80))};
   });
   const figures = Array.from(document.querySelectorAll('figure img'))
     .map(i => ({src: i.src.slice(0, 60), width: i.getBoundingClientRect().width}));
-  return JSON.stringify({heading: heading ? box(heading) : null, rows: rows, figures: figures,
-                         pageWidth: document.documentElement.scrollWidth, text: document.body.innerText});
+  const shown = Array.from(document.querySelectorAll('figure.recommended'))
+    .filter(f => getComputedStyle(f).display !== 'none')
+    .map(f => { const i = f.querySelector('img');
+                return {source: f.dataset.source, box: box(i), decoded: i.complete && i.naturalWidth > 0}; });
+  const tabs = Array.from(document.querySelectorAll('.tabs label')).map(l => ({source: l.dataset.source, box: box(l),
+                                                                              selector: `label[for="${l.htmlFor}"]`}));
+  return JSON.stringify({heading: heading ? box(heading) : null, rows: rows, figures: figures, shown: shown,
+                         tabs: tabs, pageWidth: document.documentElement.scrollWidth, text: document.body.innerText});
 })()
 """
 
 
-def look(path: Path, width: int = 1400, height: int = 900, settle: float = 3.0) -> dict:
+def look(path: Path, width: int = 1400, height: int = 900, settle: float = 3.0, clicks: tuple[str, ...] = ()) -> dict:
     """Open ``path`` in headless Chromium in a ``width`` × ``height`` window: ``screenshot`` (PNG bytes of the first
-    screen) and the layout of :data:`LAYOUT_JS` (``heading``, ``rows``, ``figures``, ``pageWidth``, ``text``)."""
+    screen) and the layout of :data:`LAYOUT_JS` (``heading``, ``rows``, ``figures``, ``shown``, ``tabs``,
+    ``pageWidth``, ``text``); then, for each CSS selector of ``clicks``, a click on that element as a reader makes it
+    (without scrolling) and ``after``: the layout and screenshot it leaves, in order."""
     pipe = _Pipe(chromium())
     try:
         target = pipe.send("Target.createTarget", url="about:blank")["targetId"]
@@ -142,8 +151,26 @@ def look(path: Path, width: int = 1400, height: int = 900, settle: float = 3.0) 
                   mobile=False)
         pipe.send("Page.navigate", session, url=Path(path).resolve().as_uri())
         time.sleep(settle)
-        layout = pipe.send("Runtime.evaluate", session, expression=LAYOUT_JS, returnByValue=True)
-        shot = pipe.send("Page.captureScreenshot", session, format="png")
+
+        def seen() -> dict:
+            layout = pipe.send("Runtime.evaluate", session, expression=LAYOUT_JS, returnByValue=True)
+            shot = pipe.send("Page.captureScreenshot", session, format="png")
+            return {"screenshot": base64.b64decode(shot["data"]), **json.loads(layout["result"]["value"])}
+
+        first, after = seen(), []
+        for selector in clicks:
+            _click(pipe, session, selector)
+            time.sleep(0.3)
+            after.append(seen())
     finally:
         pipe.close()
-    return {"screenshot": base64.b64decode(shot["data"]), **json.loads(layout["result"]["value"])}
+    return {**first, "after": after}
+
+
+def _click(pipe: _Pipe, session: str, selector: str) -> None:
+    """A mouse click (press and release) at the middle of the element ``selector`` where it is in the window."""
+    where = pipe.send("Runtime.evaluate", session, returnByValue=True, expression=(
+        f"(() => {{ const r = document.querySelector({json.dumps(selector)}).getBoundingClientRect();"
+        " return [r.left + r.width / 2, r.top + r.height / 2]; })()"))["result"]["value"]
+    for kind in ("mousePressed", "mouseReleased"):
+        pipe.send("Input.dispatchMouseEvent", session, type=kind, x=where[0], y=where[1], button="left", clickCount=1)

@@ -66,7 +66,8 @@ def test_every_listing_prints_json(capsys):
     assert main(["metrics", "--json"]) == OK
     metrics = json.loads(capsys.readouterr().out)
     assert [m["id"] for m in metrics] == [usage for usage, _, _ in described_ids()]
-    assert {m["direction"] for m in metrics} <= {"higher is better", "lower is better", "signed, 0 is best"}
+    assert {m["direction"] for m in metrics} <= {"higher is better", "lower is better", "signed, 0 is best",
+                                                 "the direction of its base metric"}
 
 
 def test_verbose_methods_json_holds_every_fact(capsys):

@@ -13,7 +13,7 @@ from PIL import Image
 from scipy.special import softmax
 
 from calbench.data import store
-from calbench.jobs.reliability import ReliabilitySpec, reliability_job
+from calbench.jobs.reliability import ReliabilitySpec, reliability_job, reliability_panels
 from calbench.report import reliability, shift
 from calbench.report.plotting import save_figure
 
@@ -83,6 +83,23 @@ def test_reliability_figures_are_readable(tmp_path, saved, classes, seeds, targe
         assert set(bins["target"]) == {"3 classes of largest ECE pooled"}
         assert bins["mean_score"].max() > 0.5 and (bins["mean_score"] > 0.01).sum() >= 5
         assert any("classes of largest ECE" in text for text in checks["legends"])
+
+
+@pytest.mark.parametrize("classes, seeds", [(4, (0,)), (4, (0, 1)), (100, (0,))])
+def test_the_reports_row_of_panels_is_readable_and_fits_beneath_the_answer(tmp_path, saved, classes, seeds):
+    """The report's first screen draws uncal beside the recommendation in one row (``row=True``): readable as the
+    other figures, and shown 960 px wide (calbench.report.page) it stays under 560 px tall."""
+    spec = ReliabilitySpec(source="src", target="conf", seeds=list(seeds), n_bins=15, scheme="em", max_classes=3,
+                           axis="auto", class_names=None, calibrated=_outputs(tmp_path, classes, seeds),
+                           figure=tmp_path / "f.png", table=tmp_path / "f.csv")
+    panels, logit_axis, limits = reliability_panels(spec=spec)
+    reliability.reliability_figure(panels, "conf", tmp_path / "row.png", "src", list(seeds), 15, "em", logit_axis,
+                                   limits, row=True)
+    (checks, path), = saved
+    _check(checks, path)
+    width, height = Image.open(path).size
+    assert 960 * height / width <= 560, (width, height)
+    assert not any(text.startswith("src: confidence reliability") for text in checks["legends"])  # the page's caption
 
 
 def test_a_logit_axis_ends_one_decade_beyond_the_data():

@@ -101,6 +101,22 @@ def test_draws_are_deterministic_per_seed_and_follow_the_priors():
     assert np.allclose(np.sort(tweaked)[:-1], 0.1 / 9, atol=1e-3)
 
 
+def test_tweak_class_fixes_the_tweaked_class_as_the_paper_does():
+    # Alexandari et al. (2020) tweak class 3 of CIFAR-10 in every tweak-one set (labelshiftexperiments' tweak-one
+    # draws); the drawn default puts ρ on a class chosen per set
+    labels = np.random.default_rng(0).integers(10, size=3000)
+    drawn = {int(np.argmax(draw_rows(f"prior/tweak_one0.9/{i}", labels, 10, seed=0)[1])) for i in range(8)}
+    fixed = {int(np.argmax(draw_rows(f"prior/tweak_one0.9/{i}", labels, 10, seed=0, tweak_class=3)[1]))
+             for i in range(8)}
+    assert len(drawn) > 1 and fixed == {3}
+    rows, priors = draw_rows("prior/tweak_one0.01/0", labels, 10, seed=0, size=1000, tweak_class=3)
+    assert priors[3] == pytest.approx(0.01) and np.argmin(priors) == 3
+    dirichlet = draw_rows("prior/dirichlet1/0", labels, 10, seed=0)
+    np.testing.assert_array_equal(dirichlet[0], draw_rows("prior/dirichlet1/0", labels, 10, seed=0, tweak_class=3)[0])
+    with pytest.raises(ValueError, match=r"label_shift.tweak_class: 10 is not a class of these 10-class outputs"):
+        draw_rows("prior/tweak_one0.9/0", labels, 10, seed=0, tweak_class=10)
+
+
 def _reference_fit(name, z, y):
     """scipy L-BFGS on the same mean log-loss: BCTS σ(β z + b), NBVS σ(w ⊙ z)."""
     k = z.shape[1]

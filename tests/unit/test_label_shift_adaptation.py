@@ -4,6 +4,7 @@ adapt-or-not verdict in the tables and ``calbench recommend --under-label-shift`
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
@@ -127,6 +128,10 @@ def test_delta_metrics_and_adapted_metrics_keep_their_base_direction(capsys):
     assert main(["metrics"]) == 0
     out = capsys.readouterr().out
     assert "(the direction of its base metric)" in out and "(lower is better)\n<metric>.{em" not in out
+    assert main(["metrics", "--json"]) == 0  # the JSON listing too: acc.em is not "lower is better"
+    listed = {m["id"].split()[0]: m["direction"] for m in json.loads(capsys.readouterr().out)}
+    assert {listed[k] for k in listed if k.startswith(("<metric>.{em", "delta.<metric>"))} == \
+        {"the direction of its base metric"}
 
 
 @pytest.mark.parametrize("acc, nll, collapse, expected", [

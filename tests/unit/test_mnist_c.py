@@ -7,7 +7,10 @@ both outputs are truncated to uint8 after float arithmetic in a different order 
 scikit-image's own bilinear loop, calbench's float64 and ``scipy.ndimage.map_coordinates``), so a value within
 rounding of an integer can fall on either side of it. The random directions are fed to both (the golden's with
 ``np.random.choice`` fixed, calbench's through the rng argument); the noise families are checked by their
-statistics, as their draws cannot be matched.
+statistics, as their draws cannot be matched. ``tests/golden/mnistc_motion_golden.npz`` is the code's motion blur
+(through Wand and ImageMagick, ``scripts/mnistc_golden.py --motion``) at eight fixed angles: tolerance 0, as
+calbench repeats ImageMagick's 16-bit arithmetic and its 8-bit output (equal on all 12,544 golden pixels: 8 angles
+× 2 digits × 784).
 """
 
 from pathlib import Path
@@ -21,6 +24,7 @@ from calbench.corruptions import FAMILIES, corrupt, levels
 
 GOLDEN = np.load(Path(__file__).parents[1] / "golden" / "mnistc_golden.npz")
 DIGITS = [GOLDEN["in|0"], GOLDEN["in|1"]]
+MOTION = np.load(Path(__file__).parents[1] / "golden" / "mnistc_motion_golden.npz")
 
 
 class _Signs:
@@ -95,6 +99,47 @@ def test_seeded_families_equal_the_authors_code_given_its_draws(name):
             out = (np.clip(out, 0.0, 1.0) * 255.0).astype(np.uint8)[0, 0]
             assert np.abs(out.astype(int) - GOLDEN[key]).max() <= 1, key
             assert not np.array_equal(GOLDEN[key], digit), key
+
+
+class _Angles:
+    """An rng whose ``uniform`` returns fixed angles (the golden's ``np.random.uniform``)."""
+
+    def __init__(self, angles):
+        self.angles = np.asarray(angles, dtype=float)
+
+    def uniform(self, low, high, size):
+        assert (low, high) == (-45, 45)  # the code's np.random.uniform(-45, 45)
+        return self.angles
+
+
+def test_motion_blur_equals_imagemagick_through_the_authors_code():
+    """Motion blur at the released severity 1 (Mu & Gilmer's ``motion_blur``: radius 10, sigma 3, angle uniform on
+    ±45°) equals the code's output through ImageMagick at each golden angle, both digits at once (one angle per
+    image), the exact halves of θ = −30° included; each golden changes its digit."""
+    function, (constant,) = FAMILIES["mnistc_motion_blur"]
+    assert constant == (10, 3, 45)
+    keys = [f for f in MOTION.files if f.startswith("motion_blur|0|")]
+    assert len(keys) == 8
+    for key in keys:
+        angle = float(key.rsplit("|", 1)[1])
+        digits = np.stack([MOTION["in|0"], MOTION["in|1"]])[:, None] / 255.0
+        out = (np.clip(function(digits, constant, _Angles([angle, angle]), "grey"), 0, 1) * 255).astype(np.uint8)
+        for k in (0, 1):
+            golden = MOTION[f"motion_blur|{k}|{key.rsplit('|', 1)[1]}"]
+            assert np.array_equal(out[k, 0], golden), (key, k, np.abs(out[k, 0].astype(int) - golden).max())
+            assert not np.array_equal(golden, MOTION[f"in|{k}"])
+
+
+def test_motion_blur_draws_an_angle_per_image_and_scales_with_the_side():
+    """Through ``corrupt``: 32 copies of a digit get more than one blur (one angle each); at 56 px the blur is the
+    28 px one's at twice the radius and sigma (the pixel constants scale with the side)."""
+    digit = MOTION["in|0"]
+    out = corrupt(np.broadcast_to(digit, (32, 1, 28, 28)).copy(), "mnistc_motion_blur", 1, seed=2)
+    assert len({o.tobytes() for o in out}) > 1
+    big = np.kron(digit, np.ones((2, 2), np.uint8))[None, None] / 255.0
+    direct = mnist_c.motion_blur(big, 20, 6, np.array([10.0]))
+    function, (constant,) = FAMILIES["mnistc_motion_blur"]
+    assert np.array_equal(function(big, constant, _Angles([10.0]), "grey"), direct)
 
 
 @pytest.mark.parametrize("name", ["shear", "rotate", "translate"])

@@ -2,8 +2,13 @@
 finished job with the time left, then where the tables are and the next commands), then ``calbench report`` and
 the report in real headless Chromium at 1,400 × 900: it loads without errors, every embedded image decodes, "The
 answer" and every source's recommendation are on the first screen (in the DOM and in the screenshot), nothing
-there overflows, no Markdown or docutils markup shows, and the page stays small. Two runs: the tiny planted-
-temperature source, and three sources of imported logits."""
+there overflows, no Markdown or docutils markup shows, and the page stays small; the first source's reliability
+figure is on the first screen too, at least 900 px wide, and every other source's takes its place there after one
+click on its tab or on its name in the answer, without scrolling (four such figures do not fit one screen: that is
+the page's rule). Three runs: the tiny planted-temperature source, three sources of imported logits, and the
+default run (config/config.yaml) that ``make run`` leaves in the checkout's results/: .ci/run makes it before the
+tests (CALBENCH_REQUIRE_DEFAULT_RUN=1: missing or out of date, the test fails); elsewhere the test skips, saying
+so, where there is none."""
 
 from __future__ import annotations
 
@@ -71,15 +76,35 @@ def test_the_console_prints_a_short_line_per_job_then_where_to_go_next(own_folde
     assert lines[end + 1] == "next: calbench recommend results/   ·   calbench report my.yaml"
 
 
-def _report(folder):
+def _needs_chromium():
     if chromium() is None:
         pytest.skip("chromium is not installed (Debian: apt-get install chromium; .ci/chromium-setup.sh): the report "
                     "is not checked in a browser")
+
+
+def _report(folder):
+    _needs_chromium()
     made = subprocess.run([sys.executable, "-m", "calbench", "report", "my.yaml"], cwd=folder, capture_output=True,
                           text=True, timeout=600)
     assert made.returncode == 0, made.stderr[-4000:]
     assert made.stdout.strip() == "report: results/report.html"  # up to date: no out-of-date box
     return folder / "results" / "report.html"
+
+
+def _figure_on_screen(seen, source):
+    """The one recommendation figure on show is ``source``'s, decoded, at least 900 px wide and inside the window,
+    and the screenshot draws it there (not a blank box)."""
+    from matplotlib.image import imread
+
+    assert [f["source"] for f in seen["shown"]] == [source], seen["shown"]
+    figure = seen["shown"][0]
+    assert figure["decoded"] and figure["box"]["width"] >= 900, figure
+    assert figure["box"]["top"] >= 0 and figure["box"]["bottom"] <= WINDOW[1], figure
+    assert figure["box"]["right"] <= WINDOW[0], figure
+    shot = imread(io.BytesIO(seen["screenshot"]), format="png")
+    box = figure["box"]
+    drawn = shot[int(box["top"]):int(box["bottom"]), int(box["left"]):int(box["right"]), :3].mean(axis=2)
+    assert (drawn < 0.5).mean() > 0.01, source  # lines, dots and text of the panels
 
 
 def _check_first_screen(html, sources):
@@ -89,9 +114,11 @@ def _check_first_screen(html, sources):
     page = load_page(html)
     assert page["errors"] == []
     assert page["embedded"] == len(sources) and page["decoded"] == page["embedded"]  # one figure per decision
-    # the recommendations' figures (first on the page) are shown; the linked ones load as the reader scrolls
+    # the recommendations' figures (first on the page) are decoded, shown or not; the linked ones load on scrolling
     assert all(complete and width > 0 for complete, width in page["shown"][:len(sources)])
-    seen = look(html, *WINDOW)
+    tabs = [f'label[for="figure-{i}"]' for i in range(1, len(sources))]
+    names = [f'label.pick[for="figure-{i}"]' for i in range(len(sources))]
+    seen = look(html, *WINDOW, clicks=(*tabs, *names[::-1]))
     assert "**" not in seen["text"] and "(ERROR/" not in seen["text"] and "Out of date" not in seen["text"]
     assert seen["heading"] is not None and seen["heading"]["bottom"] <= WINDOW[1]
     assert [row["source"] for row in seen["rows"]] == sources
@@ -99,12 +126,17 @@ def _check_first_screen(html, sources):
         assert row["box"]["bottom"] <= WINDOW[1] and row["box"]["right"] <= WINDOW[0], row
         assert row["overflowing"] == [], row
     assert seen["pageWidth"] <= WINDOW[0]
-    assert all(figure["width"] >= 900 for figure in seen["figures"][:len(sources)])
     shot = imread(io.BytesIO(seen["screenshot"]), format="png")
     assert shot.shape[:2] == (WINDOW[1], WINDOW[0])
     for row in seen["rows"]:  # the screenshot shows text where the DOM puts each recommendation
         band = shot[int(row["box"]["top"]):int(row["box"]["bottom"]), :, :3].mean(axis=2)
         assert (band < 0.4).mean() > 0.005, row["source"]
+    # the first source's figure on the first screen; every other one click away in the same place: its tab, or its
+    # name in the answer (clicked last to first), and the page does not scroll
+    assert [tab["source"] for tab in seen["tabs"]] == (sources if len(sources) > 1 else [])
+    for source, after in zip([sources[0], *sources[1:], *sources[::-1]], [seen, *seen["after"]]):
+        _figure_on_screen(after, source)
+        assert after["heading"] == seen["heading"]
 
 
 def test_the_report_of_the_own_folder_shows_the_answer_first(own_folder):
@@ -119,3 +151,23 @@ def test_the_report_of_three_imported_models_shows_every_answer_first(imported):
     text = html.read_text()
     assert "results/figures/reliability/model_b/conf.png" not in text  # linked relative to the page
     assert "figures/reliability/model_b/conf.png" in text
+
+
+def test_the_report_of_the_default_run_shows_every_answer_first(tmp_path):
+    """The report of the checkout's default run (``make run``; .ci/run makes it before the tests), written afresh by
+    this tree's code."""
+    required = os.environ.get("CALBENCH_REQUIRE_DEFAULT_RUN") == "1"
+    missing = pytest.fail if required else pytest.skip
+    if not (REPO / "results" / "tables" / "metrics_long.csv").is_file():
+        missing(f"{REPO / 'results'}: no default run here (make run makes it; .ci/run runs it before the tests): the "
+                "default run's report is not checked")
+    _needs_chromium()
+    html = tmp_path / "report.html"
+    made = subprocess.run([sys.executable, "-m", "calbench", "report", "config/config.yaml", "-o", str(html)],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert made.returncode == 0, made.stderr[-4000:]
+    if "out of date" in made.stdout:
+        missing(f"{REPO / 'results'} is out of date for config/config.yaml ({made.stdout.strip()}); rerun make run")
+    sources = list(yaml.safe_load((REPO / "config" / "config.yaml").read_text())["sources"])
+    assert len(sources) == 4
+    _check_first_screen(html, sources)

@@ -8,6 +8,7 @@ import sys
 
 
 def add_parser(sub) -> None:
+    from calbench.jobs.recommendation import BEST_FIELDS, FIELDS
     from calbench.stats.resampling import RESAMPLES
 
     rec = sub.add_parser("recommend", help="the best method per source of a finished run, with intervals and tests")
@@ -31,10 +32,8 @@ def add_parser(sub) -> None:
                      help="rank by the mean over the label-shifted test sets after EM prior adaptation "
                           "(--metric nll ranks by nll.em; name nll.bbse, nll.oracle or acc.em explicitly)")
     rec.add_argument("--json", action="store_true",
-                     help="print a JSON list of records {source, metric, method, estimate, low, high, best, "
-                          "tied_with_best, p_value, note, resamples, unit, scale, acc_change, calibrator, warnings} "
-                          "(values unscaled: the tables show value × scale; the best also has acc_flag, "
-                          "uncal_in_best_group and, for an ECE, noise_floor, noise_floor_high, within_noise_floor)")
+                     help=f"print a JSON list of records {{{', '.join(FIELDS)}}} (values unscaled: the tables show "
+                          f"value × scale; the best also has {', '.join(BEST_FIELDS)}, the last three for an ECE)")
     rec.set_defaults(handler=run)
 
 

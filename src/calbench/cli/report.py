@@ -4,9 +4,9 @@ It asks Snakemake, with calbench's Snakefile and the run's config, for the confi
 they are up to date (``snakemake --summary``), so that the page holds nothing from earlier runs of other configs
 and says, in a red box on its first screen, how many jobs a rerun would run where the results are out of date.
 The page itself is :mod:`calbench.report.page`: the recommendation per source first (the records of ``calbench
-recommend``), the reliability of each recommendation (drawn here from the calibrated test outputs, embedded), the
-run's warnings, then every table and figure of the config (figures linked beside the page, so that it stays a
-few hundred kB)."""
+recommend``), the reliability of each recommendation (drawn here from the calibrated test outputs as one wide row of
+panels, embedded; one source's at a time on the first screen), the run's warnings, then every table and figure of
+the config (figures linked beside the page, so that it stays a few hundred kB)."""
 
 from __future__ import annotations
 
@@ -105,32 +105,51 @@ def run_warnings(results: Path) -> list[dict]:
     return read_warnings(results)
 
 
-def recommendation_figure(config: dict, source: str, methods: list[str]) -> bytes | None:
+def recommendation_figure(config: dict, source: str, methods: list[str]) -> tuple[bytes, str] | None:
     """The confidence reliability diagram of ``methods`` on ``source`` (the seeds and bins of the config's
-    ``figures.reliability``) as PNG bytes, drawn by the workflow's reliability job
-    (:func:`calbench.jobs.reliability.reliability_job`); None where the config draws no reliability diagrams."""
+    ``figures.reliability``, the panels of the workflow's reliability job,
+    :func:`calbench.jobs.reliability.reliability_panels`) as PNG bytes of one wide row of panels for the first
+    screen, and its title for the caption; None where the config draws no reliability diagrams."""
     from dataclasses import replace
 
     from calbench.jobs import reliability
+    from calbench.report.reliability import figure_title, reliability_figure
 
     if config["figures"].get("reliability") is None:
         return None
+    drawn = reliability.spec(config, source=source, target="conf")
+    drawn = replace(drawn, calibrated={m: [paths.CALIBRATED.format(source=source, method=m, seed=s)
+                                           for s in drawn.seeds] for m in methods})
+    panels, logit_axis, limits = reliability.reliability_panels(spec=drawn)
     with tempfile.TemporaryDirectory() as folder:
-        drawn = reliability.spec(config, source=source, target="conf")
-        drawn = replace(drawn, figure=str(Path(folder) / "figure.png"), table=str(Path(folder) / "figure.csv"),
-                        calibrated={m: [paths.CALIBRATED.format(source=source, method=m, seed=s) for s in drawn.seeds]
-                                    for m in methods})
-        reliability.reliability_job(spec=drawn)
-        return Path(drawn.figure).read_bytes()
+        figure = Path(folder) / "figure.png"
+        reliability_figure(panels, "conf", figure, source, drawn.seeds, drawn.n_bins, drawn.scheme, logit_axis,
+                           limits, row=True)
+        return figure.read_bytes(), figure_title(panels, "conf", source, drawn.seeds, drawn.n_bins, drawn.scheme,
+                                                 logit_axis)
 
 
 def _figure_methods(decision) -> list[str]:
-    """The panels of a recommendation's figure: uncal beside the recommended method (or beside the best, where the
-    report keeps the model as is)."""
+    """The panels of a recommendation's figure: uncal beside the recommended method or, where the report keeps the
+    model as is, beside the best method (the runner-up where uncal is the best): two panels wherever two methods
+    ran."""
     from calbench.report.page import REFERENCE
 
-    other = decision.best if decision.keep else decision.method
-    return list(dict.fromkeys([REFERENCE, other])) if decision.keep or decision.method != REFERENCE else [other]
+    other = decision.method
+    if decision.keep:
+        other = decision.best if decision.best != REFERENCE else decision.runner_up
+    return [m for m in dict.fromkeys([REFERENCE, other]) if m is not None]
+
+
+def _panels_said(decision, methods: list[str]) -> str:
+    """What the panels of a recommendation's figure are, for its caption."""
+    if len(methods) < 2:
+        return f"{decision.source}: {methods[0]}, the only method drawn"
+    other = methods[1]
+    why = ("the recommendation" if not decision.keep else
+           "the best method, which does not beat it" if other == decision.best else
+           "the runner-up; no method beats uncal")
+    return f"{decision.source}: {methods[0]} beside {other}, {why}"
 
 
 def _caption(path: str) -> str:
@@ -162,25 +181,28 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
     here = output.resolve().parent
     embedded = []
     for decision in rows:
-        methods = _figure_methods(decision)
-        png = recommendation_figure(config, decision.source, methods)
-        if png is None:
-            continue
-        embedded.append((f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
-                         f"{decision.source}: confidence reliability of {' and '.join(methods)} (test split, seeds "
-                         "pooled)"))
+        methods = [m for m in _figure_methods(decision) if m in config["methods"]]
+        drawn = recommendation_figure(config, decision.source, methods)
+        if drawn is not None:
+            png, title = drawn
+            title = title.removeprefix(f"{decision.source}: ")
+            title = title[:1].upper() + title[1:]
+            embedded.append((decision.source, f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
+                             f"{_panels_said(decision, methods)}. {title}"))
     ordered = [p for p in status if Path(p).is_file()]
     tables = [p for p in ordered if p.startswith("results/tables/") and p.endswith(".md")]
     tables.sort(key=lambda p: (p != paths.SUMMARY, p))
     figures = sorted(p for p in ordered if p.startswith("results/figures/") and p.endswith(".png"))
     sources = list(config["sources"])
-    facts = [f"methods: {', '.join(config['methods'])}",
-             f"seeds: {', '.join(map(str, config['seeds']))}", f"config: {config_path}",
-             f"calbench {calbench.__version__}"]
+    facts = [f"seeds: {', '.join(map(str, config['seeds']))}", f"{len(config['methods'])} methods",
+             f"config: {config_path}", f"calbench {calbench.__version__}"]
+    details = [f"methods: {', '.join(config['methods'])}", f"metrics: {', '.join(config['metrics'])}",
+               f"results: {results.resolve()}"]
+    answer = page.answer_html(rows, metric, "higher" if family.higher_is_better else "lower",
+                              with_figures=[source for source, _, _ in embedded])
     return page.page(
-        title=f"calbench report: {config_path.name}", sources=sources, facts=facts, stale=stale,
-        answer=page.answer_html(rows, metric, "higher" if family.higher_is_better else "lower"),
-        recommended_figures=embedded, warnings=page.warnings_html(warnings),
+        title=f"calbench report: {config_path.name}", sources=sources, facts=facts, details=details, stale=stale,
+        answer=answer, chooser=page.chooser_html(embedded), warnings=page.warnings_html(warnings),
         tables=[(Path(p).relative_to("results/tables").as_posix(), Path(p).read_text()) for p in tables],
         figures=[(os.path.relpath(Path(p).resolve(), here), _caption(p)) for p in figures])
 

@@ -2,7 +2,8 @@
 
 A source's ``label_shift`` (config/README.md) names the priors: ``dirichlet: [α, ...]`` draws π ~ Dirichlet(α·1)
 (Lipton, Wang & Smola 2018; Alexandari, Kundaje & Shrikumar 2020), ``tweak_one: [ρ, ...]`` gives one class,
-drawn uniformly, prior ρ and the others (1 − ρ)/(k − 1) each (Lipton et al. 2018); ``draws`` sets of each.
+drawn uniformly (or ``tweak_class``, as Alexandari et al. fix class 3 of CIFAR-10), prior ρ and the others
+(1 − ρ)/(k − 1) each (Lipton et al. 2018); ``draws`` sets of each.
 A set is named ``prior/dirichlet{α}/{i}`` or ``prior/tweak_one{ρ}/{i}`` in the ``test_set`` column. Its rows:
 n·π rounded to integers by largest remainder (so its label frequencies are π to within 1/n), each class's rows
 drawn with replacement from the test rows of that class; classes absent from the test rows get prior 0 (the
@@ -39,13 +40,19 @@ def _rng(seed: int, name: str) -> np.random.Generator:
     return np.random.default_rng([seed, zlib.crc32(name.encode())])
 
 
-def target_priors(name: str, num_classes: int, rng: np.random.Generator) -> np.ndarray:
-    """The class priors of set ``name``: Dirichlet(α·1), or tweak-one (a uniformly drawn class at ρ)."""
+def target_priors(name: str, num_classes: int, rng: np.random.Generator, tweak_class: int | None = None
+                  ) -> np.ndarray:
+    """The class priors of set ``name``: Dirichlet(α·1), or tweak-one (a uniformly drawn class at ρ, or
+    ``tweak_class``; the class is drawn either way, so that the rows drawn after it use the same numbers)."""
     kind, strength, _ = parse_name(name)
     if kind == "dirichlet":
         return rng.dirichlet(np.full(num_classes, strength))
     priors = np.full(num_classes, (1.0 - strength) / (num_classes - 1))
-    priors[rng.integers(num_classes)] = strength
+    drawn = rng.integers(num_classes)
+    if tweak_class is not None and not 0 <= tweak_class < num_classes:
+        raise ValueError(f"label_shift.tweak_class: {tweak_class} is not a class of these {num_classes}-class "
+                         f"outputs; give one of 0-{num_classes - 1}, or leave it out to draw the class per set")
+    priors[drawn if tweak_class is None else tweak_class] = strength
     return priors
 
 
@@ -58,13 +65,14 @@ def class_counts(priors: np.ndarray, size: int) -> np.ndarray:
     return counts
 
 
-def draw_rows(name: str, labels: np.ndarray, num_classes: int, seed: int, size: int | None = None
-              ) -> tuple[np.ndarray, np.ndarray]:
+def draw_rows(name: str, labels: np.ndarray, num_classes: int, seed: int, size: int | None = None,
+              tweak_class: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(row indices into ``labels``, the set's true priors) of label-shifted set ``name`` for ``seed``; ``size``
-    rows (default: as many as ``labels``). The true priors are the drawn set's label frequencies."""
+    rows (default: as many as ``labels``); ``tweak_class``: tweak-one's class (default: drawn per set). The true
+    priors are the drawn set's label frequencies."""
     rng = _rng(seed, name)
     size = labels.size if size is None else size
-    priors = target_priors(name, num_classes, rng)
+    priors = target_priors(name, num_classes, rng, tweak_class)
     available = np.bincount(labels, minlength=num_classes)
     priors = np.where(available > 0, priors, 0.0)
     priors /= priors.sum()

@@ -166,7 +166,7 @@ def _one_set(name, spec, probs, labels, base, seed, intervals, what):
     """(the metrics of label-shifted set ``name``, their values on the set's redraws)."""
     from calbench.stats.resampling import RESAMPLES
 
-    rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"))
+    rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"), spec.get("tweak_class"))
     inputs = replace(base, true_priors=true_priors)
     values = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals, label_shift=inputs,
                       method=what)

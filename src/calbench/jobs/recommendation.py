@@ -49,6 +49,39 @@ class Recommendation:
     resamples: int = RESAMPLES
 
 
+#: The fields of every record (``recommend --json``), in order, and what each holds: first those of
+#: :class:`calbench.stats.paired.Verdict`, then those :meth:`_SourceRanker.records` adds. README.md's list and
+#: ``recommend --json``'s help are written from these (scripts/code_blocks.py), and a test checks the records
+#: against them, so that a field added to the records without a line here fails.
+FIELDS = {
+    "source": "the source",
+    "metric": "the metric id ranked by",
+    "method": "the method",
+    "estimate": "its value, the mean over seeds (unscaled)",
+    "low": "the interval's lower end (null without an interval)",
+    "high": "the interval's upper end (null without an interval)",
+    "best": "the best method of this source and metric",
+    "tied_with_best": "a paired test against the best cannot tell them apart (Holm); null where untested",
+    "p_value": "the Holm-adjusted bootstrap p-value against the best (null for the best and where untested)",
+    "note": "why the interval is missing (empty where there is one)",
+    "resamples": "the paired bootstrap resamples the interval and p-value rest on (0: none)",
+    "unit": "what a resample draws: test rows, or pool rows where seeds re-split one pool",
+    "scale": "the tables show value × scale (100 for an ECE)",
+    "acc_change": "its accuracy minus uncal's (null where the run has no acc)",
+    "calibrator": "the path of its saved calibrator (the first seed's)",
+    "warnings": "the warnings its jobs raised: {seed, stage, category, message} each",
+}
+#: The fields only the best method's record has (the noise floor's three only for an ECE-type metric on the clean
+#: test split).
+BEST_FIELDS = {
+    "acc_flag": '"raises" or "lowers" where its accuracy lies outside the interval of uncal\'s, else null',
+    "uncal_in_best_group": "uncal is the best or tied with it: no calibrator beats the uncalibrated model here",
+    "noise_floor": "what a perfectly calibrated model reads at this test size (the mean over label draws)",
+    "noise_floor_high": "the upper end of that reading's central 95 % range",
+    "within_noise_floor": "the best reads at or below noise_floor_high",
+}
+
+
 def metric_order(metric_id: str) -> tuple[int, str]:
     """The order docs/choosing.md advises: the proper scores (NLL, Brier) first, then the calibration-error
     estimators, then accuracy and the rest."""

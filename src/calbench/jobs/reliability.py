@@ -49,18 +49,25 @@ def spec(config: dict, *, source: str, target: str) -> ReliabilitySpec:
 
 def reliability_job(*, spec: ReliabilitySpec) -> None:
     """Diagram of each method's pooled test predictions + the CSV of what is drawn."""
-    calibrated, target, n_bins, scheme, axis = spec.calibrated, spec.target, spec.n_bins, spec.scheme, spec.axis
+    panels, logit_axis, limits = reliability_panels(spec=spec)
+    write_csv(panels_table(panels, spec.seeds), spec.table)
+    reliability_figure(panels, spec.target, spec.figure, spec.source, spec.seeds, spec.n_bins, spec.scheme,
+                       logit_axis, limits)
+
+
+def reliability_panels(*, spec: ReliabilitySpec) -> tuple[list, bool, tuple[float, float]]:
+    """Each method's panel of the pooled test predictions of ``spec.calibrated``, whether the axes are logit-scaled
+    (``spec.axis``, or chosen from the scores where ``auto``) and the axis limits, one for every panel."""
     from calbench.report.smooth_reliability import axis_range, choose_logit_axis
 
-    outputs = {method: [_test_outputs(path) for path in files] for method, files in calibrated.items()}
-    every = np.concatenate([pooled_pairs(o, target)[0] for o in outputs.values()]) if outputs else np.zeros(1)
-    logit_axis = choose_logit_axis(every) if axis == "auto" else axis == "logit"
+    outputs = {method: [_test_outputs(path) for path in files] for method, files in spec.calibrated.items()}
+    every = np.concatenate([pooled_pairs(o, spec.target)[0] for o in outputs.values()]) if outputs else np.zeros(1)
+    logit_axis = choose_logit_axis(every) if spec.axis == "auto" else spec.axis == "logit"
     limits = axis_range(every, logit_axis)
-    panels = [reliability_panel(method, o, target, n_bins, scheme, logit_axis, limits, spec.max_classes,
-                                spec.class_names)
+    panels = [reliability_panel(method, o, spec.target, spec.n_bins, spec.scheme, logit_axis, limits,
+                                spec.max_classes, spec.class_names)
               for method, o in outputs.items()]
-    write_csv(panels_table(panels, spec.seeds), spec.table)
-    reliability_figure(panels, target, spec.figure, spec.source, spec.seeds, n_bins, scheme, logit_axis, limits)
+    return panels, logit_axis, limits
 
 
 def _test_outputs(path) -> tuple[np.ndarray, np.ndarray]:

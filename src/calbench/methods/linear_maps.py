@@ -77,6 +77,9 @@ class AffineSoftmax(Calibrator):
     uses_log_probs: bool = False
     #: L-BFGS iterations before truncated Newton finishes a full map of 17–200 classes (fit_affine_softmax).
     newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG
+    #: Full maps of this many classes or more run truncated Newton with the large-map preconditioner
+    #: (fit_affine_softmax; None: its LARGE_MAP_CLASSES).
+    large_map_classes: int | None = None
     # λ only: the μ list runs from an intercept all but unpenalised (μ_code = 10⁻⁵ at 10 classes) to one pinned
     # at 0 (10⁶), so an end of it is not a sign of the optimum beyond (CIFAR-10 VGG-19 ms_odir: lowest at the
     # weakest μ, 0.4 % below the next, five decades away)
@@ -124,7 +127,8 @@ class AffineSoftmax(Calibrator):
         penalty = self.penalty(x.shape[1])
         weights, intercept, info = fit_affine_softmax(x, y, penalty, self.diagonal, init=init,
                                                       max_iter=self.max_iter, tol=self.tol, path=path,
-                                                      newton_cg_after=self.newton_cg_after)
+                                                      newton_cg_after=self.newton_cg_after,
+                                                      large_map_classes=self.large_map_classes)
         class_scales_free = penalty.diag == 0 and penalty.bias == 0  # W's diagonal and b (separated_classes)
         if not info["converged"]:
             warnings.warn(self._not_converged_message(info), NotConvergedWarning, stacklevel=2)

@@ -177,7 +177,7 @@ def cli(repeat):
 @benchmark("load.job.dir_odir", repeat=1)
 def job(repeat):
     """The calibrate job of dir_odir on an import source of the 10,000 rows (5,000 calibration rows, stratified,
-    seed 0) as ``calbench calibrate`` runs it outside Snakemake (``calibrate_job``: read the dump, fit, write the
+    seed 0) as ``calbench job calibrate`` runs it outside Snakemake (``calibrate_job``: read the dump, fit, write the
     outputs): the whole command. Its folds run on the process's cores; in a workflow the job runs on its
     ``calibrate_threads`` (``share_cores``, default one thread), which cannot oversubscribe."""
     skipped = _skipped()
@@ -193,10 +193,10 @@ def job(repeat):
                                         "split": {"cal_size": 5000, "stratify": True}}}}
         (Path(tmp) / "config.yaml").write_text(yaml.safe_dump(config))
         calbench = [sys.executable, "-m", "calbench"]
-        subprocess.run([*calbench, "dump", "--config", "config.yaml", "--source", NETWORK], cwd=tmp, check=True,
+        subprocess.run([*calbench, "job", "dump", "--config", "config.yaml", "--source", NETWORK], cwd=tmp, check=True,
                        capture_output=True)
-        command = [*calbench, "calibrate", "--config", "config.yaml", "--source", NETWORK, "--method", "dir_odir",
-                   "--seed", "0"]
+        command = [*calbench, "job", "calibrate", "--config", "config.yaml", "--source", NETWORK,
+                   "--method", "dir_odir", "--seed", "0"]
         return {"path": "job", "method": "dir_odir", "grid": "default grid", **_compare(command, Path(tmp))}
 
 

@@ -32,6 +32,8 @@ from calbench.scores import check_labels, check_logits
 TARGETS = ("conf", "cw")
 #: Inches of one panel (diagram, then the density strip beneath it), and the most panels in a row.
 PANEL_SIZE, STRIP, MAX_COLUMNS = 3.1, 0.8, 4
+#: The same in a figure of one row (``row=True``: the report's first screen), and the width of its legend.
+ROW_PANEL, ROW_STRIP, ROW_LEGEND = 2.6, 0.55, 2.0
 #: Cells of the grid merged into one bar of the density strip (``GRID / 10`` bars).
 CELLS_PER_BAR = 10
 COLUMNS = ["method", "target", "bin", "lower", "upper", "count", "weight", "mean_score", "frequency", "gap"]
@@ -273,22 +275,26 @@ def _draw_panel(ax, ax_strip, panel: Panel, logit_axis: bool, limits, target: st
 
 
 def reliability_figure(panels: list[Panel], target: str, path, source: str, seeds, n_bins: int, scheme: str,
-                       logit_axis: bool, limits) -> None:
+                       logit_axis: bool, limits, *, row: bool = False) -> None:
     """The panels as a grid of small multiples (at most :data:`MAX_COLUMNS` per row), one legend beneath, and a
-    title naming the binning, the seeds pooled and the axis."""
+    title naming the binning, the seeds pooled and the axis (:func:`figure_title`). ``row``: every panel in one row
+    of smaller panels (:data:`ROW_PANEL`), the legend at the right and no title, for a page that writes the title
+    as the figure's caption (the report's first screen: a wide, short figure)."""
     if not panels:
         raise ValueError(f"reliability diagram of {source or 'a source'}: no method to draw; list methods that run "
                          "on this source under figures.reliability.methods")
-    n_cols = min(MAX_COLUMNS, int(np.ceil(np.sqrt(len(panels)))))
+    n_cols = len(panels) if row else min(MAX_COLUMNS, int(np.ceil(np.sqrt(len(panels)))))
     n_rows = -(-len(panels) // n_cols)
-    fig = plt.figure(figsize=(PANEL_SIZE * n_cols + 0.4, (PANEL_SIZE + STRIP) * n_rows + 1.6), layout="constrained")
-    grid = fig.add_gridspec(2 * n_rows, n_cols, height_ratios=[PANEL_SIZE - 0.3, STRIP] * n_rows)
+    size, strip = (ROW_PANEL, ROW_STRIP) if row else (PANEL_SIZE, STRIP)
+    width, height = size * n_cols + (ROW_LEGEND if row else 0.4), (size + strip) * n_rows + (0.5 if row else 1.6)
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    grid = fig.add_gridspec(2 * n_rows, n_cols, height_ratios=[size - 0.3, strip] * n_rows)
     colours = distinct_colours(max(len(p.classes) for p in panels) + 3)[3:]
     score = "confidence (top probability)" if target == "conf" else "p̂_j"
     for i, panel in enumerate(panels):
-        row, col = divmod(i, n_cols)
-        ax = fig.add_subplot(grid[2 * row, col])
-        ax_strip = fig.add_subplot(grid[2 * row + 1, col], sharex=ax)
+        row_at, col = divmod(i, n_cols)
+        ax = fig.add_subplot(grid[2 * row_at, col])
+        ax_strip = fig.add_subplot(grid[2 * row_at + 1, col], sharex=ax)
         _draw_panel(ax, ax_strip, panel, logit_axis, limits, target, colours)
         if col == 0:
             ax.set_ylabel("accuracy" if target == "conf" else "frequency of class j")
@@ -296,8 +302,18 @@ def reliability_figure(panels: list[Panel], target: str, path, source: str, seed
         ax_strip.set_xlabel(score, fontsize=8)
     named = {name for p in panels for name in p.classes}
     shared = {label: h for ax in fig.axes for h, label in zip(*ax.get_legend_handles_labels()) if label not in named}
-    shared = [(h, label) for label, h in shared.items()]
-    fig.legend(*zip(*shared), loc="outside lower center", ncol=3, fontsize=8, frameon=False)
+    shared = [(h, textwrap.fill(label, 24) if row else label) for label, h in shared.items()]
+    fig.legend(*zip(*shared), loc="outside right center" if row else "outside lower center", ncol=1 if row else 3,
+               fontsize=8, frameon=False)
+    if not row:
+        title = figure_title(panels, target, source, seeds, n_bins, scheme, logit_axis)
+        fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
+    save_figure(fig, path)
+
+
+def figure_title(panels: list[Panel], target: str, source: str, seeds, n_bins: int, scheme: str,
+                 logit_axis: bool) -> str:
+    """What a reliability figure draws: the target, the seeds pooled, the axis and the binning of its dots."""
     what = "confidence" if target == "conf" else "classwise (all classes pooled; thin lines: classes of largest ECE)"
     shown = ""
     if any(p.worst_only for p in panels):
@@ -307,7 +323,5 @@ def reliability_figure(panels: list[Panel], target: str, path, source: str, seed
     pooled = f"seeds {', '.join(map(str, seeds))} pooled" if len(seeds) > 1 else f"seed {seeds[0]}"
     dots = ("Panel value: " + binning_text(target, n_bins, scheme) if any(p.worst_only for p in panels) else
             f"Dots: {binning_text(target, n_bins, scheme)}; panel value")
-    title = (f"{source}: {what} reliability, test split, {pooled}; {'logit' if logit_axis else 'linear'} axes. "
-             f"{dots}: its mean ± std over seeds{shown}")
-    fig.suptitle(textwrap.fill(title, int(fig.get_figwidth() * 14)), fontsize=9)
-    save_figure(fig, path)
+    return (f"{source}: {what} reliability, test split, {pooled}; {'logit' if logit_axis else 'linear'} axes. "
+            f"{dots}: its mean ± std over seeds{shown}")

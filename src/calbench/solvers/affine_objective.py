@@ -48,6 +48,16 @@ class AffineProblem:
         """The stopping test of every solver: a predicted decrease of at most ``tol``·max(|f|, 1)."""
         return predicted_decrease <= self.tol * max(abs(value), 1.0)
 
+    def newton_decrease_bound(self, grad: np.ndarray) -> float:
+        """An upper bound on Newton's predicted decrease ½ gᵀH⁻¹g at gradient ``grad``, from the penalty alone:
+        the log-loss Hessian is positive semi-definite, so H ⪰ C, the penalty's (diagonal) curvature, and
+        gᵀH⁻¹g ≤ gᵀC⁻¹g. Infinite where a parameter is unpenalised. Where it passes :meth:`converged`, the
+        Newton step's own decrement (at most gᵀH⁻¹g) would too, so a solver may stop without solving for it."""
+        curvature = self.curvature()
+        if not (curvature > 0).all():
+            return float("inf")
+        return 0.5 * float(np.sum(grad * grad / curvature))
+
     def weights(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return unpack(theta, self.k, self.diagonal)
 

@@ -150,7 +150,8 @@ def diagonal_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty
 
 class LargeMapMoments(NamedTuple):
     """The log-loss parts of :func:`large_map_preconditioner`, with v = p(1 − p) and t each row's feature sum:
-    Σ v (per class), vᵀx, vᵀx², vᵀ(x t), vᵀt, vᵀt², and the dense Hessian over (w_aa, γₐ, bₐ) of every class."""
+    Σ v (per class), vᵀx, vᵀx², vᵀ(x t), vᵀt, vᵀt², the dense Hessian over (w_aa, γₐ, bₐ) of every class (a mean),
+    and the number of rows summed."""
 
     s0: np.ndarray
     s1: np.ndarray
@@ -159,6 +160,7 @@ class LargeMapMoments(NamedTuple):
     s_t: np.ndarray
     s_tt: np.ndarray
     coarse_block: np.ndarray
+    rows: int
 
 
 def large_map_moments(x_single: np.ndarray, probs: np.ndarray) -> LargeMapMoments:
@@ -182,13 +184,14 @@ def large_map_moments(x_single: np.ndarray, probs: np.ndarray) -> LargeMapMoment
     coarse_block = class_features_hessian(
         probs, [x_single, (sums.astype(np.float32)[:, None] - x_single) / np.float32(np.sqrt(k - 1)),
                 np.ones((1, 1), dtype=np.float32)])
-    return LargeMapMoments(s0, s1, s2, s_xt, s_t, s_tt, coarse_block)
+    return LargeMapMoments(s0, s1, s2, s_xt, s_t, s_tt, coarse_block, n)
 
 
-def large_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty: Penalty, path: PathState):
+def large_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty: Penalty, path: PathState,
+                             stride: int = 1):
     """Truncated Newton's preconditioner of a full map beyond
     :data:`~calbench.solvers.affine_softmax_fit.NEWTON_CG_MAX_CLASSES` classes, where the per-class blocks would
-    not fit in memory.
+    not fit in memory (and of ``sms``'s fit alone from 50 classes, where they cost more to set up).
 
     It splits each class a's off-diagonal weights (row a of W without w_aa) into their mean direction
     ũ = 1/√(k−1) (coordinate γₐ, feature t̃ₐ = Σ_{j≠a} x_j/√(k−1)) and the rest (Π: minus the row mean).
@@ -200,12 +203,14 @@ def large_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty: P
     * the rest of the off-diagonal weights, in coordinates θ = T θ′ with bₐ = b′ₐ − (Π w′ₐ)·(Π mₐ), where
       they no longer couple with the bias: the diagonal of the Schur complement (:func:`_fine_inverse`).
 
-    P⁻¹ = T blockdiag(…)⁻¹ Tᵀ. The log-loss parts (:func:`large_map_moments`) are taken once per ``path`` and
-    reused with each fit's penalty."""
-    n, k = x_single.shape
+    P⁻¹ = T blockdiag(…)⁻¹ Tᵀ. The log-loss parts (:func:`large_map_moments`) are taken once per ``path``, from
+    every ``stride``-th row (a sub-sampled Hessian, as :func:`block_preconditioner`), and reused with each fit's
+    penalty."""
+    k = x_single.shape[1]
     if path.moments is None:
-        path.moments = large_map_moments(x_single, probs)
-    inverse_w, means = _fine_inverse(path.moments, penalty, n)
+        rows = slice(None, None, stride)
+        path.moments = large_map_moments(np.ascontiguousarray(x_single[rows]), np.ascontiguousarray(probs[rows]))
+    inverse_w, means = _fine_inverse(path.moments, penalty)
     projected_means = _off_diagonal_projection(means)
     coarse_solve = _coarse_solver(path.moments.coarse_block, penalty)
     diag = np.arange(k)
@@ -225,12 +230,12 @@ def large_map_preconditioner(x_single: np.ndarray, probs: np.ndarray, penalty: P
     return precondition
 
 
-def _fine_inverse(moments: LargeMapMoments, penalty: Penalty, n: int) -> tuple[np.ndarray, np.ndarray]:
+def _fine_inverse(moments: LargeMapMoments, penalty: Penalty) -> tuple[np.ndarray, np.ndarray]:
     """The inverse diagonal of the off-diagonal weights' block of :func:`large_map_preconditioner` (0 on W's
     diagonal) and the means mₐ = Σ vₐ x / (Σ vₐ + 2μn) that decouple class a's weights from bₐ: the diagonal of
     the Schur complement S (mean vₐ x_j² + 2λ − m_aj·mean vₐ x_j) minus its part along the row's all-ones
     direction (Nyström, (S u)²/(uᵀ S u))."""
-    k = moments.s0.shape[0]
+    k, n = moments.s0.shape[0], moments.rows
     pen_w, pen_b = penalty.curvature(k)
     off = ~np.eye(k, dtype=bool)
     curvature_b = np.maximum(moments.s0 / n + pen_b, 1e-300)

@@ -56,9 +56,10 @@ def finishing_solver(k: int, diagonal: bool) -> str | None:
 
 def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal: bool, *, init=None,
                        max_iter: int = 1000, tol: float = 1e-10, path: PathState | None = None,
-                       newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG) -> tuple[np.ndarray, np.ndarray, dict]:
+                       newton_cg_after: int = LBFGS_ITERS_BEFORE_NEWTON_CG,
+                       large_map_classes: int | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """Minimise mean log-loss + ``penalty`` of σ(W x + b) from ``init = (W, b)`` (default: W = I, b = 0); the
-    five keyword-only parameters are the calibrators' settings and the grid path's state, passed through.
+    keyword-only parameters are the calibrators' settings and the grid path's state, passed through.
 
     L-BFGS first, then the solver of :func:`finishing_solver` where L-BFGS has not converged within
     :data:`LBFGS_ITERS_BEFORE_NEWTON` iterations (Newton) or ``newton_cg_after`` (truncated Newton), from where
@@ -71,10 +72,14 @@ def fit_affine_softmax(x: np.ndarray, y: np.ndarray, penalty: Penalty, diagonal:
     strong penalties first) pass along. On a path of full maps, once a fit has needed truncated Newton, the later
     ones go straight to it (``info["solver"]`` "newton-cg"): their weaker penalties need it too. A preconditioner
     or scaling taken at another grid point changes the steps, not the optimum.
+
+    ``large_map_classes``: full maps of this many classes or more go to :func:`_fit_large_map` (None:
+    :data:`LARGE_MAP_CLASSES`; a fit alone may lower it, as ``sms`` does, where the large-map preconditioner's
+    one set-up costs less than the per-class blocks').
     """
     k = x.shape[1]
     problem = AffineProblem(x, y, penalty, diagonal, tol)
-    if not diagonal and k >= LARGE_MAP_CLASSES:
+    if not diagonal and k >= (LARGE_MAP_CLASSES if large_map_classes is None else large_map_classes):
         theta, info = _fit_large_map(problem, init, max_iter, path)
     else:
         theta = pack(*(init if init is not None else (np.eye(k), np.zeros(k))), diagonal)
