@@ -127,31 +127,64 @@ def read_attrs(path) -> dict:
         return dict(f.attrs)
 
 
-def list_groups(path) -> list[str]:
-    """Paths of the groups that hold a ``logits`` dataset."""
+def _groups(f: h5py.File) -> list[str]:
     found = []
 
     def visit(name, obj):
         if isinstance(obj, h5py.Group) and "logits" in obj:
             found.append(name)
 
-    with _open_for_reading(path) as f:
-        f.visititems(visit)
+    f.visititems(visit)
     return sorted(found)
+
+
+def list_groups(path) -> list[str]:
+    """Paths of the groups that hold a ``logits`` dataset."""
+    with _open_for_reading(path) as f:
+        return _groups(f)
+
+
+def _arrays(f: h5py.File, path, group: str, fields=None) -> dict[str, np.ndarray]:
+    if group not in f:
+        raise KeyError(f"{path}: has no group {group!r}; groups: {_groups(f)}")
+    g = f[group]
+    names = [k for k in g.keys() if fields is None or k in fields]
+    try:
+        return {k: g[k][()] for k in names}
+    except OSError as err:
+        raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and "
+                         "rerun") from None
 
 
 def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
     """Arrays of one group (all fields, or those named)."""
     with _open_for_reading(path) as f:
-        if group not in f:
-            raise KeyError(f"{path}: has no group {group!r}; groups: {list_groups(path)}")
-        g = f[group]
-        names = [k for k in g.keys() if fields is None or k in fields]
-        try:
-            return {k: g[k][()] for k in names}
-        except OSError as err:
-            raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and "
-                             "rerun") from None
+        return _arrays(f, path, group, fields)
+
+
+def read_split(path, seed: int, fields=None, *, train: bool = False) -> dict:
+    """The checked arrays (:func:`validate_split`) of a dump that a job of ``seed`` reads, in one read of the file:
+    ``cal`` and ``test`` (the seed's own groups ``seed{s}/cal`` and ``seed{s}/test``, else the fixed ``cal`` and
+    ``test``) or ``all``, a pool that :func:`calbench.data.splits.load_split` splits for the seed, and
+    ``test_group``, the group of the test rows; with ``train``, also the ``train`` group; ``dump_warnings``, the
+    warnings the dump job recorded (:func:`read_warnings`). ``fields``: the fields read (``logits`` and ``labels``
+    always), all where None."""
+    if fields is not None:
+        fields = {"logits", "labels", *fields}
+    with _open_for_reading(path) as f:
+        groups = _groups(f)
+        if f"seed{seed}/cal" in groups:
+            parts = {"cal": f"seed{seed}/cal", "test": f"seed{seed}/test"}
+        elif "cal" in groups and "test" in groups:
+            parts = {"cal": "cal", "test": "test"}
+        elif "all" in groups:
+            parts = {"all": "all"}
+        else:
+            raise ValueError(f"{path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
+        out = {role: validate_split(_arrays(f, path, group, fields), f"{path}:{group}")
+               for role, group in ({**parts, "train": "train"} if train else parts).items()}
+        warned = _warnings(f.attrs)
+    return {**out, "test_group": parts.get("test", "all"), "dump_warnings": warned}
 
 
 #: Attribute (dump, calibrated file) and metrics-JSON key of the warnings the jobs raised (:mod:`calbench.caught`).
@@ -162,7 +195,11 @@ ROWS_OF_KEY = "test_rows_of"
 
 def read_warnings(path) -> list[dict]:
     """The warnings recorded in a dump's or calibrated file's attributes (none in files of earlier versions)."""
-    found = read_attrs(path).get(WARNINGS_KEY)
+    return _warnings(read_attrs(path))
+
+
+def _warnings(attrs) -> list[dict]:
+    found = attrs.get(WARNINGS_KEY)
     return json.loads(found) if found else []
 
 
