@@ -64,7 +64,7 @@ def _coverage_problems(where: str, method: str, sizes: dict, split: dict | None)
             problems.append(f"{where}: method {method} needs calibration examples of every class, but {text}")
             continue
         size = f"cal_size: {split['cal_size']}" if split.get("cal_size") else f"cal_fraction: {split['cal_fraction']}"
-        fix = ("a larger split.cal_size (or cal_fraction)" if split.get("stratify", True)
+        fix = ("a larger split.cal_size (or cal_fraction)" if split["stratify"]
                else "split.stratify: true or a larger split.cal_size (or cal_fraction)")
         problems.append(f"{where}: method {method} needs calibration examples of every class, but the split of "
                         f"{part} ({size}) draws a calibration part where {text}; set {fix}")

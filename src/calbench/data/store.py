@@ -184,7 +184,7 @@ def read_split(path, seed: int, fields=None, *, train: bool = False) -> dict:
         out = {role: validate_split(_arrays(f, path, group, fields), f"{path}:{group}")
                for role, group in ({**parts, "train": "train"} if train else parts).items()}
         warned = _warnings(f.attrs)
-    return {**out, "test_group": parts.get("test", "all"), "dump_warnings": warned}
+    return {**out, "test_group": "all" if "all" in parts else parts["test"], "dump_warnings": warned}
 
 
 #: Attribute (dump, calibrated file) and metrics-JSON key of the warnings the jobs raised (:mod:`calbench.caught`).
