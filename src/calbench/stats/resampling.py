@@ -100,8 +100,8 @@ def seed_rows(outputs: dict, seed: int) -> SeedRows:
     the seed's own rows."""
     group = outputs.get("rows_of")
     ids = np.asarray(outputs["index"], dtype=np.int64)
-    if group is None:
-        return SeedRows(f"seed{seed}/own", ids, ids.size)
+    if group is None:  # a group of the seed's rows alone: their positions, whatever the index holds
+        return SeedRows(f"seed{seed}/own", np.arange(ids.size), ids.size)
     size = outputs.get("group_rows")
     return SeedRows(str(group), ids, None if size is None else int(size))
 
