@@ -43,9 +43,34 @@ _RUNNING: list = [None]
 STARTS = {"snakemake": "workflow", "chromium": "browser", "chromium-browser": "browser", "google-chrome": "browser"}
 
 
+#: Snakemake imports every executor plugin when it starts, and the SLURM plugin's help text runs ``scontrol show
+#: config``, which waits ~2 s (slurm.conf's MessageTimeout) wherever SLURM's client is installed and no controller
+#: runs, as in CI, which installs it for tests/workflow/test_slurm.py: the processes of every test not marked ``slurm``
+#: find first on their PATH an ``scontrol`` that fails at once (the plugin then recommends no status command, which
+#: a local run never uses).
+_NO_SCONTROL: list = []
+
+
+def _path_for(item) -> str:
+    """PATH for ``item``'s processes: without the failing ``scontrol`` for a ``slurm`` test, with it otherwise."""
+    if not _NO_SCONTROL:
+        import atexit
+        import shutil
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="calbench-no-scontrol-")
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)
+        (Path(folder) / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+        (Path(folder) / "scontrol").chmod(0o755)
+        _NO_SCONTROL[:] = [folder, os.environ.get("PATH", "")]
+    folder, path = _NO_SCONTROL
+    return path if item.get_closest_marker("slurm") else f"{folder}{os.pathsep}{path}"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
     _RUNNING[0] = item
+    os.environ["PATH"] = _path_for(item)
 
 
 def pytest_runtest_teardown(item):
@@ -77,6 +102,43 @@ def guarded_popen(init):
 
 def pytest_configure(config):
     subprocess.Popen.__init__ = guarded_popen(subprocess.Popen.__init__)
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-seconds", type=int, metavar="N", default=None,
+                     help="print the N tests that took the most CPU seconds, their own process's and those of the "
+                          "processes they waited for (snakemake and its jobs), and the total; with -n 0")
+
+
+#: CPU seconds of each test under --cpu-seconds (docs/developing.md, "Tests").
+_CPU: dict[str, float] = {}
+
+
+def _cpu_seconds() -> float:
+    import resource
+
+    return sum(usage.ru_utime + usage.ru_stime
+               for usage in map(resource.getrusage, (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Under --cpu-seconds, the CPU seconds of the test's set-up (a shared run counts in its first test), call and
+    teardown."""
+    start = _cpu_seconds() if item.config.getoption("cpu_seconds") is not None else None
+    yield
+    if start is not None:
+        _CPU[item.nodeid] = _cpu_seconds() - start
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = config.getoption("cpu_seconds")
+    if count is None or not _CPU:
+        return
+    terminalreporter.write_sep("=", f"{count} largest CPU seconds; all {len(_CPU)} tests: {sum(_CPU.values()):.0f} "
+                                    "CPU-s")
+    for nodeid, seconds in sorted(_CPU.items(), key=lambda item: -item[1])[:count]:
+        terminalreporter.write_line(f"{seconds:8.1f}  {nodeid}")
 
 
 def reference(module: str, distribution: str):

@@ -67,11 +67,14 @@ def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]
 
 
 def copy_repository(repo: Path, dest: Path) -> Path:
-    """A copy of the tracked workflow and package (no results, venvs or caches) for tests that edit code."""
+    """A copy of the tracked workflow and package (no results, venvs or test caches) for tests that edit code. The
+    ``__pycache__`` folders come along, with their modification times: numba's cache of the compiled kernels
+    (``calbench compile``) stays valid for every unedited module, so the copy's jobs load the kernels instead of
+    compiling them again (~30 CPU-s for all of them)."""
     import shutil
 
-    ignore = shutil.ignore_patterns(".git", ".venv", "results", "logs", "benchmarks", ".snakemake", "__pycache__",
-                                    "*.egg-info", ".pytest_cache", "resources")
+    ignore = shutil.ignore_patterns(".git", ".venv", "results", "logs", "benchmarks", ".snakemake", "*.egg-info",
+                                    ".pytest_cache", "resources")
     dest.mkdir(parents=True, exist_ok=True)
     for name in ("Snakefile", "workflow", "src", "profiles", "envs", "config"):
         source = repo / name

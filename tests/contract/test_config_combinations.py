@@ -1,6 +1,6 @@
 """What validates, runs: `calbench.config.load` (so `validate` and `snakemake -n`) refuses up front, naming the
-metric or method and the sources, every combination that no job can produce; every shipped config passes a dry
-run."""
+metric or method and the sources, every combination that no job can produce. (That every shipped config passes a
+dry run: tests/workflow/test_job_specs.py, whose DAG of each one is a dry run.)"""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 
 from calbench.__main__ import main
 from calbench.config import ConfigError, load
-from conftest import REPO, run_snakemake, stand_in_image_folders, user_config
+from conftest import run_snakemake, user_config
 
 IMPOSSIBLE = {
     "true-map metric without a synthetic source": (
@@ -63,13 +63,3 @@ def test_a_real_logits_config_with_an_impossible_metric_is_refused_by_validate_a
     assert result.returncode != 0
     assert "calbench: invalid config: config key metrics: true_ce.conf.l1" in result.stdout + result.stderr
 
-
-@pytest.mark.workflow
-@pytest.mark.parametrize("path", sorted((REPO / "config").glob("*.yaml")), ids=lambda p: p.name)
-def test_every_shipped_config_passes_a_dry_run(path, tmp_path):
-    """(That each loads, with every default filled: tests/test_config_defaults.py.)"""
-    import yaml
-
-    config = stand_in_image_folders(yaml.safe_load(path.read_text()), tmp_path)
-    result = run_snakemake(tmp_path, config, "-n", check=False)
-    assert result.returncode == 0, result.stderr[-3000:]

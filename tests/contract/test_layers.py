@@ -117,6 +117,20 @@ def test_imports_of_the_root_are_seen():
     assert any(target == ROOT for _, target, _ in import_edges())
 
 
+def test_the_package_saves_and_loads_calibrators_through_persist():
+    """The root's ``save``/``load`` are the library user's door: the jobs and the command line write and read
+    calibrator files through :mod:`calbench.persist`, the layer that owns the format (``calbench.save`` or
+    ``from calbench import save`` would route a job through the package root, four layers up)."""
+    facade = set()
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (isinstance(node, ast.Attribute) and node.attr in ("save", "load") and isinstance(node.value, ast.Name)
+                    and node.value.id == ROOT) or (isinstance(node, ast.ImportFrom) and node.module == ROOT
+                                                   and {a.name for a in node.names} & {"save", "load"}):
+                facade.add(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert facade == set(), f"use calbench.persist.save/load: {sorted(facade)}"
+
+
 def test_no_module_imports_a_private_name_of_another():
     private = sorted(f"{file}: imports {name}" for file, name in private_imports())
     assert private == [], ("private names imported from another module; give them a public name (and a "

@@ -87,7 +87,7 @@ def test_tabular_logits_are_out_of_fold_and_deterministic():
 @pytest.mark.workflow
 def test_config_passes_a_dry_run_with_its_inputs(tmp_path):
     """scripts/choosing.yaml names the inputs ``prepare`` puts in place (the configs of config/ are checked alike
-    by test_config_combinations; this one reads files that only ``prepare`` makes)."""
+    by tests/workflow/test_job_specs.py; this one reads files that only ``prepare`` makes)."""
     import subprocess
 
     shared_data("logits")

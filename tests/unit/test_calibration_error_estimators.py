@@ -254,17 +254,17 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
 
 
 def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing_each_resample(monkeypatch):
-    """Binned estimators from the row counts of all resamples at once (equal-width sums chunked
-    over columns with a tiny block; equal-mass from cumulative counts) give the resample loop's values
-    within 1e-8; ties that would make the re-sort's order matter fall back to the loop (classwise: in the columns
-    that tie alone)."""
+    """Binned estimators from the row counts of all resamples at once (the compiled passes of
+    calbench.kernels.resampled_bins, 7 resamples at a time; equal-mass in blocks of 3 sorted rows) give the
+    resample loop's values within 1e-8; ties that would make the re-sort's order matter fall back to the loop
+    (classwise: in the columns that tie alone)."""
+    from calbench.kernels import resampled_bins
     from calbench.metrics import binned
     from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices
     from calbench.metrics.registry import MetricContext, lookup
 
-    monkeypatch.setattr(binned, "RESAMPLE_COLUMN_BLOCK", 3)  # 4 classes: two blocks
-    for name, tiny in (("RESAMPLE_RANK_BLOCK", 3), ("RESAMPLE_GATHER_BUDGET", 1), ("RESAMPLE_CHUNK", 7)):
-        monkeypatch.setattr(binned, name, tiny)  # equal mass: blocks of 3 ranks, one column, 7 resamples at once
+    monkeypatch.setattr(binned, "RESAMPLE_RANK_BLOCK", 3)
+    monkeypatch.setattr(resampled_bins, "LANES", 7)
     probs, labels = calibrated(300, classes=4, seed=11)
     probs[:20], labels[:20] = probs[0], labels[0]  # tied rows (same scores and hits)
     ids = ["ece.conf.ew15.l1", "ece.cw.ew10.l2", "ece.cw.ew7.l1.debiased", "ece.conf.ew5.l2.debiased",
@@ -307,13 +307,14 @@ def test_bootstrap_of_kcal_adaptive_ece_from_resample_counts_equals_recomputing_
     """The KCal paper's adaptive ECE (remainder in the last bins; classwise keeps p̂ ≥ min(0.01,
     1/K), so at 40 classes many columns keep fewer rows than bins, or none) from the row counts of all
     resamples equals recomputing it on each resample, resample by resample (also with tiny blocks)."""
+    from calbench.kernels import resampled_bins
     from calbench.metrics import binned
     from calbench.metrics.bootstrap import resample_indices
     from calbench.metrics.registry import MetricContext, lookup
 
     if tiny:
-        for name, size in (("RESAMPLE_RANK_BLOCK", 1), ("RESAMPLE_GATHER_BUDGET", 1), ("RESAMPLE_CHUNK", 4)):
-            monkeypatch.setattr(binned, name, size)
+        monkeypatch.setattr(binned, "RESAMPLE_RANK_BLOCK", 1)
+        monkeypatch.setattr(resampled_bins, "LANES", 4)
     probs, labels = calibrated(200, classes=classes, seed=5, concentration=0.02)  # most entries below 0.01
     ctx = MetricContext(probs, labels, seed=3)
     idx = resample_indices(200, 30, 3)

@@ -69,9 +69,12 @@ def test_pool_split_is_reproducible_disjoint_and_stratified():
         splits.split_pool(labels, seed=0, cal_size=1000)
 
 
-def test_calibrate_job_reads_only_the_fields_its_method_needs(tmp_path, monkeypatch):
+def test_calibrate_job_reads_only_the_fields_its_method_needs_in_one_read(tmp_path, monkeypatch):
     """A calibrate job reads logits and labels, embeddings only for a method that needs them, and never the true
-    probabilities (at 1,000 classes × 25,000 rows, 380 MB of float64 per split that the evaluate job alone uses)."""
+    probabilities (at 1,000 classes × 25,000 rows, 380 MB of float64 per split that the evaluate job alone uses);
+    it opens the dump once, and its data come checked from that one read (store.read_split)."""
+    import h5py
+
     from calbench.jobs.calibrate import CalibrateSpec, calibrate_job
 
     rng = np.random.default_rng(0)
@@ -81,22 +84,29 @@ def test_calibrate_job_reads_only_the_fields_its_method_needs(tmp_path, monkeypa
         parts[name] = {"logits": z, "labels": y, "embeddings": rng.normal(size=(n, 5)).astype(np.float32),
                        "true_probs": np.full((n, 3), 1 / 3)}
     store.write_dump(tmp_path / "d.h5", parts, {})
-    read = []
-    real_read_group = store.read_group
+    read, opened = [], []
+    real_read_split, real_file = store.read_split, h5py.File
 
-    def recording_read_group(path, group, fields=None):
-        arrays = real_read_group(path, group, fields)
-        read.append((group, sorted(arrays)))
+    def recording_read_split(path, seed, fields=None, **options):
+        arrays = real_read_split(path, seed, fields, **options)
+        read.append({part: sorted(arrays[part]) for part in ("cal", "test", "train") if part in arrays})
         return arrays
 
-    monkeypatch.setattr(store, "read_group", recording_read_group)
+    def recording_file(name, mode="r", **options):
+        opened.append((str(name), mode))
+        return real_file(name, mode, **options)
+
+    monkeypatch.setattr(store, "read_split", recording_read_split)
+    monkeypatch.setattr(h5py, "File", recording_file)
     calibrate_job(spec=CalibrateSpec(source="d", method="ts", seed=0, method_settings={"ts": {}}, input_kind="logits",
                                      dump=tmp_path / "d.h5", calibrated=tmp_path / "ts.h5"))
-    assert read == [("cal", ["labels", "logits"]), ("test", ["labels", "logits"])]
-    read.clear()
+    assert read == [{"cal": ["labels", "logits"], "test": ["labels", "logits"]}]
+    assert opened.count((str(tmp_path / "d.h5"), "r")) == 1
+    read.clear(), opened.clear()
     calibrate_job(spec=CalibrateSpec(source="d", method="kcal", seed=0, method_settings={"kcal": {"max_epochs": 1}},
                                      input_kind="logits", dump=tmp_path / "d.h5", calibrated=tmp_path / "kcal.h5"))
-    assert read == [(group, ["embeddings", "labels", "logits"]) for group in ("cal", "test", "train")]
+    assert read == [{group: ["embeddings", "labels", "logits"] for group in ("cal", "test", "train")}]
+    assert opened.count((str(tmp_path / "d.h5"), "r")) == 1
 
 
 def test_dump_round_trip_and_load_split_for_each_layout(tmp_path):

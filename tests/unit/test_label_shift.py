@@ -175,10 +175,17 @@ def test_bad_label_shift_entries_are_refused_naming_the_key(label_shift, message
         load(_config(label_shift))
 
 
+def _pool_counts(ids, pool: int, resamples: int) -> np.ndarray:
+    """The main tables' counts [R, n] of the test rows ``ids`` of a pool of ``pool`` rows."""
+    from calbench.stats.resampling import SeedRows, unit_counts
+
+    return np.concatenate(unit_counts(SeedRows("all", np.asarray(ids), pool), resamples))
+
+
 def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
-    # the bootstrap of the label-shift tables: the test rows resampled within classes and the set redrawn from them
-    # (its class counts, hence its true priors, kept), the weights re-estimated on each resample; the row-weighted
-    # forms must equal the metric recomputed on the redrawn rows
+    # the bootstrap of the label-shift tables: the test rows resampled as the main tables resample them and the set
+    # redrawn from them (its class counts, hence its true priors, kept), the weights re-estimated on each resample;
+    # the row-weighted forms must equal the metric recomputed on the redrawn rows
     from dataclasses import replace
 
     from calbench.data.label_shift import redraw_weights
@@ -189,11 +196,13 @@ def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
     name = "prior/dirichlet0.5/0"
     rows, true_priors = draw_rows(name, labels, 3, seed=0, size=800)
     sizes = np.bincount(labels[rows], minlength=3)
-    weights = redraw_weights(name, labels, sizes, 0, 30)
+    pool = _pool_counts(np.arange(1000, 4000), 5000, 30)
+    weights = redraw_weights(name, labels, sizes, 0, pool)
     counts = np.rint(weights * 800 / 3000).astype(int)
     np.testing.assert_allclose(weights * 800 / 3000, counts, atol=1e-9)
     np.testing.assert_array_equal(counts @ np.eye(3)[labels], np.tile(sizes, (30, 1)))
-    np.testing.assert_array_equal(weights, redraw_weights(name, labels, sizes, 0, 30))  # the same for every method
+    np.testing.assert_array_equal(weights, redraw_weights(name, labels, sizes, 0, pool))  # the same for every method
+    assert not (counts[pool == 0] > 0).any()  # a set redraws only rows the resample of the test rows drew
     # the redrawn sets reach test rows the set itself never drew: the interval carries the draw's variation
     assert (counts[:, np.setdiff1d(np.arange(3000), rows)] > 0).any()
     inputs = replace(LabelShiftInputs.from_calibration(cal_probs, cal_labels, None), true_priors=true_priors)
@@ -212,7 +221,8 @@ def test_resampled_adaptation_metrics_equal_recomputing_them_on_each_resample():
 
 def _long_table_and_resamples(gap: float):
     """Methods `good` and `bad` (nll.em higher by ``gap``) and a close second `near`, three seeds, a clean row and
-    two strengths of one draw each; resamples ``{(source, method, seed): {strength: {metric: [R]}}}`` with a row noise
+    two strengths of one draw each; resamples ``{(source, method, seed): {"rows_of": "all", "sets": {strength: {metric:
+    [R]}}}}`` (the seeds re-split one pool) with a row noise
     of sd 0.01 shared by the methods (paired) and 0.002 of their own."""
     rng = np.random.default_rng(0)
     rows, resamples = [], {}
@@ -223,8 +233,9 @@ def _long_table_and_resamples(gap: float):
             for test_set in ("prior/dirichlet0.1/0", "prior/tweak_one0.9/0"):
                 rows.append(("src", method, seed, test_set, "nll.em", 0.3 + offset + 0.001 * seed))
             value = 0.3 + offset + 0.001 * seed
-            resamples["src", method, seed] = {key: {"nll.em": list(value + shared + rng.normal(scale=0.002, size=200))}
-                                              for key in ("dirichlet0.1", "tweak_one0.9")}
+            resamples["src", method, seed] = {"rows_of": "all", "sets": {
+                key: {"nll.em": list(value + shared + rng.normal(scale=0.002, size=200))}
+                for key in ("dirichlet0.1", "tweak_one0.9")}}
     import pandas as pd
 
     return pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"]), resamples
@@ -251,6 +262,47 @@ def test_label_shift_tables_show_paired_bootstrap_intervals_and_ties():
     assert "| bad | 0.351 | 0.351 |" in bare and NO_INTERVAL in bare
 
 
+def test_a_redrawn_set_takes_rows_in_proportion_to_their_counts_and_a_class_the_resample_missed_uniformly():
+    from calbench.data.label_shift import redraw_weights
+
+    labels = np.array([0] * 50 + [1])
+    counts = np.ones((3, 51), dtype=int)
+    counts[:, 50] = 0  # no resample drew the one row of class 1
+    counts[1, :50], counts[1, 0] = 0, 51  # resample 1 drew row 0 of class 0 only
+    weights = redraw_weights("prior/tweak_one0.5/0", labels, np.array([10, 5]), 0, counts) * 15 / 51
+    np.testing.assert_array_equal(weights[:, 50], [5, 5, 5])  # class 1's 5 slots: its row, as the set drew it
+    assert weights[1, 0] == 10 and weights[1, 1:50].sum() == 0
+    assert weights[[0, 2], :50].sum(axis=1).tolist() == [10, 10] and (weights[0, :50] > 0).sum() > 5
+
+
+def test_label_shift_cells_resample_the_main_tables_unit_and_say_so():
+    """One unit everywhere: the counts the evaluate job redraws a seed's label-shifted sets from are the columns of
+    that seed's test rows in the main tables' draw (seeds that re-split one pool read one count per pool row,
+    whatever job reads them), and the tables' titles, recommend's records and the adapt-or-not table name the unit."""
+    from calbench.report.label_shift import strength_markdown
+    from calbench.report.label_shift_adapt import adapt_markdown
+    from calbench.stats.resampling import Resampler, SeedRows, seed_rows, unit_counts
+
+    pool, tests = 900, {0: np.sort(np.random.default_rng(0).permutation(900)[:500]),
+                        1: np.sort(np.random.default_rng(1).permutation(900)[:500])}
+    outputs = {seed: {"index": ids, "rows_of": "all", "group_rows": pool} for seed, ids in tests.items()}
+    engine = Resampler([seed_rows(outputs[s], s) for s in (0, 1)], 40)
+    for j, seed in enumerate((0, 1)):  # the evaluate job sees one seed and reads the same counts
+        np.testing.assert_array_equal(np.concatenate(unit_counts(seed_rows(outputs[seed], seed), 40)),
+                                      np.concatenate(engine.counts(j)))
+    both = np.intersect1d(tests[0], tests[1])
+    first, second = (np.concatenate(unit_counts(SeedRows("all", tests[s], pool), 40)) for s in (0, 1))
+    np.testing.assert_array_equal(first[:, np.searchsorted(tests[0], both)], second[:, np.searchsorted(tests[1], both)])
+    long, resamples = _long_table_and_resamples(gap=0.05)
+    title = strength_markdown(long, "nll.em", resamples).splitlines()[0]
+    assert ("resampling unit: pool rows (one count per row of the pool the seeds re-split, shared by the seeds that "
+            "test on it), each label-shifted set redrawn from them") in title and "(1000 resamples)" in title
+    own = {key: {**found, "rows_of": f"seed{key[2]}/test"} for key, found in resamples.items()}
+    assert "resampling unit: test rows, each label-shifted set redrawn from them" in strength_markdown(
+        long, "nll.em", own).splitlines()[0]
+    assert "resampling unit: pool rows" in adapt_markdown(long, resamples).splitlines()[0]
+
+
 def test_recommend_under_label_shift_prints_intervals_and_ties(tmp_path, capsys):
     import json
 
@@ -264,5 +316,5 @@ def test_recommend_under_label_shift_prints_intervals_and_ties(tmp_path, capsys)
     assert "tied with the best: near 0.302" in out and "worse than good: bad 0.351" in out
     assert main(["recommend", str(tmp_path), "--under-label-shift", "--json"]) == 0
     records = {r["method"]: r for r in json.loads(capsys.readouterr().out)}
-    assert records["good"]["low"] < 0.301 < records["good"]["high"]
+    assert records["good"]["low"] < 0.301 < records["good"]["high"] and records["good"]["unit"] == "pool rows"
     assert records["near"]["tied_with_best"] and not records["bad"]["tied_with_best"]

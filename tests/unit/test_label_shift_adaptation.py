@@ -157,8 +157,9 @@ def _run_with_a_harmful_adaptation(tmp_path):
             values = {"nll.em": nll_em, "delta.acc.em": gain, "delta.nll.em": -0.05, "weight_mse.em": 0.01,
                       "collapse.em": 0.0}
             rows += [("src", method, seed, "prior/tweak_one0.9/0", m, v) for m, v in values.items()]
-            resamples["src", method, seed] = {"tweak_one0.9": {m: list(v + shared + rng.normal(scale=0.001, size=200))
-                                                               for m, v in values.items() if m != "collapse.em"}}
+            resamples["src", method, seed] = {"rows_of": "all", "sets": {"tweak_one0.9": {
+                m: list(v + shared + rng.normal(scale=0.001, size=200)) for m, v in values.items()
+                if m != "collapse.em"}}}
     long = pd.DataFrame(rows, columns=["source", "method", "seed", "test_set", "metric", "value"])
     write_label_shift_run(tmp_path, long, resamples)
     return long, resamples

@@ -76,6 +76,7 @@ def test_config_regenerates_the_comparison_table(tmp_path):
     config = yaml.safe_load((REPO / "config" / "lece_table1.yaml").read_text())
     config["seeds"] = [0, 1]
     config["sources"]["lece3_paper"]["n_test"] = 3000
+    config["figures"] = None  # the table is the point: no reliability diagrams
     run_snakemake(tmp_path, config)
     text = (tmp_path / "results" / "tables" / "paper_comparison.md").read_text()
     assert "2 seeds" in text and "| log-loss |" in text

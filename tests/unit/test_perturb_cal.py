@@ -102,6 +102,7 @@ WORKFLOW = {
     "methods": ["ts", "perturb+ts"],
     "perturbed_cal": {"levels": 4},
     "metrics": ["acc", "nll", "ece.conf.ew15.l1"],
+    "figures": None,  # the perturbed sets and their calibrators are the point: no reliability diagrams
 }
 
 

@@ -73,6 +73,30 @@ def test_two_sources_on_the_same_data_are_refused(tmp_path, capsys):
     assert "sources.b: holds the same data as sources.a (equal file digests)" in capsys.readouterr().err
 
 
+@pytest.mark.workflow
+def test_a_run_of_eight_sources_on_one_data_file_stops_before_any_job(tmp_path):
+    """Eight source names on one data file ran, and the Friedman test then found eight sources "significantly"
+    different where one data set was measured: the run itself (the Snakefile's config check, from the content
+    digests the DAG reads) refuses it before any job, naming both sources and the fix; the same config with one of
+    them runs (its dry run plans jobs)."""
+    from conftest import run_snakemake
+
+    pool = _files(tmp_path, "pool", *_logits(400))
+    names = [f"model_{i}" for i in range(8)]
+    config = {"seeds": [0], "sources": {n: _import(pool, {"cal_size": 200}) for n in names},
+              "methods": ["uncal", "ts"], "metrics": ["nll", "acc"]}
+    refused = run_snakemake(tmp_path / "eight", config, "-n", check=False)
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0, out
+    assert ("sources.model_1: holds the same data as sources.model_0 (equal file digests); a source counted twice "
+            "doubles its weight in the k/N columns, average ranks and Friedman test: keep one of sources.model_0 and "
+            "sources.model_1 (delete the other's entry)") in out
+    assert sum(f"sources.{n}: holds the same data as sources.model_0" in out for n in names[1:]) == 7
+    assert "calibrate" not in out  # no job planned
+    one = run_snakemake(tmp_path / "one", {**config, "sources": {"model_0": config["sources"]["model_0"]}}, "-n")
+    assert "calibrate" in one.stdout + one.stderr
+
+
 def test_a_pool_with_copied_rows_is_flagged_and_its_split_keeps_the_copies_together(tmp_path, capsys):
     z, y = _logits(300)
     doubled = _files(tmp_path, "doubled", np.concatenate([z, z]), np.concatenate([y, y]))

@@ -1,6 +1,7 @@
 """``calbench validate`` reports what the run would refuse of the data, so that a config that validates runs: a
-fixed calibration part without some class (for a method that fits per class), more CV folds than calibration
-rows, ``venn_abers_ovo`` with more classes than its ``max_classes``, and more metric bins than test rows."""
+calibration part without some class (for a method that fits per class: a fixed part, or a pooled source's split of
+a seed), more CV folds than calibration rows, ``venn_abers_ovo`` with more classes than its ``max_classes``, and
+more metric bins than test rows."""
 
 from __future__ import annotations
 
@@ -50,3 +51,58 @@ def test_validate_reports_what_fit_and_the_metrics_would_refuse(tmp_path, capsys
 def test_a_config_whose_data_fit_validates(tmp_path, capsys):
     path = _import_config(tmp_path, np.arange(40) % 4, ["ts", "irova"], ["ece.conf.em15.l1"])
     assert validate.run(SimpleNamespace(config=str(path), json=False)) == 0, capsys.readouterr().out
+
+
+def _pooled_config(tmp_path, labels, split, seeds, methods=("irova",)):
+    rng = np.random.default_rng(1)
+    np.save(tmp_path / "logits.npy", rng.normal(size=(labels.size, 4)))
+    np.save(tmp_path / "labels.npy", labels)
+    config = {"seeds": list(seeds), "methods": list(methods), "metrics": ["nll"],
+              "sources": {"pool": {"type": "import", "format": "npy", "split": split,
+                                   "files": {"logits": str(tmp_path / "logits.npy"),
+                                             "labels": str(tmp_path / "labels.npy")}}}}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize("stratify, fix", [
+    (False, "set split.stratify: true or a larger split.cal_size (or cal_fraction)"),
+    (True, "set a larger split.cal_size (or cal_fraction)")])
+def test_validate_names_each_seed_whose_split_misses_a_class(tmp_path, capsys, stratify, fix):
+    """A pooled source is split per seed (the split job's draw): class 3 has 5 of the 200 rows, so some seeds' 20
+    calibration rows have none of it (stratified: 0.5 rows expected), and irova (one map per class) refuses to fit
+    there; validate names exactly those seeds, found by fitting on each seed's calibration part as the calibrate job
+    does."""
+    from calbench.data.splits import split_pool
+    from calbench.methods.registry import make
+
+    labels = np.r_[np.arange(195) % 3, [3] * 5]
+    path = _pooled_config(tmp_path, labels, {"cal_size": 20, "stratify": stratify}, seeds=range(8))
+    assert validate.run(SimpleNamespace(config=str(path), json=False)) == 1
+    lines = capsys.readouterr().err.splitlines()
+    logits, refused = np.load(tmp_path / "logits.npy"), set()
+    for seed in range(8):
+        cal = split_pool(labels, seed, cal_size=20, stratify=stratify, logits=logits)[0]
+        try:
+            make("irova").fit(logits[cal], labels[cal])
+        except ValueError:
+            refused.add(seed)
+    assert refused and len(refused) < 8  # the case tells seeds apart
+    named = {int(m.group(1)) for line in lines if (m := re.search(r"the split of seed (\d+) ", line))}
+    assert named == refused
+    for line in lines:
+        assert line.startswith(f"{path}: sources.pool: method irova needs calibration examples of every class")
+        assert "(cal_size: 20) draws a calibration part where 1 of 4 classes have none among the 20 calibration " \
+               "labels (classes 3)" in line and line.endswith(fix), line
+
+
+def test_validate_passes_a_pooled_source_whose_every_split_has_every_class(tmp_path, capsys):
+    path = _pooled_config(tmp_path, np.arange(200) % 4, {"cal_size": 20}, seeds=range(8))
+    assert validate.run(SimpleNamespace(config=str(path), json=False)) == 0, capsys.readouterr().err
+
+
+def test_validate_refuses_more_cv_folds_than_a_pooled_split_has_rows(tmp_path, capsys):
+    path = _pooled_config(tmp_path, np.arange(200) % 4, {"cal_size": 8}, seeds=[0], methods=["lece"])
+    assert validate.run(SimpleNamespace(config=str(path), json=False)) == 1
+    assert "sources.pool: method lece: cv.folds = 10, more than the 8 calibration rows" in capsys.readouterr().err

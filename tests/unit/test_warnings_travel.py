@@ -107,3 +107,21 @@ def test_an_ece_winner_within_the_noise_floor_is_marked():
     lines = _source_lines([record], lookup("ece.conf.em15.l1")[0], 1000)
     assert any("indistinguishable from a perfectly calibrated model at this test size" in line for line in lines)
     assert any("(a perfectly calibrated model reads 0.73, up to 1.01)" in line for line in lines)
+
+
+def test_the_rounded_source_warning_is_on_the_console_and_the_report_first_page(rounded_run, monkeypatch):
+    """The console's closing lines and report.html (its warnings box, before the tables) carry the dump job's
+    warning of the rounded probabilities, as summary.md and recommend do."""
+    from pathlib import Path
+
+    from calbench.cli.report import build
+    from snakemake_logger_plugin_calbench import closing_lines
+
+    monkeypatch.chdir(rounded_run)
+    closing = closing_lines(["snakemake", "--configfile", "config.yaml"])
+    assert any(line.startswith("warnings (") for line in closing)
+    assert any("sources.rounded" in line and "exact zeros" in line and "rounded/uncal" in line for line in closing)
+    html = build(Path("config.yaml"), Path("results/report.html"), "nll",
+                 {paths.SUMMARY: ("aggregate", "no update")})  # as `snakemake --summary` plans a finished run
+    assert "CoarseProbabilitiesWarning" in html
+    assert "CoarseProbabilitiesWarning" in html.split("<h2 id='tables'>")[0]  # in the box above the tables too

@@ -25,11 +25,17 @@ def _arrays(folder, name, rows, seed):
     return {"logits": f"{name}_logits.npy", "labels": f"{name}_labels.npy"}
 
 
+#: The calibration rows: enough that their logits file is over 1 MB, above which Snakemake no longer compares the
+#: checksum of an input newer than its outputs (``--max-checksum-file-size``), so that a touch would rerun its dump
+#: by modification time; the digest rule makes it rerun nothing.
+LARGE_ROWS = 90_000
+
+
 @pytest.fixture(scope="module")
 def done(tmp_path_factory):
     work = tmp_path_factory.mktemp("data_inputs")
     entry = {"type": "import", "format": "npy",
-             "files": {"cal": _arrays(work, "cal", 200, 0), "test": _arrays(work, "test", 200, 1)},
+             "files": {"cal": _arrays(work, "cal", LARGE_ROWS, 0), "test": _arrays(work, "test", 200, 1)},
              "shifts": {"noise": [{"severity": 1, "files": _arrays(work, "noise", 100, 2)}]}}
     run_snakemake(work, {"seeds": [0], "sources": {"mine": entry}, "methods": ["uncal", "ts"],
                          "metrics": ["acc", "nll"]})
@@ -78,13 +84,41 @@ def test_a_content_change_with_the_old_modification_time_reruns_the_same(done):
 
 
 def test_a_touch_without_a_change_reruns_nothing(done):
-    path = done / "cal_labels.npy"
+    path = done / "cal_logits.npy"
     times = path.stat()
+    assert times.st_size > 1_000_000  # tracked by modification time, a touch of it would rerun its dump
     os.utime(path)
     try:
         assert planned_jobs(done) == set()
     finally:
         os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+def _planned_with(work, **changes):
+    """The jobs planned after the source's entry is updated with ``changes`` (``downloads_dir``: the config's key);
+    the config is restored after."""
+    import yaml
+
+    text = (work / "config.yaml").read_text()
+    config = yaml.safe_load(text)
+    if "downloads_dir" in changes:
+        config["downloads_dir"] = changes.pop("downloads_dir")
+    config["sources"]["mine"].update(changes)
+    (work / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    try:
+        return planned_jobs(work)
+    finally:
+        (work / "config.yaml").write_text(text)
+
+
+def test_class_names_rerun_only_the_figures_that_name_classes(done):
+    """Only the reliability diagrams name classes (``class_names``): no dump, calibration or table reruns."""
+    assert _planned_with(done, class_names=["cat", "dog", "owl"]) == {("reliability_diagram", "mine/conf"),
+                                                                     ("reliability_diagram", "mine/cw")}
+
+
+def test_another_downloads_dir_reruns_nothing_of_an_import(done):
+    assert _planned_with(done, downloads_dir="elsewhere") == set()
 
 
 def test_a_changed_shift_file_reruns_the_shift_dump_and_evaluations_only(done):

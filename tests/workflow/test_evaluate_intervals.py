@@ -17,6 +17,7 @@ def test_workflow_writes_new_metrics_with_bootstrap_intervals(tmp_path):
         "methods": ["uncal", "beta"],
         "metrics": ["acc", "ece.conf.cv.l1", "ece_gain.l2", "cmee.conf.platt.l1", "kde_ece.conf.l1"],
         "bootstrap": {"samples": 20, "level": 0.9},
+        "figures": None,  # the metrics are the point: no reliability diagrams
     }
     run_snakemake(tmp_path, config)
     record = json.loads((tmp_path / "results/metrics/tiny/beta/seed0.json").read_text())

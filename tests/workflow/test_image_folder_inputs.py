@@ -72,6 +72,14 @@ def test_a_folder_torchvision_would_refuse_is_a_problem_before_any_job(tmp_path)
     assert image_folder_problems("x", {"dataset": "digits"}, "c") == []
 
 
+#: An image over 1 MB (random pixels do not compress), above which Snakemake compares an input's modification time
+#: alone: tracked by time, touching it would rerun the dump.
+LARGE = "n00/0.png"
+#: Where the source's images are: ``downloads_dir/imagefolder``, the folder of an imagefolder source without
+#: ``data_dir``.
+FOLDER = "downloads/imagefolder"
+
+
 @pytest.fixture(scope="module")
 def done(tmp_path_factory):
     """A pretrained source on an image folder (random weights of a tiny timm ResNet) with an out-of-distribution set
@@ -81,10 +89,10 @@ def done(tmp_path_factory):
     from calbench.models import architectures
 
     work = tmp_path_factory.mktemp("image_folder")
-    _folder(work / "val")
+    _png(_folder(work / FOLDER) / LARGE, 0, size=600)
     torch.save(architectures.build("timm:resnet10t", 3).state_dict(), work / "w.pth")
-    config = tiny_config(n_cal=100, n_test=100)
-    config["sources"]["inet"] = {"type": "pretrained", "dataset": "imagefolder", "data_dir": "val", "image_size": 8,
+    config = {**tiny_config(n_cal=100, n_test=100), "downloads_dir": "downloads"}  # no data_dir: the folder is there
+    config["sources"]["inet"] = {"type": "pretrained", "dataset": "imagefolder", "image_size": 8,
                                  "sizes": {"train": 0, "cal": 9, "test": 9}, "split_seed": 0,
                                  "model": "timm:resnet10t", "weights": "w.pth", "eval_batch_size": 16,
                                  "ood": {"noise": {"noise": "uniform", "rows": 6}}}
@@ -94,13 +102,14 @@ def done(tmp_path_factory):
 
 def _planned_after(work, edit):
     """The jobs ``snakemake -n`` plans after ``edit(folder)``; the folder is restored after."""
-    shutil.copytree(work / "val", work / "val.orig", symlinks=True, copy_function=shutil.copy2)
+    folder = work / FOLDER
+    shutil.copytree(folder, work / "orig", symlinks=True, copy_function=shutil.copy2)
     try:
-        edit(work / "val")
+        edit(folder)
         return planned_jobs(work)
     finally:
-        shutil.rmtree(work / "val")
-        (work / "val.orig").rename(work / "val")
+        shutil.rmtree(folder)
+        (work / "orig").rename(folder)
 
 
 #: What the model reruns when its images or weights change: its dumps and everything after them; nothing of "tiny".
@@ -149,7 +158,8 @@ def test_an_image_replaced_with_its_old_modification_time_reruns_the_same(done):
 
 def test_an_image_touched_but_unchanged_or_a_file_that_is_not_an_image_reruns_nothing(done):
     """The images' digests are computed when the DAG is built: a touched image hashes to the same digest."""
-    assert _planned_after(done, lambda root: os.utime(root / "n01" / "3.png")) == set()
+    assert (done / FOLDER / LARGE).stat().st_size > 1_000_000
+    assert _planned_after(done, lambda root: os.utime(root / LARGE)) == set()
     assert _planned_after(done, lambda root: (root / "n01" / "notes.txt").write_text("x")) == set()
 
 
@@ -159,5 +169,33 @@ def test_the_manifest_holds_every_image_and_its_hash(done):
     lines = (done / "results" / "manifests" / "inet.tsv").read_text().splitlines()
     assert lines[0] == "path\tbytes\tsha256" and len(lines) == 1 + 18
     path, size, digest = lines[1].split("\t")
-    assert path == "n00/0.png" and int(size) == (done / "val" / path).stat().st_size
-    assert digest == hashlib.sha256((done / "val" / path).read_bytes()).hexdigest()
+    assert path == "n00/0.png" and int(size) == (done / FOLDER / path).stat().st_size
+    assert digest == hashlib.sha256((done / FOLDER / path).read_bytes()).hexdigest()
+
+
+def test_the_same_images_in_another_downloads_dir_rerun_nothing(done):
+    """The manifest names the images below their folder: moving the folder with ``downloads_dir`` changes no job."""
+    import yaml
+
+    text = (done / "config.yaml").read_text()
+    (done / "downloads").rename(done / "moved")
+    try:
+        moved = {**yaml.safe_load(text), "downloads_dir": "moved"}
+        (done / "config.yaml").write_text(yaml.safe_dump(moved, sort_keys=False))  # the sources in their order
+        assert planned_jobs(done) == set()
+    finally:
+        (done / "moved").rename(done / "downloads")
+        (done / "config.yaml").write_text(text)
+
+
+def test_touched_local_weights_rerun_nothing(done):
+    """Over 1 MB, Snakemake would compare the weights' modification time, not their checksum: they enter the DAG
+    through their digest (rule source_digest), which a touch does not change."""
+    path = done / "w.pth"
+    times = path.stat()
+    assert times.st_size > 1_000_000
+    os.utime(path)
+    try:
+        assert planned_jobs(done) == set()
+    finally:
+        os.utime(path, ns=(times.st_atime_ns, times.st_mtime_ns))

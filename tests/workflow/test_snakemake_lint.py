@@ -17,6 +17,8 @@ from conftest import REPO, SNAKEMAKE, stand_in_image_folders
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))
 ACCEPTED = re.compile(r"^# lint accepted \((?P<title>[^)]+)\): \S", re.MULTILINE)
 RULE_FILES = sorted((REPO / "workflow" / "rules").glob("*.smk"))
+#: One worker lints the shipped configs once for both tests that read the lints.
+pytestmark = pytest.mark.xdist_group("lint")
 
 
 def lints(output: str) -> list[tuple[str, str]]:

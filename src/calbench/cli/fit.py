@@ -50,8 +50,8 @@ def parse_settings(method: str, pairs) -> dict:
 
 
 def run(args) -> int:
-    import calbench
     from calbench.methods import make
+    from calbench.persist import save
 
     kind = "probs" if args.probs else "logits"
     fix = "drop --probs" if args.probs else "pass --probs so they are fitted as log-probabilities"
@@ -72,7 +72,7 @@ def run(args) -> int:
     with _progress_on_stderr():
         cal.fit(scores, labels, train=train)
     print(f"calbench fit: {args.method} fitted in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    calbench.save(cal, args.output, input_kind=kind)
+    save(cal, args.output, input_kind=kind)
     print(f"fitted {args.method} on {scores.n} x {scores.num_classes} {kind} -> {args.output}")
     return 0
 

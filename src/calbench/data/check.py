@@ -176,25 +176,28 @@ def content_problems(origin: str, groups: dict) -> list[str]:
     return problems
 
 
-def same_data_problems(config: dict) -> list[str]:
+def same_data_problems(config: dict, cached: bool = False) -> list[str]:
     """Sources whose data are the same: ``import`` sources whose files have equal SHA-256 digests, or sources with
     equal entries (a synthetic task drawn twice): counted as two in the tables' ``k/N``, the average ranks and
-    the Friedman test, they would claim twice the evidence."""
+    the Friedman test, they would claim twice the evidence. ``cached``: the digests from the workflow's cache
+    (:func:`calbench.data.digests.file_digests`, which the DAG's content digests read too), so that ``snakemake -n``
+    refuses such a config before any job at no extra cost; else each file is read."""
     seen: dict[tuple, str] = {}
     problems = []
     for name, entry in config["sources"].items():
-        key = _data_key(entry)
+        key = _data_key(entry, cached)
         if key is None:
             continue
         if key in seen:
             problems.append(f"sources.{name}: holds the same data as sources.{seen[key]} (equal "
                             f"{'file digests' if entry['type'] == 'import' else 'entries'}); a source counted twice "
-                            "doubles its weight in the k/N columns, average ranks and Friedman test: keep one")
+                            "doubles its weight in the k/N columns, average ranks and Friedman test: keep one of "
+                            f"sources.{seen[key]} and sources.{name} (delete the other's entry)")
         seen.setdefault(key, name)
     return problems
 
 
-def _data_key(entry: dict):
+def _data_key(entry: dict, cached: bool = False):
     """The identity of a source's data: its files' digests (``import``), else its entry without the keys that do
     not change the data (shifts, OOD sets, seeds). Its label-shift sets stay in it: a label-shift study compares one
     network's adaptation at several set sizes as sources of their own (config/label_shift_paper.yaml)."""
@@ -205,6 +208,10 @@ def _data_key(entry: dict):
         files = [path for path in _file_paths(entry["files"]) if Path(path).is_file()]
         if not files:
             return None
+        if cached:
+            from calbench.data.digests import file_digests
+
+            return ("import", *sorted(file_digests(files).values()))
         return ("import", *sorted(hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in files))
     later = ("shifts", "ood", "seeds")  # a label-shift study's set sizes make variants (config/label_shift_paper.yaml)
     return (entry["type"], json.dumps({k: v for k, v in entry.items() if k not in later}, sort_keys=True,
@@ -261,9 +268,9 @@ def _decode_problem(path) -> str | None:
 
 
 def config_problems(config: dict, deep: bool = True) -> list[str]:
-    """Problems of every source of a loaded config (:func:`calbench.config.load`); deep: also sources holding the
-    same data (:func:`same_data_problems`)."""
+    """Problems of every source of a loaded config (:func:`calbench.config.load`), with the sources holding the
+    same data (:func:`same_data_problems`; not deep: from the workflow's digest cache)."""
     return [p for name, entry in config["sources"].items()
             for p in source_problems(name, entry, deep)
             + image_folder_problems(name, entry, config["downloads_dir"], deep)
-            ] + (same_data_problems(config) if deep else [])
+            ] + same_data_problems(config, cached=not deep)

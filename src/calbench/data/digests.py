@@ -56,11 +56,13 @@ def file_digests(paths: list[str], cache: Path = CACHE) -> dict[str, str]:
     return digests
 
 
-def content_digest(paths: list[str], cache: Path = CACHE) -> str:
+def content_digest(paths: list[str], cache: Path = CACHE, *, root=None) -> str:
     """One SHA-256 of every file of ``paths`` by path and content (:func:`file_digests`): the param of the rules that
-    read them, which changes exactly when a file is added, removed or changes content."""
+    read them, which changes exactly when a file is added, removed or changes content. With ``root``, the paths
+    enter it relative to that folder, so that the same files in another folder give the same digest."""
     digests = file_digests(paths, cache)
-    text = "\n".join(f"{path}\t{digests.get(os.path.abspath(path), 'missing')}" for path in paths)
+    text = "\n".join(f"{os.path.relpath(path, root) if root is not None else path}\t"
+                     f"{digests.get(os.path.abspath(path), 'missing')}" for path in paths)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -90,24 +90,37 @@ def _within_classes(labels: np.ndarray, classes: np.ndarray, uniforms: np.ndarra
     return order[starts[classes] + np.floor(uniforms * available[classes]).astype(np.int64)]
 
 
-def redraw_weights(name: str, labels: np.ndarray, class_sizes: np.ndarray, seed: int, resamples: int) -> np.ndarray:
+def redraw_weights(name: str, labels: np.ndarray, class_sizes: np.ndarray, seed: int, counts: np.ndarray
+                   ) -> np.ndarray:
     """Bootstrap row weights [R, N] over the seed's test rows ``labels`` (N) for label-shifted set ``name``: each
-    resample redraws the source, then the set. The test rows are resampled with replacement within classes (the
-    distinct rows a set can repeat), and the set's ``class_sizes`` rows of each class are drawn again from that
-    resample, as :func:`draw_rows` drew them: so the interval carries the variation of the draw itself (which rows,
-    repeated how often), not only of the set's repeated rows. A resample's weights are its rows' counts scaled to
-    sum to N (the metrics' row-weighted forms divide by the rows' count), its true priors the set's. Seeded by the
-    seed and the name only: every method's outputs are resampled alike, and the differences between methods are
-    paired."""
+    resample redraws the test rows, then the set. The test rows' ``counts`` [R, N] are the tables' (one multinomial
+    draw of the rows of the group the seeds test on, shared by every seed that tests on a row:
+    :func:`calbench.stats.resampling.unit_counts`), and the set's ``class_sizes`` rows of each class are drawn again
+    from that resample's rows of the class (row i with probability counts_i over the class's count), as
+    :func:`draw_rows` drew them from the test rows: so the interval carries the variation of the rows sampled and
+    of the draw of the set (which rows, repeated how often). A class of which a resample holds no row (chance about
+    e^(−n_c) for n_c test rows) is drawn from its test rows uniformly, as the set itself. A resample's weights are
+    its rows' counts scaled to sum to N (the metrics' row-weighted forms divide by the rows' count), its true priors
+    the set's. The set stage is seeded by the seed and the name only: every method's outputs are resampled alike,
+    and the differences between methods are paired."""
     rng = np.random.default_rng([seed, zlib.crc32(name.encode()), 4242])
     k = int(max(labels.max() + 1, class_sizes.size))
-    n = labels.size
-    pool = _within_classes(labels, np.broadcast_to(labels, (resamples, n)), rng.random((resamples, n)), k)
+    n, resamples = labels.size, counts.shape[0]
+    available = np.bincount(labels, minlength=k)
+    order = np.argsort(labels, kind="stable")
+    starts = np.concatenate([[0], np.cumsum(available)[:-1]])
+    present = np.flatnonzero(available)
+    drawn = np.asarray(counts, dtype=np.int64)[:, order]  # rows sorted by class
+    totals = np.zeros((resamples, k), dtype=np.int64)
+    totals[:, present] = np.add.reduceat(drawn, starts[present], axis=1)
+    drawn = np.where(totals[:, labels[order]] > 0, drawn, 1)  # a class the resample left out: its rows uniformly
+    totals = np.where(totals > 0, totals, available)
+    before = np.cumsum(totals, axis=1) - totals  # [R, k] a resample's rows of the classes before each class
     classes = np.repeat(np.arange(class_sizes.size), class_sizes)
-    slots = _within_classes(labels, np.broadcast_to(classes, (resamples, classes.size)),
-                            rng.random((resamples, classes.size)), k)
-    rows = np.take_along_axis(pool, slots, axis=1)
-    return row_weights(rows, n)
+    ranks = before[:, classes] + np.floor(rng.random((resamples, classes.size)) * totals[:, classes]).astype(np.int64)
+    expanded = np.repeat(np.tile(order, resamples), drawn.ravel())  # each resample's rows, by class, one per copy
+    first = np.concatenate([[0], np.cumsum(totals.sum(axis=1))[:-1]])  # where each resample's rows start
+    return row_weights(expanded[first[:, None] + ranks], n)
 
 
 def row_weights(rows: np.ndarray, n: int) -> np.ndarray:

@@ -54,51 +54,45 @@ def split_pool(labels: np.ndarray, seed: int, cal_size: int | None = None, cal_f
     return np.sort(cal), np.sort(test)
 
 
+def pool_split(pool: dict, seed: int, split: dict) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted (cal_index, test_index) of a pooled source's pool (its ``labels`` and ``logits``) for ``seed`` and the
+    source's ``split`` settings: the one way the split job, the calibrate job and ``calbench validate`` draw it."""
+    return split_pool(pool["labels"], seed, **split, logits=pool["logits"])
+
+
 def write_test_index(dump_path, seed: int, split: dict, output) -> None:
     """Draw a pooled source's split for ``seed`` once and save its test rows (int64 ``.npy``), so that the
     source's calibrate jobs read it instead of each drawing it again (and importing scikit-learn, ~1 s)."""
     pool = store.read_group(dump_path, "all", fields=["logits", "labels"])
     with atomic_path(output) as tmp, open(tmp, "wb") as f:
-        np.save(f, split_pool(pool["labels"], seed, **split, logits=pool["logits"])[1])
+        np.save(f, pool_split(pool, seed, split)[1])
 
 
-def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None) -> dict:
-    """The calibration and test data of ``dump_path`` for ``seed``.
+def load_split(dump_path, seed: int, split: dict | None = None, test_index=None, fields=None, *,
+               train: bool = False) -> dict:
+    """The calibration and test data of ``dump_path`` for ``seed``, read once and checked
+    (:func:`calbench.data.store.read_split`).
 
     Returns ``{"cal": {...}, "test": {...}, "cal_index", "test_index", "test_group"}`` where each part holds the
     dump's fields (``logits``, ``labels``, optional ``embeddings``, ``true_probs``; ``fields``: only those
     named, ``logits`` and ``labels`` always) and the indices locate the rows within their group (``all`` for
-    pools, else their own group; ``test_group`` names the test rows' group). ``test_index``: a pool's test rows
-    where they are known (a calibrate job stores them beside its predictions), which spares drawing the split again
-    (and importing scikit-learn, ~1 s per job); the rest of the pool is the cal part.
+    pools, else their own group; ``test_group`` names the test rows' group, ``dump_warnings`` lists the dump job's
+    warnings); with ``train``, also the ``train`` part. ``test_index``: a pool's test rows where they are known (a
+    calibrate job stores them beside its predictions), which spares drawing the split again (and importing
+    scikit-learn, ~1 s per job); the rest of the pool is the cal part.
     """
-    groups = store.list_groups(dump_path)
-    if fields is not None:
-        fields = {"logits", "labels", *fields}
-    if f"seed{seed}/cal" in groups:
-        cal, test = (_read(dump_path, f"seed{seed}/{part}", fields) for part in ("cal", "test"))
-        return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"])), "test_group": f"seed{seed}/test"}
-    if "cal" in groups and "test" in groups:
-        cal, test = (_read(dump_path, part, fields) for part in ("cal", "test"))
-        return {"cal": cal, "test": test, "cal_index": np.arange(len(cal["labels"])),
-                "test_index": np.arange(len(test["labels"])), "test_group": "test"}
-    if "all" in groups:
-        if not split:
-            raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
-                             "or {cal_fraction: f} in config")
-        pool = _read(dump_path, "all", fields)
-        if test_index is None:
-            cal_index, test_index = split_pool(pool["labels"], seed, **split, logits=pool["logits"])
-        else:
-            cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
-        take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
-        return {"cal": take(cal_index), "test": take(test_index), "cal_index": cal_index, "test_index": test_index,
-                "test_group": "all"}
-    raise ValueError(f"{dump_path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
-
-
-def _read(dump_path, group: str, fields=None) -> dict:
-    """One group of a dump (all fields, or those named), checked (a dump written by another tool may hold NaN,
-    bad labels, ...)."""
-    return store.validate_split(store.read_group(dump_path, group, fields), f"{dump_path}:{group}")
+    parts = store.read_split(dump_path, seed, fields, train=train)
+    if "all" not in parts:
+        return {**parts, "cal_index": np.arange(len(parts["cal"]["labels"])),
+                "test_index": np.arange(len(parts["test"]["labels"]))}
+    if not split:
+        raise ValueError(f"{dump_path}: holds one pool ('all'); the source needs a split: {{cal_size: N}} "
+                         "or {cal_fraction: f} in config")
+    pool = parts.pop("all")
+    if test_index is None:
+        cal_index, test_index = pool_split(pool, seed, split)
+    else:
+        cal_index = np.setdiff1d(np.arange(pool["labels"].size), test_index)
+    take = lambda idx: {k: v[idx] for k, v in pool.items()}  # noqa: E731
+    return {**parts, "cal": take(cal_index), "test": take(test_index), "cal_index": cal_index,
+            "test_index": test_index}

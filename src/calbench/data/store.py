@@ -24,8 +24,8 @@ from calbench.scores import check_labels, check_logits
 #: Key of a metrics JSON (results/metrics/...) that is not a metric, and attribute of a calibrated file: the evaluate
 #: or calibrate job's own peak memory in MB (calbench.jobs.logs.peak_rss_mb).
 PEAK_KEY = "peak_rss_mb"
-#: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength
-#: (``{"dirichlet0.1": {metric: [R values]}}``, docs/label_shift.md).
+#: Key of a metrics JSON that is not a metric: the label-shifted sets' bootstrap resamples per strength and the group
+#: of rows resampled (``{"rows_of": "all", "sets": {"dirichlet0.1": {metric: [R values]}}}``, docs/label_shift.md).
 LABEL_SHIFT_RESAMPLES = "label_shift_resamples"
 FIELDS = {"logits": np.float32, "labels": np.int64, "embeddings": np.float32, "true_probs": np.float64}
 
@@ -127,31 +127,64 @@ def read_attrs(path) -> dict:
         return dict(f.attrs)
 
 
-def list_groups(path) -> list[str]:
-    """Paths of the groups that hold a ``logits`` dataset."""
+def _groups(f: h5py.File) -> list[str]:
     found = []
 
     def visit(name, obj):
         if isinstance(obj, h5py.Group) and "logits" in obj:
             found.append(name)
 
-    with _open_for_reading(path) as f:
-        f.visititems(visit)
+    f.visititems(visit)
     return sorted(found)
+
+
+def list_groups(path) -> list[str]:
+    """Paths of the groups that hold a ``logits`` dataset."""
+    with _open_for_reading(path) as f:
+        return _groups(f)
+
+
+def _arrays(f: h5py.File, path, group: str, fields=None) -> dict[str, np.ndarray]:
+    if group not in f:
+        raise KeyError(f"{path}: has no group {group!r}; groups: {_groups(f)}")
+    g = f[group]
+    names = [k for k in g.keys() if fields is None or k in fields]
+    try:
+        return {k: g[k][()] for k in names}
+    except OSError as err:
+        raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and "
+                         "rerun") from None
 
 
 def read_group(path, group: str, fields=None) -> dict[str, np.ndarray]:
     """Arrays of one group (all fields, or those named)."""
     with _open_for_reading(path) as f:
-        if group not in f:
-            raise KeyError(f"{path}: has no group {group!r}; groups: {list_groups(path)}")
-        g = f[group]
-        names = [k for k in g.keys() if fields is None or k in fields]
-        try:
-            return {k: g[k][()] for k in names}
-        except OSError as err:
-            raise ValueError(f"{path}:{group}: cannot read ({err}); the file is corrupted: delete it and "
-                             "rerun") from None
+        return _arrays(f, path, group, fields)
+
+
+def read_split(path, seed: int, fields=None, *, train: bool = False) -> dict:
+    """The checked arrays (:func:`validate_split`) of a dump that a job of ``seed`` reads, in one read of the file:
+    ``cal`` and ``test`` (the seed's own groups ``seed{s}/cal`` and ``seed{s}/test``, else the fixed ``cal`` and
+    ``test``) or ``all``, a pool that :func:`calbench.data.splits.load_split` splits for the seed, and
+    ``test_group``, the group of the test rows; with ``train``, also the ``train`` group; ``dump_warnings``, the
+    warnings the dump job recorded (:func:`read_warnings`). ``fields``: the fields read (``logits`` and ``labels``
+    always), all where None."""
+    if fields is not None:
+        fields = {"logits", "labels", *fields}
+    with _open_for_reading(path) as f:
+        groups = _groups(f)
+        if f"seed{seed}/cal" in groups:
+            parts = {"cal": f"seed{seed}/cal", "test": f"seed{seed}/test"}
+        elif "cal" in groups and "test" in groups:
+            parts = {"cal": "cal", "test": "test"}
+        elif "all" in groups:
+            parts = {"all": "all"}
+        else:
+            raise ValueError(f"{path}: expected groups cal+test, all, or seed{seed}/cal+test; found {groups}")
+        out = {role: validate_split(_arrays(f, path, group, fields), f"{path}:{group}")
+               for role, group in ({**parts, "train": "train"} if train else parts).items()}
+        warned = _warnings(f.attrs)
+    return {**out, "test_group": "all" if "all" in parts else parts["test"], "dump_warnings": warned}
 
 
 #: Attribute (dump, calibrated file) and metrics-JSON key of the warnings the jobs raised (:mod:`calbench.caught`).
@@ -162,7 +195,11 @@ ROWS_OF_KEY = "test_rows_of"
 
 def read_warnings(path) -> list[dict]:
     """The warnings recorded in a dump's or calibrated file's attributes (none in files of earlier versions)."""
-    found = read_attrs(path).get(WARNINGS_KEY)
+    return _warnings(read_attrs(path))
+
+
+def _warnings(attrs) -> list[dict]:
+    found = attrs.get(WARNINGS_KEY)
     return json.loads(found) if found else []
 
 
@@ -190,12 +227,16 @@ def read_calibrated(path, part: str = "test") -> dict[str, np.ndarray]:
     """One part (``cal``/``test``) of a calibrated output, with ``probs`` float64 [N, C] (also from the float32
     ``logprobs`` of files written by earlier versions) and, for the test part, ``rows_of``: the dump group that
     ``index`` refers to (``all``, ``test``, ``seed{s}/test``; absent in files of earlier versions), the unit the
-    paired bootstrap resamples (:mod:`calbench.stats.resampling`). Files written without the in-sample outputs
-    have no ``cal`` probabilities: asking for them says how to get them."""
+    paired bootstrap resamples (:mod:`calbench.stats.resampling`), and ``group_rows``, that group's size (a pool's
+    calibration and test rows, else the test rows). Files written without the in-sample outputs have no ``cal``
+    probabilities: asking for them says how to get them."""
     arrays = read_group(path, part)
     rows_of = read_attrs(path).get(ROWS_OF_KEY) if part == "test" else None
     if rows_of is not None:
         arrays["rows_of"] = str(rows_of)
+        with _open_for_reading(path) as f:
+            arrays["group_rows"] = int(f["test/index"].shape[0] + (f["cal/index"].shape[0] if rows_of == "all"
+                                                                    else 0))
     if part == "cal" and not {"logprobs", "probs"} & set(arrays):
         raise KeyError(f"{path}: holds no calibration-split outputs (cal/probs); they are stored only on "
                        "request: rerun calibrate_job with keep_cal_outputs=True")

@@ -76,16 +76,13 @@ def calibrate_job(*, spec: CalibrateSpec) -> None:
     estimator = build_method(method, settings, seed)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in estimator.needs else [])  # no true_probs
     test_index = np.load(test_rows) if test_rows is not None else None
-    data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields)
+    data = splits.load_split(dump, seed, split, test_index=test_index, fields=fields, train="train" in estimator.needs)
     if "perturbed_cal" in estimator.needs:
         data["cal"] = _perturbed_cal(perturbed_cal, data["cal"]["labels"], fields, method)
     cal, test = _scores(data["cal"]), _scores(data["test"])
     log.info("fitting %s on %d x %d (seed %d)", method, cal.n, cal.num_classes, seed)
     start = time.perf_counter()
-    train = None
-    if "train" in estimator.needs:
-        train_part = store.read_group(dump, "train", fields=fields)
-        train = (_scores(train_part), train_part["labels"])
+    train = (_scores(data["train"]), data["train"]["labels"]) if "train" in data else None
     with Recorder("calibrate") as caught:  # recorded in the file's attributes (the tables list them)
         try:
             estimator.fit(cal, data["cal"]["labels"], train=train)
@@ -104,7 +101,7 @@ def calibrate_job(*, spec: CalibrateSpec) -> None:
                            {"method": method, "seed": seed, "settings": settings, "fit_seconds": fit_seconds,
                             "predict_seconds": predict_seconds, "fitted": estimator.fitted_summary(),
                             "calbench_version": __version__, store.ROWS_OF_KEY: data["test_group"],
-                            store.WARNINGS_KEY: store.read_warnings(dump) + caught.records(),
+                            store.WARNINGS_KEY: data["dump_warnings"] + caught.records(),
                             PEAK_KEY: peak_rss_mb()})
 
 

@@ -137,12 +137,15 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     """(``{prior/…: {metric: value}}``, ``{kind+strength: {metric: [R values]}}``): ``spec["metrics"]`` on each
     label-shifted set of the seed's test predictions ``out`` (:func:`calbench.data.label_shift.draw_rows`), with the
     adaptation inputs from the saved calibrator's outputs on the seed's calibration split (its mean and confusion
-    matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, the mean over each
-    strength's draws of the metrics on :data:`~calbench.stats.resampling.RESAMPLES` redraws of each set from
-    resampled test rows (:func:`calbench.data.label_shift.redraw_weights`; the metrics with a row-weighted form)."""
+    matrix; the calibrate job does not keep them); and, for the tables' paired bootstrap, ``{"rows_of": the group
+    resampled, "sets": {kind+strength: {metric: [R values]}}}``: the mean over each strength's draws of the metrics
+    on :data:`~calbench.stats.resampling.RESAMPLES` redraws of each set from the test rows resampled as the tables
+    resample them (:func:`calbench.stats.resampling.unit_counts`, :func:`calbench.data.label_shift.redraw_weights`;
+    the metrics with a row-weighted form)."""
     from threadpoolctl import threadpool_limits
 
     from calbench.persist import load
+    from calbench.stats.resampling import RESAMPLES, seed_rows, unit_counts
 
     cal_model = load(calibrator)
     fields = ["logits", "labels"] + (["embeddings"] if "embeddings" in cal_model.needs else [])
@@ -151,25 +154,26 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     probs, labels = out["probs"], out["labels"]
     base = LabelShiftInputs.from_calibration(cal_probs, cal["labels"], None)
     values, resampled = {}, {}
+    unit = seed_rows(out, seed)
+    counts = np.concatenate(unit_counts(unit, RESAMPLES))
     with threadpool_limits(limits=1, user_api="blas"):  # EM's and RLLS's small products: idle BLAS threads spin
         for name in set_names(spec):
             values[name], draws = _one_set(name, spec, probs, labels, replace(base, true_priors=None), seed,
-                                           intervals, f"{where} ({name})")
+                                           intervals, f"{where} ({name})", counts)
             kind, strength, _ = parse_name(name)
             for metric_id, draw in draws.items():
                 resampled.setdefault(f"{kind}{strength:g}", {}).setdefault(metric_id, []).append(draw)
     means = {strength: {m: np.mean(d, axis=0).tolist() for m, d in per.items()} for strength, per in resampled.items()}
-    return values, means
+    return values, {"rows_of": unit.group, "sets": means}
 
 
-def _one_set(name, spec, probs, labels, base, seed, intervals, what):
-    """(the metrics of label-shifted set ``name``, their values on the set's redraws)."""
-    from calbench.stats.resampling import RESAMPLES
-
+def _one_set(name, spec, probs, labels, base, seed, intervals, what, counts):
+    """(the metrics of label-shifted set ``name``, their values on the set's redraws from the test rows' resample
+    ``counts`` [R, N])."""
     rows, true_priors = draw_rows(name, labels, probs.shape[1], seed, spec.get("size"), spec.get("tweak_class"))
     inputs = replace(base, true_priors=true_priors)
     values = evaluate(probs[rows], labels[rows], spec["metrics"], seed=seed, **intervals, label_shift=inputs,
                       method=what)
-    weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed, RESAMPLES)
+    weights = redraw_weights(name, labels, np.bincount(labels[rows], minlength=probs.shape[1]), seed, counts)
     return values, resampled_values(probs, labels, spec["metrics"], weights, seed=seed, label_shift=inputs, method=what)
 

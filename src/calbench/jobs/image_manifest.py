@@ -22,13 +22,15 @@ from calbench.jobs.spec import JobSpec, outfile, param
 @dataclass(frozen=True, kw_only=True)
 class ManifestSpec(JobSpec):
     """The manifest of an ``imagefolder`` source's images (rule image_manifest): ``images``, every image below
-    ``data_dir`` that torchvision's ImageFolder reads, in its order; ``content``, their paths' and contents' digest
-    (:func:`calbench.data.digests.content_digest`), the setting that reruns the job when an image is added, removed
-    or changed in content (the images are not inputs: their modification times would rerun it for nothing)."""
+    ``data_dir`` that torchvision's ImageFolder reads, in its order; ``content``, their paths' (below ``data_dir``)
+    and contents' digest (:func:`calbench.data.digests.content_digest`), the setting that reruns the job when an
+    image is added, removed or changed in content (the images are not inputs: their modification times would rerun
+    it for nothing). ``data_dir`` is no setting: the manifest names the images below it, so that the same images
+    elsewhere (a changed ``downloads_dir``) rerun nothing."""
 
     source: str
     images: list
-    data_dir: str = param()
+    data_dir: str
     content: str = param()
     manifest: str = outfile()
 
@@ -39,7 +41,7 @@ def spec(config: dict, *, source: str) -> ManifestSpec:
 
     data_dir = str(dataset_folder(dict(Source.of(config, source).entry), config["downloads_dir"]))
     images = image_files(data_dir, f"sources.{source}")
-    return ManifestSpec(source=source, data_dir=data_dir, images=images, content=content_digest(images),
+    return ManifestSpec(source=source, data_dir=data_dir, images=images, content=content_digest(images, root=data_dir),
                         manifest=paths.IMAGE_MANIFEST.format(source=source))
 
 

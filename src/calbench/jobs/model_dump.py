@@ -2,7 +2,9 @@
 and test splits to ``results/dumps/{source}.h5`` (docs/architecture.md §3); with a ``split`` in the source, cal and
 test go into one held-out pool ``all`` that every seed re-splits (``calbench.data.splits``), as the KCal paper
 re-splits its held-out data. The model is a `train` source's trained weights (:mod:`calbench.jobs.models`) or a
-`pretrained` source's published or local ones.
+`pretrained` source's published or local ones. The warnings of the train job (kept in the weights file) and of the
+dump job go into the dump's attributes, from where every later job carries them to the tables
+(:mod:`calbench.report.warnings`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 
 import calbench
-from calbench.data import store
+from calbench.caught import Recorder
+from calbench.data import copies, store
 from calbench.jobs.model_specs import ModelDumpSpec
 from calbench.jobs.models import batch_preparation, input_normalisation
 from calbench.models import architectures, datasets
@@ -76,12 +79,24 @@ def dump_model_job(*, spec: ModelDumpSpec, progress: bool = True) -> None:
     comes from its published weights (``pretrained``) or a local file (``weights`` in the entry).
     """
     source, entry, output = spec.source, spec.entry, spec.output
-    data, model, prepare, batch_size = load_source_model(spec)
-    groups = {split: model_outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
-                              f"dump {split}", progress)
-              for split, dataset in data.splits.items() if len(dataset)}
-    if entry.get("split"):  # one held-out pool, re-split per seed
-        held_out = [groups.pop(split) for split in ("cal", "test")]
-        groups["all"] = {k: np.concatenate([part[k] for part in held_out]) for k in held_out[0]}
+    with Recorder("dump") as caught:  # in the dump's attributes, as an import source's: the tables list them
+        data, model, prepare, batch_size = load_source_model(spec)
+        groups = {split: model_outputs(model, prepare, DataLoader(dataset, batch_size=batch_size), batch_size,
+                                  f"dump {split}", progress)
+                  for split, dataset in data.splits.items() if len(dataset)}
+        if entry.get("split"):  # one held-out pool, re-split per seed
+            held_out = [groups.pop(split) for split in ("cal", "test")]
+            groups["all"] = {k: np.concatenate([part[k] for part in held_out]) for k in held_out[0]}
+            copies.warn_of_copies(f"sources.{source}", groups["all"])
     store.write_dump(output, groups, {"source": entry, "source_name": source, "class_names": data.class_names,
-                                      "calbench_version": calbench.__version__})
+                                      "calbench_version": calbench.__version__,
+                                      store.WARNINGS_KEY: trained_warnings(spec.weights) + caught.records()})
+
+
+def trained_warnings(weights) -> list[dict]:
+    """The warnings the train job recorded in ``weights`` (:func:`calbench.jobs.models.train_job`; none for a
+    `pretrained` source or weights of earlier versions), read without loading the tensors (memory-mapped)."""
+    if weights is None:
+        return []
+    saved = torch.load(weights, map_location="cpu", weights_only=True, mmap=True)
+    return list(saved.get(store.WARNINGS_KEY, []))

@@ -20,6 +20,8 @@ require_models_extra("the model rules (train/pretrained sources)")
 import torch  # noqa: E402
 
 from calbench.atomic import atomic_path  # noqa: E402
+from calbench.caught import Recorder  # noqa: E402
+from calbench.data.store import WARNINGS_KEY  # noqa: E402
 from calbench.jobs.model_specs import TrainSpec  # noqa: E402
 from calbench.models import architectures, datasets  # noqa: E402
 from calbench.models.training import Recipe, resolve_device, seed_everything, train  # noqa: E402
@@ -72,15 +74,16 @@ def train_job(*, spec: TrainSpec, progress: bool = True) -> None:
     channels = architectures.input_channels(entry["model"], kwargs)
     mean, std = input_normalisation(entry, data, channels)
     seed_everything(recipe.seed)
-    model = architectures.build(entry["model"], data.num_classes, pretrained=entry["pretrained"],
-                                weights=entry.get("weights"), kwargs=kwargs, where=where)
-    log.info("training %s on %s (%d train images, %d classes) on %s", entry["model"], entry["dataset"],
-             len(data.splits["train"]), data.num_classes, device)
-    identity = {k: entry.get(k) for k in ("model", "model_kwargs", "dataset", "sizes", "split_seed", "image_size",
-                                          "pretrained", "weights", "normalize")}
-    train(model, data.splits["train"], batch_preparation(entry, mean, std, channels, device), recipe, device,
-          output.with_name("checkpoint.pt"), identity, progress)
+    with Recorder("train") as caught:  # kept in the weights file; the dump job passes them on to the tables
+        model = architectures.build(entry["model"], data.num_classes, pretrained=entry["pretrained"],
+                                    weights=entry.get("weights"), kwargs=kwargs, where=where)
+        log.info("training %s on %s (%d train images, %d classes) on %s", entry["model"], entry["dataset"],
+                 len(data.splits["train"]), data.num_classes, device)
+        identity = {k: entry.get(k) for k in ("model", "model_kwargs", "dataset", "sizes", "split_seed",
+                                              "image_size", "pretrained", "weights", "normalize")}
+        train(model, data.splits["train"], batch_preparation(entry, mean, std, channels, device), recipe, device,
+              output.with_name("checkpoint.pt"), identity, progress)
     with atomic_path(output) as tmp:
         torch.save({"model": model.cpu().state_dict(), "mean": mean, "std": std, "num_classes": data.num_classes,
-                    "entry": entry}, tmp)
+                    "entry": entry, WARNINGS_KEY: caught.records()}, tmp)
     output.with_name("checkpoint.pt").unlink(missing_ok=True)

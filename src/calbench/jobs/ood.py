@@ -18,7 +18,7 @@ from calbench.data.entry import Source, sources
 from calbench.data.npy_files import load_npy
 from calbench.jobs import paths
 from calbench.jobs.keys import calibrate_keys
-from calbench.jobs.spec import JobSpec, as_params, infile, outfile, param
+from calbench.jobs.spec import JobSpec, infile, job_entry, outfile, param
 from calbench.scores import Scores, convert_scores
 
 #: The confidence thresholds of Ovadia et al.'s Fig. 3 curves.
@@ -58,7 +58,7 @@ def spec(config: dict, *, source: str) -> OodDumpSpec:
     from calbench.data.inputs import ood_files
 
     entry = Source.of(config, source)
-    return OodDumpSpec(source=source, entry=as_params(entry.without("shifts", "label_shift")),
+    return OodDumpSpec(source=source, entry=job_entry(entry, "shifts", "label_shift"),
                        cache_dir=config["downloads_dir"], dump=paths.DUMP.format(source=source),
                        data=ood_files(dict(entry.entry)), ood=paths.OOD.format(source=source))
 

@@ -107,15 +107,16 @@ def shifted_outputs(outputs, shift_files: dict[str, str]):
 
 
 def shifted_rows(shifts, group: str, clean: dict, size: int) -> dict:
-    """``{"index", "rows_of"}`` of a shifted set's rows as the paired bootstrap's units
+    """``{"index", "rows_of", "group_rows"}`` of a shifted set's rows as the paired bootstrap's units
     (:mod:`calbench.stats.resampling`): a corrupted copy of a test row is that row (the clean outputs' ids and
     group), as is a row of an import's set aligned by ``pool_rows``; the rows of a set evaluated in full are its
     own, the same for every seed."""
     from calbench.data import store
 
     if store.read_attrs(shifts)["rows_of"] != "own":
-        return {"index": clean["index"], "rows_of": clean.get("rows_of", "test")}
+        return {"index": clean["index"], "rows_of": clean.get("rows_of", "test"), "group_rows": clean.get("group_rows")}
     pool_rows = store.read_group(shifts, group, ["pool_rows"]).get("pool_rows")
     if pool_rows is not None:
-        return {"index": pool_rows[np.isin(pool_rows, clean["index"])], "rows_of": clean.get("rows_of", "all")}
-    return {"index": np.arange(size), "rows_of": group}
+        return {"index": pool_rows[np.isin(pool_rows, clean["index"])], "rows_of": clean.get("rows_of", "all"),
+                "group_rows": clean.get("group_rows")}
+    return {"index": np.arange(size), "rows_of": group, "group_rows": size}

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import calbench
 from calbench.data.entry import Source
 from calbench.jobs import paths
-from calbench.jobs.spec import JobSpec, as_params, dump_entry, infile, outfile, param, source_data
+from calbench.jobs.spec import JobSpec, as_params, dump_entry, infile, job_entry, outfile, param, source_data
 
 log = logging.getLogger("calbench")
 
@@ -80,7 +80,7 @@ def shifts_spec(config: dict, *, source: str) -> ShiftsSpec:
     from calbench.data.inputs import shift_files
 
     entry = Source.of(config, source)
-    return ShiftsSpec(source=source, entry=as_params(entry.without("ood", "label_shift")),
+    return ShiftsSpec(source=source, entry=job_entry(entry, "ood", "label_shift"),
                       cache_dir=config["downloads_dir"], dump=paths.DUMP.format(source=source),
                       data=shift_files(dict(entry.entry)), shifts=paths.SHIFTS.format(source=source))
 

@@ -124,11 +124,22 @@ class JobSpec:
 LATER_KEYS = ("shifts", "ood", "label_shift", "seeds")
 
 
+#: The keys of a source entry that only the figures read (the reliability diagrams name the classes by
+#: ``class_names``): adding or changing them reruns those figures and no dump, calibration or evaluation.
+FIGURE_KEYS = ("class_names",)
+
+
+def job_entry(source, *keys: str) -> dict:
+    """The entry of ``source`` (a :class:`~calbench.data.entry.Source`) as a job that does not read ``keys`` reads it
+    (and stores it in its files): without ``keys`` and :data:`FIGURE_KEYS`, in the params' form (:func:`as_params`),
+    so that a change of them is no change of the job's settings."""
+    return as_params(source.without(*keys, *FIGURE_KEYS))
+
+
 def dump_entry(source) -> dict:
-    """The entry of ``source`` (a :class:`~calbench.data.entry.Source`) as its dump, training and
-    perturbed-calibration jobs read it (and store it in their files): without :data:`LATER_KEYS`, in the params'
-    form (:func:`as_params`)."""
-    return as_params(source.without(*LATER_KEYS))
+    """The entry of ``source`` as its dump, training and perturbed-calibration jobs read it: without
+    :data:`LATER_KEYS` (:func:`job_entry`)."""
+    return job_entry(source, *LATER_KEYS)
 
 
 def source_data(source) -> list[str]:

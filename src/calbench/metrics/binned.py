@@ -76,43 +76,36 @@ def _equal_mass_sums(scores: np.ndarray, hits: np.ndarray, n_bins: int):
     return out
 
 
-#: Columns whose resample sums are made at once by :func:`equal_width_stats_resampled` (bounds its memory).
-RESAMPLE_COLUMN_BLOCK = 64
-
-
 def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
     """:func:`bin_stats` with equal-width bins on R bootstrap resamples given as row counts ``[R, N]``.
 
-    The edges are fixed, so each row's bin is the same on every resample and a resample's per-bin count
-    and sums are its row counts times the rows' bin indicators: one sparse product per statistic and
-    block of columns instead of R re-binnings. Returns arrays [R, M, n_bins].
+    The edges are fixed, so each row's bin is the same on every resample and a resample's per-bin count and sums
+    are its row counts summed over the bin's rows: each column's rows ordered by bin once, then one compiled pass
+    over the rows with the resamples as lanes (:func:`calbench.kernels.resampled_bins.segment_sums`) instead of R
+    re-binnings. Returns arrays [R, M, n_bins].
     """
-    from scipy import sparse  # lazy: only bootstrap intervals need it (~0.15 s of every evaluate job's imports)
+    from calbench.kernels.resampled_bins import chunks, segment_sums
 
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     n, m = scores.shape
-    weights_t = np.ascontiguousarray(np.asarray(counts, dtype=np.float64).T)  # [N, R]
-    out = np.empty((3, counts.shape[0], m, n_bins))
-    for start in range(0, m, RESAMPLE_COLUMN_BLOCK):
-        cols = slice(start, min(start + RESAMPLE_COLUMN_BLOCK, m))
-        width = cols.stop - start
-        slot = (equal_width_bins(scores[:, cols], n_bins) + n_bins * np.arange(width)).ravel()
-        rows = np.repeat(np.arange(n), width)
-        for k, data in enumerate((np.ones(n * width), scores[:, cols].ravel(), hits[:, cols].ravel())):
-            indicator = sparse.csr_matrix((data, (slot, rows)), shape=(width * n_bins, n))
-            out[k, :, cols] = (indicator @ weights_t).T.reshape(-1, width, n_bins)
+    bins = equal_width_bins(scores, n_bins).T  # [M, N]
+    order = np.argsort(bins, axis=1, kind="stable")
+    slots = (bins + n_bins * np.arange(m)[:, None]).ravel()
+    seg_starts = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=m * n_bins))])
+    flat = (order.ravel(), np.take_along_axis(scores.T, order, 1).ravel(), np.take_along_axis(hits.T, order, 1).ravel())
+    out = np.zeros((3, counts.shape[0], m, n_bins))
+    for first, chunk in chunks(counts):
+        parts = np.zeros((3, m * n_bins, chunk.shape[1]))
+        segment_sums(*flat, seg_starts, chunk, *parts)
+        out[:, first:first + chunk.shape[1]] = parts.reshape(3, m, n_bins, -1).transpose(0, 3, 1, 2)
     totals, s_sum, h_sum = out
     safe = np.maximum(totals, 1)
     return totals, s_sum / safe, h_sum / safe
 
 
-#: Sorted ranks summed together by :func:`equal_mass_sums_resampled` (only the block holding an edge is
-#: looked into row by row).
+#: Sorted rows summed together by :func:`equal_mass_sums_resampled` (only the block holding an edge is looked into
+#: row by row).
 RESAMPLE_RANK_BLOCK = 32
-#: Elements of the per-edge row gathers of :func:`equal_mass_sums_resampled` held at once (bounds its memory).
-RESAMPLE_GATHER_BUDGET = 2**22
-#: Resamples multiplied at once in :func:`_block_sums` (an [N, chunk] slice of the counts stays in cache).
-RESAMPLE_CHUNK = 48
 
 
 def _sorted_kept(scores, hits, keep):
@@ -139,24 +132,6 @@ def _sorted_kept(scores, hits, keep):
     return None if np.any(tie) else (rows, s, h, starts)
 
 
-def _count_chunks(counts: np.ndarray, dtype) -> list[np.ndarray]:
-    """The row counts [R, N] as contiguous [N, chunk] arrays of ``RESAMPLE_CHUNK`` resamples."""
-    return [np.ascontiguousarray(counts[c:c + RESAMPLE_CHUNK].T, dtype=dtype)
-            for c in range(0, counts.shape[0], RESAMPLE_CHUNK)]
-
-
-def _block_sums(values, rows, pointers, n, chunks) -> np.ndarray:
-    """Per block of sorted rows (CSR ``pointers`` into ``rows``), Σ values · counts on every resample: [blocks,
-    R], one sparse product per chunk of resamples; zero values are left out (most hits are 0)."""
-    from scipy import sparse  # lazy, as in equal_width_stats_resampled
-
-    nonzero = values != 0
-    pointers = np.concatenate([[0], np.cumsum(nonzero)])[pointers]
-    indicator = sparse.csr_matrix((values[nonzero].astype(chunks[0].dtype), rows[nonzero], pointers),
-                                  shape=(pointers.size - 1, n))
-    return np.concatenate([indicator @ chunk for chunk in chunks], axis=1)
-
-
 def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray,
                               keep: np.ndarray | None = None, remainder: str = "first"):
     """Per-bin counts and sums of scores and hits with equal-mass bins on R bootstrap resamples given as
@@ -165,64 +140,29 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
     Each column is binned over its ``keep`` entries (all by default); the m kept entries of a resample
     form bins of ⌊m/B⌋, the m mod B larger ones first (calbench's ``em``) or last (``remainder="last"``,
     the KCal paper's adaptive bins). A resample's sorted values are the kept rows in sorted order, row i
-    repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and its sums are
-    differences of F(e) = Σ_i v_i · clip(e − start_i, 0, counts_i), start_i the count of the rows sorted
-    before i. The sorted rows are summed in blocks of ``RESAMPLE_RANK_BLOCK`` ranks (sparse products for
-    all resamples at once), and F(e) is the sum of the blocks before the one that holds rank e plus that
-    block's rows by the formula: R × N work per column in compiled code, row by row only where an edge is.
+    repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and its sums are differences of
+    the sums of the rows below each edge's rank: the sums of whole blocks of
+    ``RESAMPLE_RANK_BLOCK`` sorted rows up to the block that holds the edge, then that block's rows one by one
+    (:func:`calbench.kernels.resampled_bins.equal_mass_sums`, the resamples as lanes of one compiled pass): R × N
+    work per column, row by row only where an edge is.
     The re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on
     it unless kept rows with the same score but different hits exist, and then this returns None
     (recompute).
     """
+    from calbench.kernels.resampled_bins import chunks, equal_mass_sums
+
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    n, m = scores.shape
+    m = scores.shape[1]
     flat = _sorted_kept(scores, hits, keep)
     if flat is None:
         return None
     rows, s_flat, h_flat, starts = flat
-    resamples, inner, block = counts.shape[0], np.arange(1, n_bins), RESAMPLE_RANK_BLOCK
-    out = np.zeros((3, resamples, m, n_bins))
-    if rows.size == 0:  # nothing kept anywhere: every bin empty
-        return out
-    # counts in float32 are exact (integer sums below n < 2²⁴) and halve the memory the products read
-    chunks = {np.float32: _count_chunks(counts, np.float32), np.float64: _count_chunks(counts, np.float64)}
-    padded = np.concatenate([np.asarray(counts, dtype=np.float64), np.zeros((resamples, 1))], axis=1)  # row n: 0
-    values = (None, s_flat, h_flat)
-    width = max(1, RESAMPLE_GATHER_BUDGET // (resamples * max(n_bins - 1, 1) * block))
-    for first in range(0, m, width):
-        cols = np.arange(first, min(first + width, m))
-        lo, hi = starts[cols], starts[cols + 1]
-        n_blocks = max(1, -(-int((hi - lo).max()) // block))
-        at = slice(lo[0], hi[-1])  # the flat positions of these columns, in (column, block) order
-        pointers = np.append(np.minimum(lo[:, None] + block * np.arange(n_blocks), hi[:, None]).ravel(), hi[-1]) - lo[0]
-        prefix = []  # per statistic, [columns, blocks + 1, R]: the sums of the blocks before each block
-        for v in values:
-            data, dtype = (np.ones(hi[-1] - lo[0]), np.float32) if v is None else (v[at], np.float64)
-            sums = _block_sums(data, rows[at], pointers, n, chunks[dtype]).reshape(cols.size, n_blocks, resamples)
-            prefix.append(np.zeros((cols.size, n_blocks + 1, resamples)))
-            np.cumsum(sums, axis=1, dtype=np.float64, out=prefix[-1][:, 1:])
-        cum = np.ascontiguousarray(prefix[0].transpose(2, 0, 1))  # [R, columns, blocks + 1] kept rows before a block
-        total = cum[:, :, -1:]  # [R, columns, 1]: each resample's count of kept rows
-        per_bin, extra = total // n_bins, total % n_bins
-        larger_before = np.minimum(inner, extra) if remainder == "first" else np.maximum(inner - (n_bins - extra), 0)
-        edges = inner * per_bin + larger_before  # [R, columns, B − 1] ranks of the inner edges
-        shift = (n + 1) * np.arange(resamples * cols.size).reshape(resamples, cols.size, 1)  # rows stay apart
-        found = np.searchsorted((cum + shift).ravel(), (edges + shift).ravel(), side="right").reshape(edges.shape)
-        holder = np.minimum(found - 1 - (n_blocks + 1) * np.arange(resamples * cols.size).reshape(shift.shape),
-                            n_blocks - 1)  # the block holding each edge's rank (the last one for the total)
-        r, c = np.arange(resamples)[:, None, None], np.arange(cols.size)[:, None]
-        pos = lo[None, :, None, None] + holder[..., None] * block + np.arange(block)  # [R, columns, B − 1, block]
-        inside = pos < hi[None, :, None, None]
-        pos = np.where(inside, pos, 0)
-        w = padded[r[..., None], np.where(inside, rows[pos], n)]
-        before = np.take_along_axis(cum, holder, axis=2)[..., None] + np.cumsum(w, axis=3) - w
-        taken = np.clip(edges[..., None] - before, 0, w)  # copies of each row below the edge
-        for k, v in enumerate(values):
-            part = taken if v is None else taken * v[pos]
-            below = prefix[k][c, holder, r] + part.sum(axis=3)
-            whole = prefix[k][:, -1, :].T[..., None]  # [R, columns, 1]
-            upto = np.concatenate([np.zeros((resamples, cols.size, 1)), below, whole], axis=2)
-            out[k, :, first:first + cols.size] = np.diff(upto, axis=2)
+    out = np.zeros((3, counts.shape[0], m, n_bins))
+    for first, chunk in chunks(counts):
+        parts = np.zeros((3, m, n_bins, chunk.shape[1]))
+        equal_mass_sums(rows, s_flat, np.asarray(h_flat, dtype=np.float64), starts, chunk, n_bins,
+                        remainder == "first", RESAMPLE_RANK_BLOCK, *parts)
+        out[:, first:first + chunk.shape[1]] = parts.transpose(0, 3, 1, 2)
     return out
 
 

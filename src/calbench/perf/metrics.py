@@ -1,13 +1,16 @@
-"""Benchmarks of the evaluation metrics: KDE-ECE, the PL/PL3 fits, CV-bins ECE, SKCE and the p-ECE test."""
+"""Benchmarks of the evaluation metrics: KDE-ECE, the PL/PL3 fits, CV-bins ECE, SKCE, the p-ECE test and the
+resampled metrics behind ``calbench recommend``."""
 
 import numpy as np
 from scipy.special import expit
 
 from calbench.data.synthetic import sample_categorical
 from calbench.maps1d import PiecewiseLinear, PiecewiseLinearCV
-from calbench.metrics import evaluate
+from calbench.metrics import evaluate, lookup
 from calbench.metrics.kde_ece import kde_ece
+from calbench.metrics.registry import MetricContext
 from calbench.perf import benchmark, timed
+from calbench.stats.resampling import SeedRows, unit_counts
 
 
 def _binary(n, seed=0):
@@ -54,6 +57,35 @@ def cv_ece_skce_pece(repeat):
     ids = ["ece.conf.cv.l1", "ece.cw.emcv.l1", "skce.ul", "p_ece.conf", "p_ece.cw", "kde_ece.conf.l1"]
     seconds = timed(lambda: _multiclass(n, c), lambda p, y: evaluate(p, y, ids), repeat)
     return {"seconds": seconds, "n": n, "classes": c, "metrics": len(ids)}
+
+
+#: Metrics whose 1,000 resamples cost the most in ``calbench recommend --all-metrics`` at 100 classes.
+RESAMPLED_IDS = ["ece.cw.em15.l1", "ece.cw.ew15.l1", "cc_gap.aps.a10.div5"]
+
+
+@benchmark("metrics.resampled_100")
+def resampled_100(repeat):
+    """1,000 bootstrap resamples (row counts over a 10,000-row pool, every other row tested) of 5,000 rows × 100
+    classes, per metric and one method and seed: the classwise binned ECEs in compiled passes, the conformal
+    sets' per-class sums as float products. Compiled kernels are warmed before the clock starts."""
+    n, c = 5000, 100
+    probs, labels = _multiclass(n, c)
+    counts = np.concatenate(unit_counts(SeedRows("all", np.arange(0, 2 * n, 2), 2 * n), 1000))
+    seconds = {}
+    for metric in RESAMPLED_IDS:
+        family, groups = lookup(metric)
+        family.resampled(MetricContext(probs[:50], labels[:50]), counts[:2, :50], **groups)
+
+        def estimated(family=family, groups=groups):
+            """A fresh context (it caches per-row quantities) with the estimate made first, as the evaluate job
+            makes it (the conformal division sets)."""
+            ctx = MetricContext(probs, labels, None, 0, None)
+            family.function(ctx, **groups)
+            return (ctx,)
+
+        seconds[metric] = timed(estimated, lambda ctx, family=family, groups=groups: family.resampled(
+            ctx, counts, **groups), repeat)
+    return {"seconds": sum(seconds.values()), "n": n, "classes": c, "resamples": 1000, "each": seconds}
 
 
 #: The metrics measured by ``metrics.each_25k_1000`` (each must take ≤ 5 s at 25,000 rows × 1,000 classes).

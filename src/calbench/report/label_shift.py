@@ -1,14 +1,15 @@
 """Tables of calibration and prior adaptation under label shift (docs/label_shift.md), from the long metrics table
 and the evaluate jobs' bootstrap resamples.
 
-As Alexandari, Kundaje & Shrikumar (ICML 2020, Tables 1–2) report, per calibrator and shift strength (a Dirichlet
-α or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with the paired bootstrap of
-:mod:`calbench.stats`. A seed's estimate is the mean over its draws of that strength; its
-resamples are the means over the draws of the metric on each set redrawn from resampled test rows
-(:func:`calbench.data.label_shift.redraw_weights`, the same for every method), with the weights re-estimated on
-every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage carries what the rows
-do not explain (the calibration split and the drawn priors, which differ per seed). A cell of an estimated
-adaptation is flagged where the adaptation collapsed on some of its sets (``collapse.<estimator>``).
+As Alexandari, Kundaje & Shrikumar (ICML 2020, Tables 1–2) report, per calibrator and shift strength (a Dirichlet α
+or a tweak-one ρ): the metric's mean over the drawn sets and seeds, with the paired bootstrap of
+:mod:`calbench.stats`. A seed's estimate is the mean over its draws of that strength; its resamples are the means
+over the draws of the metric on each set redrawn from the test rows resampled as the main tables resample them (the
+same unit and counts: one count per pool row, shared by the seeds that test on it, where seeds re-split a pool;
+:func:`calbench.data.label_shift.redraw_weights`, the same for every method), with the weights re-estimated on
+every resample; the seeds are pooled by the engine's two-stage bootstrap, whose seed stage carries what the rows do
+not explain (the calibration split and the drawn priors, which differ per seed). A cell of an estimated adaptation
+is flagged where the adaptation collapsed on some of its sets (``collapse.<estimator>``).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from calbench.data.store import LABEL_SHIFT_RESAMPLES
 from calbench.metrics import lookup
 from calbench.stats.draws import SourceDraws
 from calbench.stats.paired import compare
-from calbench.stats.resampling import seed_picks
+from calbench.stats.resampling import RESAMPLES, seed_picks
 
 LEVEL = 0.95
 NO_INTERVAL = ("A cell without an interval has no resamples: a signed metric (0 is best, not tested), a metric "
@@ -57,13 +58,30 @@ def label_shift_rows(long: pd.DataFrame) -> pd.DataFrame:
 
 
 def read_resamples(metric_files) -> dict[tuple[str, str, int], dict]:
-    """(source, method, seed) → the metrics JSON's resamples ``{kind+strength: {metric: [R]}}``."""
+    """(source, method, seed) → the metrics JSON's resamples ``{"rows_of": the group resampled, "sets":
+    {kind+strength: {metric: [R]}}}`` (:func:`calbench.jobs.evaluate.label_shifted_values`); JSONs of earlier
+    versions, whose resamples drew each seed's rows on their own, give none."""
     out = {}
     for path in metric_files:
         record = json.loads(Path(path).read_text())
-        if LABEL_SHIFT_RESAMPLES in record:
-            out[record["source"], record["method"], int(record["seed"])] = record[LABEL_SHIFT_RESAMPLES]
+        found = record.get(LABEL_SHIFT_RESAMPLES)
+        if isinstance(found, dict) and "sets" in found:
+            out[record["source"], record["method"], int(record["seed"])] = found
     return out
+
+
+#: What a label-shifted cell's resample draws, per unit of the test rows (:data:`calbench.report.tables.UNITS`).
+SET_UNITS = {"pool rows": "pool rows (one count per row of the pool the seeds re-split, shared by the seeds that "
+                          "test on it), each label-shifted set redrawn from them",
+             "test rows": "test rows, each label-shifted set redrawn from them"}
+
+
+def resampled_unit(resamples: dict, source: str) -> str:
+    """``pool rows`` where two seeds of ``source`` resampled rows of one group (a pool they re-split), else ``test
+    rows``: the unit of :mod:`calbench.stats.resampling`."""
+    groups = {(seed, found["rows_of"]) for (src, _, seed), found in resamples.items() if src == source}
+    names = [group for _, group in groups]
+    return "pool rows" if len(names) != len(set(names)) else "test rows"
 
 
 def label_shift_draws(source: str, rows: pd.DataFrame, metrics, resamples: dict, strengths=None) -> SourceDraws:
@@ -78,15 +96,25 @@ def label_shift_draws(source: str, rows: pd.DataFrame, metrics, resamples: dict,
     for metric_id in metrics:
         table = rows[rows["metric"] == metric_id].pivot_table(index="method", columns="seed", values="value")
         estimates[metric_id] = table.reindex(index=methods, columns=seeds).to_numpy(dtype=np.float64)
-        found = [[_mean_resamples(resamples.get((source, m, s), {}), metric_id, strengths) for s in seeds]
-                 for m in methods]
+        found = [[_mean_resamples(resamples.get((source, m, s), {}).get("sets", {}), metric_id, strengths)
+                  for s in seeds] for m in methods]
         if all(f is not None for per in found for f in per):
             draws[metric_id] = np.array(found)
             counts.add(draws[metric_id].shape[-1])
     total = counts.pop() if len(counts) == 1 else 0
     draws = draws if total else {}
     return SourceDraws(source, seeds, methods, estimates, draws, seed_picks(seeds, total), [0] * len(seeds),
-                       unit="label-shifted set rows")
+                       unit=resampled_unit(resamples, source))
+
+
+def unit_words(resamples: dict, sources) -> str:
+    """The resampling unit of the label-shifted cells of ``sources`` in words, per source where they differ."""
+    by_unit: dict[str, list[str]] = {}
+    for source in sources:
+        by_unit.setdefault(resampled_unit(resamples, source), []).append(source)
+    if len(by_unit) <= 1:
+        return SET_UNITS[next(iter(by_unit), "test rows")]
+    return "; ".join(f"{SET_UNITS[unit]} for {', '.join(names)}" for unit, names in by_unit.items())
 
 
 def _mean_resamples(per_strength: dict, metric_id: str, strengths) -> np.ndarray | None:
@@ -120,12 +148,12 @@ def strength_markdown(long: pd.DataFrame, metric_id: str, resamples: dict, metho
     interval of the paired bootstrap], in bold the best and the methods tied with it (Holm, α = 0.05)."""
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
-    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({family.direction}; mean "
-             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap, resampling unit: each "
-             "label-shifted set redrawn from resampled test rows, weights re-estimated on every resample, seeds "
-             "pooled]; **bold**: the best and the "
-             "methods a paired test cannot tell from it, Holm-adjusted at α = 0.05)", ""]
     sub = long[(long["metric"] == metric_id) & is_label_shifted(long["test_set"])]
+    lines = [f"### {metric_id}{f', ×{scale:g}' if scale != 1 else ''} under label shift ({family.direction}; mean "
+             f"over draws and seeds [{LEVEL:.0%} percentile interval of a paired bootstrap ({RESAMPLES} resamples), "
+             f"resampling unit: {unit_words(resamples, sorted(set(sub['source'])))}; weights re-estimated on every "
+             "resample, seeds pooled]; **bold**: the best and the methods a paired test cannot tell from it, "
+             "Holm-adjusted at α = 0.05)", ""]
     if sub.empty:
         return "\n".join(lines + ["No label-shifted set has this metric.", ""])
     parsed = pd.DataFrame([parse_name(n)[:2] for n in sub["test_set"]], columns=["kind", "strength"], index=sub.index)

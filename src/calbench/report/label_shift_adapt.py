@@ -4,8 +4,9 @@ estimated priors helps that calibrator's own unadapted outputs, with the paired 
 The change is ``delta.acc.<est>`` (Δacc of Alexandari, Kundaje & Shrikumar 2020, Tables 1–2, here against the same
 calibrator unadapted) and ``delta.nll.<est>``, each the mean over the strength's draws and seeds with the 95 %
 percentile interval of the engine's bootstrap (:func:`calbench.report.label_shift.label_shift_draws`: the set
-redrawn from resampled test rows, seeds pooled). Beside them the weights' error ``weight_mse.<est>``, the share of
-rows at the weight floor and the share of sets whose adaptation collapsed. The verdict:
+redrawn from the test rows resampled as the main tables resample them, seeds pooled). Beside them the weights'
+error ``weight_mse.<est>``, the share of rows at the weight floor and the share of sets whose adaptation collapsed.
+The verdict:
 
 * **adapt** where the Δacc interval lies above 0, no NLL interval lies above 0 and no set collapsed;
 * **do not adapt** where the Δacc interval lies below 0, the Δnll interval above 0 (adaptation costs log-loss) or
@@ -21,8 +22,9 @@ import numpy as np
 import pandas as pd
 
 from calbench.data.label_shift import parse_name
-from calbench.report.label_shift import LEVEL, is_label_shifted, label_shift_draws
+from calbench.report.label_shift import LEVEL, is_label_shifted, label_shift_draws, unit_words
 from calbench.stats.paired import compare
+from calbench.stats.resampling import RESAMPLES
 
 ESTIMATORS = ("em", "bbse_soft", "rlls", "bbse", "rlls_hard")
 ADAPT, DO_NOT, UNCLEAR = "adapt", "do not adapt", "no clear change"
@@ -101,11 +103,13 @@ def signed_interval(triple, scale: float, decimals: int, missing: str = "–") -
 def adapt_markdown(long: pd.DataFrame, resamples: dict, method_order=None) -> str:
     """Per source: each calibrator × estimator × shift strength, its Δacc and Δnll by adaptation with intervals,
     the weights' MSE, the floor and collapse shares and the verdict (module docstring)."""
+    found = adaptations(long, resamples)
     lines = [f"### Adapt or not: each calibrator adapted against its own unadapted outputs ({LEVEL:.0%} percentile "
-             "intervals of the paired bootstrap, the sets redrawn from resampled test rows, seeds pooled; Δacc in "
+             f"intervals of the paired bootstrap ({RESAMPLES} resamples), resampling unit: "
+             f"{unit_words(resamples, sorted(set(long.loc[is_label_shifted(long['test_set']), 'source'])))}; seeds "
+             "pooled; Δacc in "
              "points; verdict: adapt where Δacc's interval lies above 0, Δnll's is not above 0 and no set "
              "collapsed; do not adapt where Δacc's lies below 0, Δnll's above 0 or a set collapsed)", ""]
-    found = adaptations(long, resamples)
     if not found:
         return "\n".join(lines + ["No label-shifted set has `delta.acc.<estimator>`.", ""])
     order = {m: i for i, m in enumerate(method_order or [])}

@@ -2,9 +2,10 @@
 not converge, a missing class…), gathered from the metrics JSONs into ``results/tables/warnings.csv`` and listed
 under the tables whose cells they concern, so that no result is read without them.
 
-Every job records its own warnings with its outputs (:class:`calbench.caught.Recorder`): the dump job in the
-dump's attributes, the calibrate job in the calibrated file's (with the dump's), the evaluate job in the metrics
-JSON (with the calibrated file's), each as ``{stage, category, message}``.
+Every job records its own warnings with its outputs (:class:`calbench.caught.Recorder`): a model source's train
+job in its weights file, the dump job in the dump's attributes (with the train job's), the calibrate job in the
+calibrated file's (with the dump's), the evaluate job in the metrics JSON (with the calibrated file's), each as
+``{stage, category, message}``.
 """
 
 from __future__ import annotations
@@ -63,7 +64,7 @@ def warning_lines(rows: list[dict], sources=None, methods=None) -> list[str]:
         entry["seeds"][int(r["seed"])] = None
     lines = []
     for (source, stage, category, message), entry in grouped.items():
-        every = stage == "dump" and methods is not None and len(entry["methods"]) == len(set(methods))
+        every = stage in ("train", "dump") and methods is not None and len(entry["methods"]) == len(set(methods))
         who = "every method" if every else ", ".join(entry["methods"])
         seeds = ", ".join(map(str, sorted(entry["seeds"])))
         lines.append(f"- {source} ({who}; seed{'s' * (len(entry['seeds']) > 1)} {seeds}), {stage} job: "
