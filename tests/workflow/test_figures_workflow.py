@@ -40,7 +40,8 @@ def test_figure_and_study_targets_in_the_dag(tmp_path):
     assert jobs["reliability_diagram"] == 4  # 2 sources × (conf, cw)
     assert jobs["simplex_map"] == 1 and "critical_difference" not in jobs  # 2 sources: too few to rank (Demšar)
     five = tiny_config(figures=FIGURES)
-    five["sources"] |= {f"planted{k}": {**five["sources"]["planted"], "temperature": 2.0 + k} for k in range(3)}
+    # three more planted sources, each at its own temperature (a source on the same data as another is refused)
+    five["sources"] |= {f"planted{k}": {**five["sources"]["planted"], "temperature": 2.0 + k} for k in (1, 2, 3)}
     assert dry_run(tmp_path / "five", five)["critical_difference"] == 1
     assert jobs["learning_curve"] == 2 and jobs["learning_curve_summary"] == 1
     plain = dry_run(tmp_path / "default", tiny_config())  # no `figures` key: the reliability diagrams

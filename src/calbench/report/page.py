@@ -4,7 +4,7 @@ The first screen (1,400 × 900) holds the title, the config's sources and, per s
 method by the ranking metric with its interval, the methods tied with it, its change of accuracy, the warnings of
 its jobs and the path of its saved calibrator, or "keep the model as is" where no method beats ``uncal``), one row
 each with its notes beneath (a long note shows its start and opens in place); beneath them the reliability figure
-of one source's recommendation, 960 px wide: the first source's when the page opens, any other's one click away in
+of one source's recommendation, 900 px wide: the first source's when the page opens, any other's one click away in
 the same place (its tab beside the figure, or its name in the answer), so that every source's figure is read
 without scrolling (four such figures do not fit one screen). Then
 the run's details and warnings, its tables (their Markdown rendered) and its figures (linked, not embedded, so that
@@ -33,7 +33,8 @@ th, td { border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vert
 th { background: #f3f3f3; }
 .num, td, th { white-space: nowrap; }
 table.answer { margin: 2px 0 4px; } table.answer th, table.answer td { padding: 2px 8px; }
-table.answer td { white-space: normal; } table.answer td.num, table.answer td.method { white-space: nowrap; }
+table.answer td { white-space: normal; line-height: 1.3; }
+table.answer td.num, table.answer td.method { white-space: nowrap; }
 table.answer tr.notes td { font-size: 13px; line-height: 1.3; padding-top: 0; }
 table.answer tr:has(+ tr.notes) td { border-bottom: 0; }
 table.answer ul { margin: 0; padding-left: 16px; } table.answer summary { cursor: pointer; }
@@ -45,7 +46,7 @@ figure { margin: 8px 0 16px; } figure img { width: 1000px; max-width: 100%; heig
 figcaption { color: #555; font-size: 13px; }
 ul { margin: 4px 0 8px; padding-left: 22px; }
 label.pick { cursor: pointer; color: #0645ad; text-decoration: underline dotted; }
-.chooser { display: grid; grid-template-columns: minmax(0, 960px) minmax(200px, 1fr); grid-template-rows: auto 1fr;
+.chooser { display: grid; grid-template-columns: minmax(0, 900px) minmax(200px, 1fr); grid-template-rows: auto 1fr;
   column-gap: 16px; align-items: start; margin: 2px 0 12px; }
 .chooser > input { position: absolute; opacity: 0; pointer-events: none; }
 .chooser .tabs { grid-column: 2; grid-row: 1; font-size: 14px; }
@@ -185,7 +186,7 @@ def chooser_html(figures: list[tuple[str, str, str]]) -> str:
     """The recommendations' reliability figures ``(source, src, caption)`` in one place: the first shown, each
     other one click away (its tab, or its source's name in the answer), without script: a radio input per figure
     and a CSS rule that shows the figure of the checked one. The tabs and the caption stand to the right of the
-    figure, in the width its 960 px leave on a 1,400 px window."""
+    figure, in the width its 900 px leave on a 1,400 px window."""
     if not figures:
         return ""
     inputs = "".join(f"<input type='radio' name='figure' id='{_slot(i)}'{' checked' if i == 0 else ''}>"
