@@ -261,3 +261,23 @@ def write_label_shift_run(results: Path, long, resamples: dict) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"seed{seed}.json").write_text(json.dumps({"source": source, "method": method, "seed": seed,
                                                              "label_shift_resamples": per_strength}))
+
+
+def write_finished_run(results: Path, outputs: dict, labels, metrics) -> None:
+    """One seed of source ``src`` as a finished run leaves it in ``results``: each method's calibrated test outputs
+    (``outputs``: method -> probabilities) and the long table of ``metrics`` on them."""
+    import numpy as np
+    import pandas as pd
+
+    from calbench.data import store
+    from calbench.metrics import evaluate
+
+    rows = []
+    for method, probs in outputs.items():
+        path = results / "calibrated" / "src" / method / "seed0.h5"
+        path.parent.mkdir(parents=True)
+        store.write_calibrated(path, None, probs, [], np.arange(labels.size), labels, {})
+        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, labels, metrics).items()]
+    (results / "tables").mkdir()
+    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
+        results / "tables" / "metrics_long.csv", index=False)

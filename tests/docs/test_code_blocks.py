@@ -9,16 +9,13 @@ import importlib.util
 import json
 
 import numpy as np
-import pandas as pd
 
 from calbench.__main__ import main
-from calbench.data import store
 from calbench.jobs.recommendation import BEST_FIELDS, FIELDS
 from calbench.jobs.spec import SPECS
-from calbench.metrics import evaluate
 from calbench.perf.docs_blocks import block_names
 from calbench.stats.paired import Verdict
-from conftest import REPO
+from conftest import REPO, write_finished_run
 
 spec = importlib.util.spec_from_file_location("code_blocks", REPO / "scripts" / "code_blocks.py")
 code_blocks = importlib.util.module_from_spec(spec)
@@ -54,19 +51,6 @@ def test_the_layer_table_names_every_module_of_the_layer_list():
             assert f"`{name}`" in table or f"`{name}/`" in table, name
 
 
-def _finished_run(results, labels, outputs: dict, metrics) -> None:
-    """One seed of source ``src``: the calibrated test outputs and the long table, as a finished run leaves them."""
-    rows = []
-    for method, probs in outputs.items():
-        path = results / "calibrated" / "src" / method / "seed0.h5"
-        path.parent.mkdir(parents=True)
-        store.write_calibrated(path, None, probs, [], np.arange(labels.size), labels, {})
-        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, labels, metrics).items()]
-    (results / "tables").mkdir()
-    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
-        results / "tables" / "metrics_long.csv", index=False)
-
-
 def test_recommend_json_records_have_the_fields_readme_lists(tmp_path, capsys):
     """Every record has exactly :data:`FIELDS` (a Verdict's first, in order) and the best's also
     :data:`BEST_FIELDS` (the noise floor's for an ECE), so that README's generated list is the records' own."""
@@ -76,7 +60,7 @@ def test_recommend_json_records_have_the_fields_readme_lists(tmp_path, capsys):
               > rng.random((600, 1))).argmax(1)
     outputs = {m: np.exp(logits / t) / np.exp(logits / t).sum(1, keepdims=True)
                for m, t in (("uncal", 1.0), ("ts", 2.0), ("ts_off", 2.5))}
-    _finished_run(tmp_path, labels, outputs, ["acc", "nll", "ece.conf.em15.l1"])
+    write_finished_run(tmp_path, outputs, labels, ["acc", "nll", "ece.conf.em15.l1"])
     assert list(FIELDS)[:len(Verdict.__dataclass_fields__)] == list(Verdict.__dataclass_fields__)
     for metric, best_only in (("nll", ["acc_flag", "uncal_in_best_group"]), ("ece.conf.em15.l1", list(BEST_FIELDS))):
         assert main(["recommend", str(tmp_path), "--metric", metric, "--json", "--resamples", "50"]) == 0

@@ -26,6 +26,7 @@ from calbench.jobs.evaluate import EvaluateSpec, evaluate_job
 from calbench.methods import available, make, method_class
 from calbench.metrics import evaluate
 from calbench.scores import CoarseProbabilitiesWarning, Scores
+from conftest import write_finished_run
 
 RNG = np.random.default_rng(3)
 K = 4
@@ -207,22 +208,8 @@ def one_seed_run(tmp_path):
     p_true = _softmax(z / 2)
     y = (p_true.cumsum(1) > rng.random((2000, 1))).argmax(1)
     outputs = {"ts": p_true, "ts_shaky": _softmax(z / 2.05), "uncal": _softmax(z)}
-    _finished_run(tmp_path, outputs, y, ["nll", "ece.conf.em15.l1"])
+    write_finished_run(tmp_path, outputs, y, ["nll", "ece.conf.em15.l1"])
     return tmp_path, outputs, y
-
-
-def _finished_run(results, outputs: dict, labels, metrics) -> None:
-    """The calibrated test outputs (one seed of source ``src``) and the long table of a finished run in
-    ``results``."""
-    rows = []
-    for method, probs in outputs.items():
-        path = results / "calibrated" / "src" / method / "seed0.h5"
-        path.parent.mkdir(parents=True)
-        store.write_calibrated(path, None, probs, [], np.arange(labels.size), labels, {})
-        rows += [("src", method, 0, m, v) for m, v in evaluate(probs, labels, metrics).items()]
-    (results / "tables").mkdir()
-    pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
-        results / "tables" / "metrics_long.csv", index=False)
 
 
 def test_recommend_on_one_seed_bootstraps_the_test_rows_with_paired_resamples(one_seed_run, capsys):
@@ -269,7 +256,7 @@ def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_acc
     honest = _softmax(rng.normal(size=(1500, K)))  # a classifier near chance
     relearned = np.full((1500, K), 0.1 / (K - 1))
     relearned[np.arange(1500), y] = 0.9
-    _finished_run(tmp_path, {"uncal": honest, "ts": honest, "relearn": relearned}, y, ["nll", "acc"])
+    write_finished_run(tmp_path, {"uncal": honest, "ts": honest, "relearn": relearned}, y, ["nll", "acc"])
     assert main(["recommend", str(tmp_path), "--json", "--resamples", "200"]) == 0
     records = json.loads(capsys.readouterr().out)
     assert records[0]["method"] == "relearn" and {r["method"] for r in records[1:]} == {"ts", "uncal"}
