@@ -6,6 +6,7 @@ its marker fails, naming the marker."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import subprocess
 import sys
@@ -281,3 +282,12 @@ def write_finished_run(results: Path, outputs: dict, labels, metrics) -> None:
     (results / "tables").mkdir()
     pd.DataFrame(rows, columns=["source", "method", "seed", "metric", "value"]).to_csv(
         results / "tables" / "metrics_long.csv", index=False)
+
+
+def load_script(name: str):
+    """The module of ``scripts/NAME.py`` (the scripts are no package): the tests of generated pages call their
+    functions."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -9,7 +9,7 @@ import tomllib
 import yaml
 from packaging.requirements import Requirement
 
-from conftest import REPO
+from conftest import REPO, load_script
 
 #: Base dependencies that the rules' environments do not need: Snakemake and its executor run the workflow itself.
 OUTSIDE = {"snakemake", "snakemake-executor-plugin-slurm"}
@@ -63,11 +63,7 @@ def test_the_torch_env_pins_them_and_the_models_extra():
 
 
 def test_every_env_a_rule_names_exists():
-    from importlib.util import module_from_spec, spec_from_file_location
-
-    spec = spec_from_file_location("code_blocks", REPO / "scripts" / "code_blocks.py")
-    code_blocks = module_from_spec(spec)
-    spec.loader.exec_module(code_blocks)
+    code_blocks = load_script("code_blocks")
     named = {r["conda"] for r in code_blocks.rules()} - {"method_conda_env"}
     assert named and all((REPO / env).is_file() for env in named), named
     assert {p.name for p in (REPO / "envs").glob("*.yaml")} == {"calbench.yaml", "torch.yaml"}

@@ -4,18 +4,15 @@ repeated here), and its advice is chosen on the choice sources alone."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 
 import numpy as np
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE, shared_data
+from conftest import REPO, SNAKEMAKE, load_script, shared_data
 
-spec = importlib.util.spec_from_file_location("choosing", REPO / "scripts" / "choosing.py")
-choosing = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(choosing)
+choosing = load_script("choosing")
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ log, a benchmark and a conda env), and the records ``recommend --json`` prints h
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import numpy as np
@@ -15,11 +14,9 @@ from calbench.jobs.recommendation import BEST_FIELDS, FIELDS
 from calbench.jobs.spec import SPECS
 from calbench.perf.docs_blocks import block_names
 from calbench.stats.paired import Verdict
-from conftest import REPO, write_finished_run
+from conftest import REPO, load_script, write_finished_run
 
-spec = importlib.util.spec_from_file_location("code_blocks", REPO / "scripts" / "code_blocks.py")
-code_blocks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(code_blocks)
+code_blocks = load_script("code_blocks")
 
 
 def test_committed_blocks_are_the_generated_ones():

@@ -3,16 +3,13 @@ and that summary covers every network, calibrator, metric and seed the script na
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from conftest import REPO
+from conftest import load_script
 
-spec = importlib.util.spec_from_file_location("conformal_page", REPO / "scripts" / "conformal.py")
-conformal_page = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(conformal_page)
+conformal_page = load_script("conformal")
 
 
 @pytest.fixture(scope="module")

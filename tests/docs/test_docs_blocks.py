@@ -4,17 +4,14 @@ mechanism that every docs generator shares (calbench.perf.docs_blocks) replaces 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
 from calbench.perf.docs_blocks import block_names, replace_blocks, write_or_check
-from conftest import REPO
+from conftest import REPO, load_script
 
-spec = importlib.util.spec_from_file_location("docs_blocks", REPO / "scripts" / "docs_blocks.py")
-docs_blocks = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(docs_blocks)
+docs_blocks = load_script("docs_blocks")
 
 
 def test_committed_blocks_are_the_generated_ones():

@@ -4,18 +4,15 @@ not repeated here)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
 from calbench.config import load
 from calbench.perf.docs_blocks import replace_blocks
-from conftest import REPO
+from conftest import REPO, load_script
 
-spec = importlib.util.spec_from_file_location("label_shift_paper", REPO / "scripts" / "label_shift_paper.py")
-paper_script = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(paper_script)
+paper_script = load_script("label_shift_paper")
 CONFIG = REPO / "config" / "label_shift_paper.yaml"
 
 
