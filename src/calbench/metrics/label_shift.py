@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench.convergence import NotConvergedWarning
+from calbench.kernels.prior_em import em_step, sparse_rows
 from calbench.metrics.rlls import rlls_weights
 
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
@@ -92,11 +93,13 @@ class LabelShiftInputs:
 
 
 def reweight(probs: np.ndarray, ratio: np.ndarray) -> np.ndarray:
-    """p ⊙ ratio, each row renormalised (Saerens et al. 2002, Eq. 2.4); a row that the ratio zeroes keeps p."""
+    """p ⊙ ratio, each row renormalised (Saerens et al. 2002, Eq. 2.4); a row that the ratio zeroes keeps p.
+    ``ratio`` [k], or [n, k]: a ratio per row."""
     out = probs * ratio
     sums = out.sum(axis=1, keepdims=True)
     empty = sums[:, 0] <= 0
-    out[empty], sums[empty] = probs[empty], 1.0
+    if empty.any():
+        out[empty], sums[empty] = probs[empty], 1.0
     out /= sums
     return out
 
@@ -106,32 +109,31 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
     weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
     value in an EM step; warns (:class:`NotConvergedWarning`) after ``max_iter`` EM steps. Returns (π_t, EM steps).
-    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)): two matrix-vector products, no n × k temporary.
+    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one compiled pass over the rows of non-zero
+    weight (:mod:`calbench.kernels.prior_em`).
 
     The steps are accelerated by SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from π₀, two
     steps π₁, π₂, r = π₁ − π₀, v = π₂ − π₁ − r, α = min(−‖r‖/‖v‖, −1), π' = π₀ − 2αr + α²v, then one step from π'.
     It converges to the same fixed point in far fewer steps where a prior decays slowly towards 0 (EM's linear rate
     near 1); where π' leaves the simplex or lowers the log-likelihood, the cycle keeps the plain step π₂ (α = −1),
     so every cycle is at least as good as two EM steps. ``weights`` [R, n] (bootstrap row weights) runs R weighted
-    EMs at once, as matrix products, and returns [R, k], each from π_s and stopped by the same criterion."""
+    EMs at once and returns [R, k], each from π_s and stopped by the same criterion."""
     tol = EM_TOL if tol is None else tol
     safe = np.where(source_priors > 0, source_priors, 1.0)
-    scaled = probs / safe
+    scaled = np.ascontiguousarray(probs / safe, dtype=np.float64)
     single = weights is None
     weights = np.ones((1, probs.shape[0])) if single else np.asarray(weights, dtype=np.float64)
     priors = np.tile(np.asarray(source_priors, dtype=np.float64), (weights.shape[0], 1))  # a copy, updated in place
-    totals = weights.sum(axis=1, keepdims=True)
+    totals = weights.sum(axis=1)
+    indptr, cols, vals = sparse_rows(weights)
     active = np.arange(weights.shape[0])
 
-    def step(pi, rows, likelihood=True):
-        """(one EM step from each row of ``pi``, the weighted mean log-likelihood of ``pi`` or None). The mixtures
-        [R, n] are copied C-ordered once (element-wise passes over the transposed product ran strided, 2-3 times
-        slower; the product itself is kept as it was, since a one-row product runs as gemv with its own order of
-        sums); the weights are indexed only once resamples have converged (``rows`` None: all of them)."""
-        mix = np.ascontiguousarray((scaled @ pi.T).T)
-        held, total = (weights, totals) if rows is None else (weights[rows], totals[rows])
-        loglik = np.sum(held * np.log(np.maximum(mix, 1e-300)), axis=1) / total[:, 0] if likelihood else None
-        return pi * ((held / mix) @ scaled) / total, loglik
+    def step(pi, likelihood=True):
+        """(one EM step from each row of ``pi``, the weighted mean log-likelihood of ``pi`` or None), for the
+        active sets, over their rows of non-zero weight (:func:`calbench.kernels.prior_em.em_step`)."""
+        new, loglik = np.empty_like(pi), np.empty(pi.shape[0])
+        em_step(scaled, indptr, cols, vals, totals, active, pi, new, loglik, likelihood)
+        return new, (loglik if likelihood else None)
 
     def relative(a, b):
         before, after = np.maximum(a / safe, WEIGHT_FLOOR), np.maximum(b / safe, WEIGHT_FLOOR)
@@ -139,16 +141,15 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
 
     steps = 0
     while steps < max_iter:
-        rows = None if active.size == weights.shape[0] else active
         start = priors[active]
-        first, loglik = step(start, rows)
-        second, _ = step(first, rows, likelihood=False)  # only the start's and the jump's likelihoods compare
+        first, loglik = step(start)
+        second, _ = step(first, likelihood=False)  # only the start's and the jump's likelihoods compare
         r, v = first - start, second - 2 * first + start
         alpha = np.minimum(-np.linalg.norm(r, axis=1) / np.maximum(np.linalg.norm(v, axis=1), 1e-300), -1.0)
         jump = start - 2 * alpha[:, None] * r + alpha[:, None] ** 2 * v
         plain = (jump <= 0).any(axis=1)
         jump[plain] = second[plain]
-        new, jumped = step(jump, rows)
+        new, jumped = step(jump)
         plain |= jumped < loglik  # a jump that lowers the likelihood: keep the plain steps' π₂
         new[plain], jump[plain] = second[plain], first[plain]
         changes = relative(jump, new)

@@ -1,0 +1,154 @@
+"""The label-shift estimators on many redraws at once (docs/label_shift.md): the EM of Saerens, Latinne &
+Decaestecker (2002, Eqs. 2.9–2.10) over each redraw's rows of non-zero weight, and RLLS's box-constrained problem
+(Azizzadenesheli et al. 2019, Eq. 4) solved exactly for all redraws, each against the same computation run on one
+redraw at a time."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import softmax
+
+from calbench.kernels.vector_log import log_dot
+from calbench.metrics import label_shift as ls
+from calbench.metrics import rlls
+
+
+def _probs(n, k, seed, scale=2.0):
+    rng = np.random.default_rng(seed)
+    return softmax(scale * rng.normal(size=(n, k)), axis=1)
+
+
+def _em_alone(probs, source, weights, tol=ls.EM_TOL, max_iter=ls.EM_MAX_ITER):
+    """EM with SQUAREM as :func:`calbench.metrics.label_shift.em_priors` defines it, on one redraw given as dense row
+    weights: matrix-vector products over all its rows (the computation before the redraws were batched)."""
+    scaled, total = probs / source, weights.sum()
+
+    def step(pi):
+        mix = scaled @ pi
+        return pi * ((weights / mix) @ scaled) / total, weights @ np.log(np.maximum(mix, 1e-300)) / total
+
+    def floored(pi):
+        return np.maximum(pi / source, ls.WEIGHT_FLOOR)
+
+    pi, steps = source.copy(), 0
+    while steps < max_iter:
+        first, loglik = step(pi)
+        second, _ = step(first)
+        r, v = first - pi, second - 2 * first + pi
+        alpha = min(-np.linalg.norm(r) / max(np.linalg.norm(v), 1e-300), -1.0)
+        jump = pi - 2 * alpha * r + alpha ** 2 * v
+        plain = (jump <= 0).any()
+        jump = second if plain else jump
+        new, jumped = step(jump)
+        if plain or jumped < loglik:
+            new, jump = second, first
+        steps += 3
+        change = np.max(np.abs(floored(new) - floored(jump)) / floored(jump))
+        pi = new
+        if change <= tol:
+            break
+    return pi, steps
+
+
+def test_batched_em_equals_em_on_each_redraw_alone():
+    # Saerens et al. (2002) Eqs. 2.9-2.10 with SQUAREM (Varadhan & Roland 2008, S3): the redraws' EMs run together
+    # over their non-zero rows, each stopped by its own criterion, as each run alone over all rows
+    probs = _probs(400, 5, 0)
+    source = probs.mean(axis=0)
+    rng = np.random.default_rng(1)
+    weights = rng.poisson(np.where(rng.random((40, 400)) < 0.3, 1.5, 0.0)).astype(float)
+    weights[:, :5] += 1  # no redraw without rows
+    priors, steps = ls.em_priors(probs, source, weights=weights)
+    alone = [_em_alone(probs, source, w) for w in weights]
+    np.testing.assert_allclose(priors, [pi for pi, _ in alone], rtol=0, atol=1e-12)
+    assert steps == max(s for _, s in alone)
+    single, single_steps = ls.em_priors(probs, source)
+    pi, pi_steps = _em_alone(probs, source, np.ones(400))
+    np.testing.assert_allclose(single, pi, rtol=0, atol=1e-12)
+    assert single_steps == pi_steps
+
+
+def test_log_dot_is_the_weighted_sum_of_libm_logs():
+    rng = np.random.default_rng(2)
+    t = np.concatenate([10.0 ** rng.uniform(-300, 300, 5000), rng.uniform(0.5, 2.0, 5000), [1.0, np.sqrt(2.0)]])
+    w = rng.integers(0, 5, t.size).astype(float) * 0.75
+    terms = w * np.log(t)
+    assert abs(log_dot(t.copy(), w, np.empty_like(t)) - math.fsum(terms)) <= 1e-15 * np.abs(terms).sum() + \
+        2 * np.spacing(np.abs(terms)).sum()
+
+
+def _objective(confusion, b, strength, theta):
+    return np.linalg.norm(confusion @ theta - b) + strength * np.linalg.norm(theta)
+
+
+def _lbfgsb_alone(confusion, b, strength):
+    """RLLS's problem on one redraw by L-BFGS-B at tight tolerances (the per-redraw computation before)."""
+    if np.linalg.norm(confusion.T @ b) <= strength * np.linalg.norm(b):
+        return np.zeros(b.size)
+
+    def objective(theta):
+        residual = confusion @ theta - b
+        r_norm, t_norm = np.linalg.norm(residual), np.linalg.norm(theta)
+        return r_norm + strength * t_norm, (confusion.T @ residual / max(r_norm, 1e-300)
+                                            + strength * theta / max(t_norm, 1e-300))
+
+    start = 0.5 * np.maximum(np.linalg.lstsq(confusion, b, rcond=None)[0], -1.0)
+    return minimize(objective, start, jac=True, method="L-BFGS-B", bounds=[(-1.0, None)] * b.size,
+                    options={"maxiter": 10_000, "ftol": 1e-15, "gtol": 1e-12}).x
+
+
+def _rlls_problems(k=6, seed=3):
+    """A soft confusion matrix of calibrated outputs and prediction changes b of tweak-one and Dirichlet redraws:
+    at 0 (tiny changes), an exact fit inside the box, and at the bound θ = −1 (a class the target lacks)."""
+    probs = _probs(3000, k, seed)
+    labels = np.array([np.random.default_rng(seed + i).choice(k, p=p) for i, p in enumerate(probs)])
+    inputs = ls.LabelShiftInputs.from_calibration(probs, labels, None)
+    rng = np.random.default_rng(seed)
+    target = np.vstack([rng.dirichlet(np.ones(k), 20), rng.dirichlet(np.full(k, 0.3), 20)])
+    target = np.vstack([target, np.full((5, k), 1 / k) + 1e-5 * rng.normal(size=(5, k))])
+    changes = target @ inputs.soft_confusion.T - inputs.source_priors  # μ̂ of a set with priors `target`
+    changes[:10] += 0.01 * rng.normal(size=(10, k))  # off the range of exact fits with w ≥ 0
+    return inputs.soft_confusion, changes, rlls.regulariser(k, inputs.cal_rows)
+
+
+def test_rlls_solve_is_the_optimum_l_bfgs_b_approaches_on_each_redraw():
+    # Azizzadenesheli et al. (2019) Eq. 4, θ ≥ −1: all redraws at once, each at least as low in the objective as
+    # L-BFGS-B run on it alone, and within its stopping tolerance of its point; at the paper's regulariser and at a
+    # 200 times stronger one (where ‖Cᵀ b‖ ≤ Δ ‖b‖: θ = 0)
+    confusion, changes, strength = _rlls_problems()
+    kinds = {"zero": 0, "bound": 0, "exact": 0}
+    for scale in (1.0, 200.0):
+        found = rlls.solve(confusion, changes, scale * strength)
+        alone = np.array([_lbfgsb_alone(confusion, b, scale * strength) for b in changes])
+        kinds["zero"] += int((found == 0).all(axis=1).sum())
+        kinds["bound"] += int((found == -1).any(axis=1).sum())
+        kinds["exact"] += int((np.linalg.norm(found @ confusion.T - changes, axis=1) < 1e-14).sum())
+        for theta, reference, b in zip(found, alone, changes):
+            assert (_objective(confusion, b, scale * strength, theta)
+                    <= _objective(confusion, b, scale * strength, reference) + 1e-15)
+        np.testing.assert_allclose(found, alone, rtol=0, atol=1e-6)
+        assert (found >= -1).all()
+    assert min(kinds.values()) >= 3, kinds
+
+
+def test_rlls_newton_hands_unconverged_problems_to_l_bfgs_b():
+    confusion, changes, strength = _rlls_problems(seed=4)
+    bound = changes[(rlls.solve(confusion, changes, strength) == -1).any(axis=1)]
+    np.testing.assert_allclose(rlls.solve(confusion, bound, strength, max_iter=1),
+                               rlls.solve(confusion, bound, strength), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("estimator", ["rlls", "rlls_hard"])
+def test_rlls_weights_of_redraws_equal_their_weights_alone(estimator):
+    probs = _probs(2000, 4, 5)
+    labels = np.argmax(probs + 0.3 * np.random.default_rng(5).random(probs.shape), axis=1)
+    inputs = ls.LabelShiftInputs.from_calibration(probs[:1000], labels[:1000], None)
+    weights = np.random.default_rng(6).poisson(np.where(labels[1000:] == 0, 3.0, 0.3), (30, 1000)).astype(float)
+    together = ls.class_weights(probs[1000:], inputs, estimator, weights)[0]
+    for w, row in zip(weights, together):
+        picked = np.repeat(np.arange(1000), w.astype(int))
+        np.testing.assert_allclose(row, ls.class_weights(probs[1000:][picked], inputs, estimator)[0], atol=1e-12)
