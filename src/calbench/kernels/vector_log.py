@@ -1,6 +1,6 @@
 """Σ ln t and Σ w ln t in numba loops that the compiler turns into vector instructions (libm's log is one call per
 point): the cross-entropy terms of the PL / PL3 maps (:mod:`calbench.kernels.piecewise`) and the log-likelihood of
-the label-shift EM (:mod:`calbench.kernels.prior_em`).
+the label-shift EM (:mod:`calbench.kernels.label_shift`).
 
 t = m·2^k with m ∈ [√½, √2) (k and m from the bits of t), ln t = k·ln 2 + 2 atanh(s), s = (m − 1)/(m + 1),
 |s| ≤ 0.172: the odd series of atanh to s^19 (remainder 0.172^21 / 21 < 3e-17 relative), ln 2 in two parts.

@@ -11,6 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from calbench.kernels.label_shift import reweighted_rows
 from calbench.metrics import label_shift
 from calbench.metrics.registry import MetricContext, lookup, metric
 
@@ -137,13 +138,17 @@ PAIR_BLOCK = 1 << 14
 def _pointwise_after_adaptation(ctx, counts, ratios, family):
     """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r: the rows of
     non-zero count of every resample (a redrawn set holds 15-40 % of the rows), re-weighted by their resample's
-    ratio, in blocks of pairs stacked as one context (a per-row metric's rows are independent)."""
+    ratio (:func:`calbench.kernels.label_shift.reweighted_rows`), in blocks of pairs stacked as one context (a
+    per-row metric's rows are independent)."""
     sets, rows = _nonzero(ctx, counts)
     per_row = np.empty(sets.size)
+    adapted = np.empty((min(PAIR_BLOCK, sets.size), ctx.probs.shape[1]))
+    probs, ratios = np.ascontiguousarray(ctx.probs, dtype=np.float64), np.ascontiguousarray(ratios, dtype=np.float64)
     for start in range(0, sets.size, PAIR_BLOCK):
         part, row = sets[start:start + PAIR_BLOCK], rows[start:start + PAIR_BLOCK]
-        adapted = label_shift.adapt(ctx.probs[row], ratios[part])
-        per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(adapted, ctx.labels[row], seed=ctx.seed))
+        block = adapted[:part.size]
+        reweighted_rows(probs, ratios, part, row, block)
+        per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
     totals = np.bincount(sets, counts[sets, rows] * per_row, minlength=counts.shape[0])
     return totals / counts.sum(axis=1)
 

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench.convergence import NotConvergedWarning
-from calbench.kernels.prior_em import em_step, sparse_rows
+from calbench.kernels.label_shift import em_step, sparse_rows
 from calbench.metrics.rlls import rlls_weights
 
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
@@ -110,7 +110,7 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
     value in an EM step; warns (:class:`NotConvergedWarning`) after ``max_iter`` EM steps. Returns (π_t, EM steps).
     With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one compiled pass over the rows of non-zero
-    weight (:mod:`calbench.kernels.prior_em`).
+    weight (:mod:`calbench.kernels.label_shift`).
 
     The steps are accelerated by SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from π₀, two
     steps π₁, π₂, r = π₁ − π₀, v = π₂ − π₁ − r, α = min(−‖r‖/‖v‖, −1), π' = π₀ − 2αr + α²v, then one step from π'.
@@ -130,7 +130,7 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
 
     def step(pi, likelihood=True):
         """(one EM step from each row of ``pi``, the weighted mean log-likelihood of ``pi`` or None), for the
-        active sets, over their rows of non-zero weight (:func:`calbench.kernels.prior_em.em_step`)."""
+        active sets, over their rows of non-zero weight (:func:`calbench.kernels.label_shift.em_step`)."""
         new, loglik = np.empty_like(pi), np.empty(pi.shape[0])
         em_step(scaled, indptr, cols, vals, totals, active, pi, new, loglik, likelihood)
         return new, (loglik if likelihood else None)

@@ -1,6 +1,9 @@
-"""One EM step of Saerens, Latinne & Decaestecker (2002, Eqs. 2.9–2.10) for many row-weighted sets at once, over
-each set's rows of non-zero weight only: the label-shift EM of :func:`calbench.metrics.label_shift.em_priors` on a
-set's bootstrap redraws (about 15–40 % of a redraw's row weights are non-zero).
+"""Compiled kernels of label-shift adaptation on a set's bootstrap redraws (docs/label_shift.md), over each redraw's
+rows of non-zero weight only (about 15–40 % of a redraw's row weights are non-zero): :func:`em_step`, one EM step
+of Saerens, Latinne & Decaestecker (2002, Eqs. 2.9–2.10) for many row-weighted sets at once (the EM of
+:func:`calbench.metrics.label_shift.em_priors`), and :func:`reweighted_rows`, rows re-weighted by their redraw's
+class weights (Saerens et al. 2002, Eq. 2.4; the adapted per-row metrics of
+:mod:`calbench.metrics.definitions_label_shift`).
 
 For set a with row weights w (sparse, CSR: ``indptr``, ``cols``, ``vals``), s = p / π_s and priors π: the mixture
 mᵢ = sᵢ · π, the step π ⊙ Σᵢ wᵢ sᵢ / mᵢ / Σ w and the weighted mean log-likelihood Σᵢ wᵢ ln max(mᵢ, 1e-300) / Σ w,
@@ -44,6 +47,21 @@ def em_step(scaled, indptr, cols, vals, totals, sets, priors, out, loglik, likel
             loglik[a] = log_dot(mixes[:size], vals[start:stop], work[:size]) / totals[r]
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def reweighted_rows(probs, ratios, sets, rows, out):
+    """``out[t]`` ← ``probs[rows[t]] ⊙ ratios[sets[t]]`` renormalised, or ``probs[rows[t]]`` where the ratios zero the
+    row (:func:`calbench.metrics.label_shift.reweight` on each (redraw, row) pair, without the gathered copies)."""
+    k = probs.shape[1]
+    for t in range(sets.size):
+        r, i = sets[t], rows[t]
+        total = 0.0
+        for j in range(k):
+            out[t, j] = probs[i, j] * ratios[r, j]
+            total += out[t, j]
+        for j in range(k):
+            out[t, j] = out[t, j] / total if total > 0 else probs[i, j]
+
+
 def sparse_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(indptr [R + 1], column of each non-zero [nnz], its weight [nnz]) of row weights ``weights`` [R, n]."""
     sets, cols = np.nonzero(weights)
@@ -53,7 +71,8 @@ def sparse_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
 
 
 def warm_up() -> None:
-    """Compile (or load from the cache) :func:`em_step` for float64 tables and int64 indices."""
+    """Compile (or load from the cache) the kernels for float64 tables and int64 indices."""
     scaled, weights = np.array([[1.0, 2.0], [3.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 2.0]])
     priors, out, loglik = np.full((2, 2), 0.5), np.empty((2, 2)), np.empty(2)
     em_step(scaled, *sparse_rows(weights), weights.sum(axis=1), np.arange(2), priors, out, loglik, True)
+    reweighted_rows(scaled, priors, np.array([0, 1]), np.array([1, 0]), out)
