@@ -209,6 +209,17 @@ def default_run(entries: dict[str, dict], records: list[dict]) -> str:
             "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).")
 
 
+def label_shift_job(entries: dict[str, dict], records: list[dict]) -> str:
+    """One label-shift evaluate job of the default run (calbench.perf.label_shift), now and before its redraws were
+    batched (the second record)."""
+    now, before = records[0]["entries"], records[1]["entries"]
+    rows = [[record["commit"], f"{e['test_rows']:,} × {e['classes']}", str(e["sets"]), f"{e['redraws']:,}",
+             str(e["metrics"]), f"**{number(e['cpu_seconds'], 2)}**", number(e["seconds"], 2)]
+            for record, e in ((records[0], now["label_shift.evaluate_job"]),
+                              (records[1], before["label_shift.evaluate_job"]))]
+    return table(["commit", "test rows × classes", "sets", "redraws a set", "metrics", "CPU-s", "wall s"], rows)
+
+
 def peers(entries: dict[str, dict], records: list[dict]) -> str:
     """calbench beside probmetrics: CPU and wall seconds (best of the record's alternating runs), their ratios and
     the test NLL of both, one row per method and size."""
@@ -273,6 +284,7 @@ BLOCKS = {
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
     "default-run": Block("docs/runtime.md", ("default_run", "default_run_before"), default_run),
     "peers": Block("docs/runtime.md", ("peers",), peers),
+    "label-shift-job": Block("docs/label_shift.md", ("label_shift_job", "label_shift_job_before"), label_shift_job),
     "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
     "load": Block("docs/runtime.md", ("load",), load_ratios),
 }
