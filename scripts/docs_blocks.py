@@ -183,8 +183,10 @@ def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
 
 def default_run(entries: dict[str, dict], records: list[dict]) -> str:
     """The default run's time per benchmarks/ folder (calbench.perf.run_breakdown), the longest first, beside the
-    same run before the job runner (the second record)."""
+    same run before the job runner (the second record); then one label-shift evaluate job of the run
+    (calbench.perf.label_shift), now and before its redraws were batched (the third and fourth records)."""
     now, before = records[0]["entries"], records[1]["entries"]
+    job, job_before = (r["entries"]["label_shift.evaluate_job"] for r in records[2:4])
 
     def total(record: dict) -> str:
         run = record["run"]
@@ -206,18 +208,12 @@ def default_run(entries: dict[str, dict], records: list[dict]) -> str:
             table(["benchmarks/ folder (rules)", "jobs", "CPU-s", "wall s (sum over jobs)", "before: CPU-s",
                    "before: wall s"], rows) +
             "\n\n\\* Snakemake's sampled `cpu_time`, which under-reads short jobs; the others: the job runner's exact "
-            "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).")
-
-
-def label_shift_job(entries: dict[str, dict], records: list[dict]) -> str:
-    """One label-shift evaluate job of the default run (calbench.perf.label_shift), now and before its redraws were
-    batched (the second record)."""
-    now, before = records[0]["entries"], records[1]["entries"]
-    rows = [[record["commit"], f"{e['test_rows']:,} × {e['classes']}", str(e["sets"]), f"{e['redraws']:,}",
-             str(e["metrics"]), f"**{number(e['cpu_seconds'], 2)}**", number(e["seconds"], 2)]
-            for record, e in ((records[0], now["label_shift.evaluate_job"]),
-                              (records[1], before["label_shift.evaluate_job"]))]
-    return table(["commit", "test rows × classes", "sets", "redraws a set", "metrics", "CPU-s", "wall s"], rows)
+            "figures for its forked children (without each job's own start-up, ~0.1 CPU-s).\n\n"
+            f"One label-shift evaluate job (`{records[2]['command']}`, {job['sets']} sets × {job['redraws']:,} redraws "
+            f"of {job['test_rows']:,} × {job['classes']}): **{number(job['cpu_seconds'], 2)} CPU-s** "
+            f"({number(job['seconds'], 2)} s wall) at commit {records[2]['commit']}, "
+            f"{number(job_before['cpu_seconds'], 2)} CPU-s ({number(job_before['seconds'], 2)} s) at "
+            f"{records[3]['commit']}, before its redraws were batched.")
 
 
 def peers(entries: dict[str, dict], records: list[dict]) -> str:
@@ -282,9 +278,9 @@ BLOCKS = {
     "scale-metrics": Block("docs/runtime.md", ("scale_metric",), scale_metrics),
     "each-metric": Block("docs/runtime.md", ("metrics_each",), each_metric),
     "scale-run": Block("docs/runtime.md", ("scale_run",), scale_run),
-    "default-run": Block("docs/runtime.md", ("default_run", "default_run_before"), default_run),
+    "default-run": Block("docs/runtime.md", ("default_run", "default_run_before", "label_shift_job",
+                                             "label_shift_job_before"), default_run),
     "peers": Block("docs/runtime.md", ("peers",), peers),
-    "label-shift-job": Block("docs/label_shift.md", ("label_shift_job", "label_shift_job_before"), label_shift_job),
     "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
     "load": Block("docs/runtime.md", ("load",), load_ratios),
 }

@@ -135,11 +135,17 @@ def test_rlls_solve_is_the_optimum_l_bfgs_b_approaches_on_each_redraw():
     assert min(kinds.values()) >= 3, kinds
 
 
-def test_rlls_newton_hands_unconverged_problems_to_l_bfgs_b():
+def test_rlls_newton_hands_unconverged_problems_to_l_bfgs_b(monkeypatch):
+    # a problem Newton has not solved after max_iter steps, or whose Newton step is undefined (singular Hessian),
+    # is finished by L-BFGS-B (at tight tolerances) from where Newton left it
     confusion, changes, strength = _rlls_problems(seed=4)
     bound = changes[(rlls.solve(confusion, changes, strength) == -1).any(axis=1)]
-    np.testing.assert_allclose(rlls.solve(confusion, bound, strength, max_iter=1),
-                               rlls.solve(confusion, bound, strength), rtol=0, atol=1e-6)
+    assert len(bound) >= 3
+    newton = rlls.solve(confusion, bound, strength)
+    np.testing.assert_allclose(rlls.solve(confusion, bound, strength, max_iter=1), newton, rtol=0, atol=1e-6)
+    undefined = lambda confusion, gram, strength, theta, changes: (np.full_like(theta, np.nan), theta)  # noqa: E731
+    monkeypatch.setattr(rlls, "_newton_direction", undefined)
+    np.testing.assert_allclose(rlls.solve(confusion, bound, strength), newton, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("estimator", ["rlls", "rlls_hard"])

@@ -11,7 +11,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from calbench.kernels.label_shift import reweighted_rows
 from calbench.metrics import label_shift
 from calbench.metrics.registry import MetricContext, lookup, metric
 
@@ -140,6 +139,8 @@ def _pointwise_after_adaptation(ctx, counts, ratios, family):
     non-zero count of every resample (a redrawn set holds 15-40 % of the rows), re-weighted by their resample's
     ratio (:func:`calbench.kernels.label_shift.reweighted_rows`), in blocks of pairs stacked as one context (a
     per-row metric's rows are independent)."""
+    from calbench.kernels.label_shift import reweighted_rows  # lazy: numba only where redraws are adapted
+
     sets, rows = _nonzero(ctx, counts)
     per_row = np.empty(sets.size)
     adapted = np.empty((min(PAIR_BLOCK, sets.size), ctx.probs.shape[1]))

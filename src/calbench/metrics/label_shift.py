@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from calbench.convergence import NotConvergedWarning
-from calbench.kernels.label_shift import em_step, sparse_rows
 from calbench.metrics.rlls import rlls_weights
 
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
@@ -118,6 +117,8 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     near 1); where π' leaves the simplex or lowers the log-likelihood, the cycle keeps the plain step π₂ (α = −1),
     so every cycle is at least as good as two EM steps. ``weights`` [R, n] (bootstrap row weights) runs R weighted
     EMs at once and returns [R, k], each from π_s and stopped by the same criterion."""
+    from calbench.kernels.label_shift import em_step, sparse_rows  # lazy: numba only where EM runs
+
     tol = EM_TOL if tol is None else tol
     safe = np.where(source_priors > 0, source_priors, 1.0)
     scaled = np.ascontiguousarray(probs / safe, dtype=np.float64)

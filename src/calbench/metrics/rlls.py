@@ -46,7 +46,8 @@ def solve(confusion: np.ndarray, changes: np.ndarray, strength: float, max_iter:
       bound with a positive gradient held there, an Armijo search along the projected arc) from half the
       least-squares θ clipped at −1, to a step of at most :data:`NEWTON_STEP` (quadratic convergence: the optimum
       to rounding);
-    * a problem that has not converged after ``max_iter`` Newton steps (none seen) is solved by L-BFGS-B from there.
+    * a problem that has not converged after ``max_iter`` Newton steps, or whose Newton step is undefined (a
+      singular Hessian on the free variables; none seen), is solved by L-BFGS-B from where Newton left it.
     """
     rows, k = changes.shape
     theta = np.zeros((rows, k))
@@ -69,24 +70,16 @@ def _objective(confusion: np.ndarray, changes: np.ndarray, strength: float, thet
 
 def _projected_newton(confusion: np.ndarray, changes: np.ndarray, strength: float, max_iter: int) -> np.ndarray:
     """:func:`solve`'s third case on each row of ``changes``: projected Newton steps on the rows not yet converged."""
-    rows, k = changes.shape
-    eye, gram = np.eye(k), confusion.T @ confusion
+    gram = confusion.T @ confusion
     theta = 0.5 * np.maximum(np.linalg.lstsq(confusion, changes.T, rcond=None)[0].T, -1.0)
-    todo = np.arange(rows)
+    todo, handed = np.arange(changes.shape[0]), []
     for _ in range(max_iter):
         t, b = theta[todo], changes[todo]
-        residual = t @ confusion.T - b
-        r_norm, t_norm = np.linalg.norm(residual, axis=1)[:, None], np.linalg.norm(t, axis=1)[:, None]
-        pulled, t_unit = residual @ confusion / r_norm, t / t_norm  # Cᵀ r̂ and θ̂
-        gradient = pulled + strength * t_unit
-        # Hessian: Cᵀ (I − r̂ r̂ᵀ) C / ‖r‖ + strength (I − θ̂ θ̂ᵀ) / ‖θ‖
-        hessian = ((gram - pulled[:, :, None] * pulled[:, None, :]) / r_norm[:, :, None]
-                   + strength * (eye - t_unit[:, :, None] * t_unit[:, None, :]) / t_norm[:, :, None])
-        projected = np.abs(t - np.maximum(t - gradient, -1.0)).max(axis=1, keepdims=True)
-        held = (t <= -1.0 + np.minimum(projected, 1e-6)) & (gradient > 0)  # Bertsekas's ε-active set
-        free = ~held
-        hessian = hessian * (free[:, :, None] & free[:, None, :]) + eye * held[:, None, :]
-        direction = -np.linalg.solve(hessian, np.where(free, gradient, 0.0)[..., None])[..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            direction, gradient = _newton_direction(confusion, gram, strength, t, b)
+        stuck = ~np.isfinite(direction).all(axis=1)  # a residual or θ at 0, a singular Hessian: L-BFGS-B
+        handed.extend(todo[stuck])
+        todo, t, b, direction, gradient = todo[~stuck], t[~stuck], b[~stuck], direction[~stuck], gradient[~stuck]
         full = np.maximum(t + direction, -1.0)
         done = np.abs(full - t).max(axis=1) <= NEWTON_STEP
         before, slope = _objective(confusion, b, strength, t), -np.sum(gradient * direction, axis=1)
@@ -100,10 +93,34 @@ def _projected_newton(confusion: np.ndarray, changes: np.ndarray, strength: floa
         theta[todo] = new
         todo = todo[~done]
         if todo.size == 0:
-            return theta
-    for row in todo:
+            break
+    for row in [*handed, *todo]:
         theta[row] = _lbfgsb(confusion, changes[row], strength, theta[row])
     return theta
+
+
+def _newton_direction(confusion: np.ndarray, gram: np.ndarray, strength: float, theta: np.ndarray,
+                      changes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the projected Newton direction, the gradient) at each row of ``theta``; a row of NaN or ±inf where the
+    objective has no Hessian there or it is singular on the free variables."""
+    k = theta.shape[1]
+    eye = np.eye(k)
+    residual = theta @ confusion.T - changes
+    r_norm, t_norm = np.linalg.norm(residual, axis=1)[:, None], np.linalg.norm(theta, axis=1)[:, None]
+    pulled, t_unit = residual @ confusion / r_norm, theta / t_norm  # Cᵀ r̂ and θ̂
+    gradient = pulled + strength * t_unit
+    # Hessian: Cᵀ (I − r̂ r̂ᵀ) C / ‖r‖ + strength (I − θ̂ θ̂ᵀ) / ‖θ‖
+    hessian = ((gram - pulled[:, :, None] * pulled[:, None, :]) / r_norm[:, :, None]
+               + strength * (eye - t_unit[:, :, None] * t_unit[:, None, :]) / t_norm[:, :, None])
+    projected = np.abs(theta - np.maximum(theta - gradient, -1.0)).max(axis=1, keepdims=True)
+    held = (theta <= -1.0 + np.minimum(projected, 1e-6)) & (gradient > 0)  # Bertsekas's ε-active set
+    free = ~held
+    hessian = hessian * (free[:, :, None] & free[:, None, :]) + eye * held[:, None, :]
+    direction = np.full_like(theta, np.nan)
+    fine = np.isfinite(hessian).all(axis=(1, 2)) & np.isfinite(gradient).all(axis=1)
+    fine &= np.linalg.cond(np.where(fine[:, None, None], hessian, eye)) < 1e14
+    direction[fine] = -np.linalg.solve(hessian[fine], np.where(free, gradient, 0.0)[fine][..., None])[..., 0]
+    return direction, gradient
 
 
 def _lbfgsb(confusion: np.ndarray, b: np.ndarray, strength: float, start: np.ndarray) -> np.ndarray:
