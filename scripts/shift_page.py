@@ -273,11 +273,11 @@ def accuracy_sentence(entry: dict, methods, title: str) -> str:
         else:
             moved[method] = gap
     under = np.mean([v for name, pair in reference.items() if name != "clean" for v in pair])
+    spread = f"{100 * min(errors):.1f}-{100 * max(errors):.1f}"
     return _wrap(f"{title} Accuracy of `uncal`: {_share(np.mean(reference['clean']))} % clean, {', '.join(means)} % at "
-                 f"severities 1-5 (± {100 * min(errors):.1f}-{100 * max(errors):.1f}, the standard error over the "
-                 "family × seed sets), "
-                 f"{_share(under)} % under shift; {', '.join(same)} keep it on every set and seed, "
-                 + ", ".join(f"{m} within {100 * g:.1f}" for m, g in moved.items()) + " points.")
+                 f"severities 1-5 (± {spread}: standard error over family × seed), "
+                 f"{_share(under)} % under shift; {', '.join(same)} keep it on every set and seed, the others move "
+                 "it by at most " + ", ".join(f"{100 * g:.1f} ({m})" for m, g in moved.items()) + " points.")
 
 
 def _below(entry: dict, metric: str, method: str) -> str:
