@@ -11,6 +11,7 @@ from calbench.config import load
 from calbench.corruptions import FAMILIES, SEVERITIES, levels
 from calbench.data import store
 from calbench.jobs.model_specs import ModelDumpSpec, PerturbedCalSpec, TrainSpec
+from calbench.jobs.shift import corrupted_images
 from conftest import DOWNLOADS, REPO
 
 jobs = pytest.importorskip("calbench.jobs.models", exc_type=ImportError)
@@ -48,6 +49,7 @@ def test_shift_dump_holds_every_set_as_a_corrupted_copy_of_the_held_out_pool(shi
     folder, entry = shifted
     assert store.list_groups(folder / "shifts.h5") == sorted(f"shift/{f}/{s}" for f in FIVE for s in SEVERITIES)
     assert store.read_attrs(folder / "shifts.h5")["rows_of"] == "all"
+    assert corrupted_images(folder / "shifts.h5") == (1, 8)  # the digits' own side: the constants' side
     pool = store.read_group(folder / "dump.h5", "all")
     rotated = store.read_group(folder / "shifts.h5", "shift/rotate/1")
     np.testing.assert_array_equal(rotated["labels"], pool["labels"])  # the same rows in the same order
