@@ -160,7 +160,8 @@ def test_resolution_dependent_constants_are_distinct_at_every_size():
 def test_pixelate_sides_are_published_where_they_grow_on_the_reference():
     """int(side · c) (Hendrycks & Dietterich's code) at the published kinds' sides where the round trip changes the
     1/f reference more at each severity (32 and 224 px; 28 px colour); at 28 px grey, 16 px (a box ratio of 1.75)
-    and 8 px (3.5) alias and change it no less than 14 and 7 px: they are raised to 17 and 9 px."""
+    and 8 px (3.5) alias and change it no less than 14 and 7 px: they are raised to 17 and 9 px (moving 2 pixels
+    in all; 15 px for 16 px moves as few but makes severity 1 stronger)."""
     published = {(k, side): [int(side * c) for c in CONSTANTS[k]["pixelate"]] for k in CONSTANTS
                  for side in (28, 32, 224)}
     for (kind, side), sides in published.items():
@@ -171,6 +172,14 @@ def test_pixelate_sides_are_published_where_they_grow_on_the_reference():
             assert downsampled_sides(side, CONSTANTS[kind]["pixelate"]) == sides, (kind, side)
     grey = CONSTANTS["imagenet_c_grey"]["pixelate"]
     assert downsampled_sides(28, grey) == [17, 14, 11, 9, 7]
+    # where no single side can be raised (CIFAR-10-C's constants on 9 px: 8, 8, 7, 6, 5), a stronger one is lowered
+    assert downsampled_sides(9, CONSTANTS["cifar10_c"]["pixelate"]) == [8, 7, 5, 4, 3]
+    for kind, side in [(k, s) for k in ("imagenet_c_grey", "cifar10_c") for s in (7, 9, 10, 12, 14, 15, 18, 45)]:
+        sides = downsampled_sides(side, CONSTANTS[kind]["pixelate"])
+        change = [pixelate_change(pixelate_reference(side), n) for n in sides]
+        assert sides[0] < side and np.all(np.diff(sides) < 0) and np.all(np.diff(change) > 0), (kind, side, sides)
+    with pytest.raises(ValueError, match="no 5 sides below 6 px change the reference more at each severity"):
+        downsampled_sides(6, grey)
     reference = pixelate_reference(28)
     assert reference.shape == (167, 1, 28, 28) and reference.min() == 0 and reference.max() == 255
     assert pixelate_change(reference, 16) > pixelate_change(reference, 14)
