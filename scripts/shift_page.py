@@ -67,8 +67,10 @@ def record(results: Path, time_log: Path) -> dict:
     import pandas as pd
 
     from calbench.config import load
-    from calbench.corruptions import severity_constant
+    from calbench.corruptions import kind_at, severity_constant
     from calbench.data.store import read_attrs, read_calibrated
+    from calbench.jobs.paths import SHIFTS
+    from calbench.jobs.shift import corrupted_images
     from calbench.metrics import lookup
     from calbench.perf import provenance
     from calbench.persist import load as load_calibrator
@@ -83,9 +85,14 @@ def record(results: Path, time_log: Path) -> dict:
                "run": {"command": "snakemake --cores 1 --configfile config/shift.yaml", **_run_cost(time_log)},
                "methods": list(config["methods"]), "families": families, "sources": {}}
     for source in sources:
-        side = int(config["sources"][source]["image_size"])
-        entry = {"side": side, "constants": {f: [severity_constant(f, s, "imagenet_c_grey", side) for s in range(1, 6)]
-                                             for f in families}, "cells": {}, "sets": {}}
+        shifts = results / SHIFTS.format(source=source)
+        corrupted = corrupted_images(shifts)
+        if corrupted is None:
+            raise ValueError(f"{shifts}: no image_shape attribute (a shift dump of an older calbench); rerun the "
+                             "shift study so the constants are recorded at the side the images were corrupted at")
+        channels, side = corrupted  # the stored images' side, which the model's image_size may resize after
+        entry = {"side": side, "constants": {f: [severity_constant(f, s, kind_at(channels, side), side)
+                                                 for s in range(1, 6)] for f in families}, "cells": {}, "sets": {}}
         for metric in CELL_METRICS:
             family, _ = lookup(metric)
             rows = cells[(cells["source"] == source) & (cells["metric"] == metric)]
@@ -211,7 +218,7 @@ def severity_table(entry: dict, metric: str, methods) -> list[str]:
 def family_table(summary: dict) -> list[str]:
     """Per family: each model's uncal accuracy (%) at severities 1-5 (seed means) and the constants at its side."""
     sources = list(summary["sources"])
-    header = " | ".join(f"{NAMES.get(s, s)} ({summary['sources'][s]['side']} px): accuracy, sev. 1-5"
+    header = " | ".join(f"{NAMES.get(s, s)} (corrupted at {summary['sources'][s]['side']} px): accuracy, sev. 1-5"
                         for s in sources)
     lines = [f"| family (source) | {header} |", "|---|" + "---|" * len(sources)]
     for family in summary["families"]:
