@@ -69,7 +69,6 @@ def record(results: Path, time_log: Path) -> dict:
     from calbench.config import load
     from calbench.corruptions import kind_at, severity_constant
     from calbench.data.store import read_attrs, read_calibrated
-    from calbench.jobs.paths import SHIFTS
     from calbench.jobs.shift import corrupted_images
     from calbench.metrics import lookup
     from calbench.perf import provenance
@@ -85,7 +84,7 @@ def record(results: Path, time_log: Path) -> dict:
                "run": {"command": "snakemake --cores 1 --configfile config/shift.yaml", **_run_cost(time_log)},
                "methods": list(config["methods"]), "families": families, "sources": {}}
     for source in sources:
-        shifts = results / SHIFTS.format(source=source)
+        shifts = results / "shifts" / f"{source}.h5"
         corrupted = corrupted_images(shifts)
         if corrupted is None:
             raise ValueError(f"{shifts}: no image_shape attribute (a shift dump of an older calbench); rerun the "
