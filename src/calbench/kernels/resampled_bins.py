@@ -8,6 +8,8 @@ after column (``rows``, with ``starts`` [M + 1] delimiting the columns):
 
 * :func:`segment_sums`: Σ counts, Σ counts · score and Σ counts · hit over consecutive segments of each column's
   rows (equal-width bins once the rows are ordered by bin; blocks of sorted rows for equal-mass bins);
+* :func:`cumulative_maxima`: the largest |cumulative sum| of counts × (hit − score) along each column's sorted
+  rows, at the ends of groups of tied scores (the KS calibration error);
 * :func:`equal_mass_sums`: equal-mass bins of each resample's sorted values, the resample's m kept rows (row i
   repeated counts_i times) split into B bins of ⌊m/B⌋, the m mod B larger ones first or last: the block sums of
   :func:`segment_sums` up to the block that holds each edge's rank, then that block's rows one by one (a row whose
@@ -95,6 +97,24 @@ def equal_mass_sums(rows, scores, hits, starts, counts, n_bins, larger_first, bl
                 last_c[r], last_s[r], last_h[r] = below_c, below_s, below_h
 
 
+@njit(cache=True, nogil=True)
+def cumulative_maxima(rows, gaps, ends, starts, counts, out):  # pragma: no cover (compiled)
+    """``out[j, r]`` = max over the group ends k of column j of |Σ_{k' ≤ k} counts[rows[k'], r] · gaps[k']|, the
+    column's rows ``rows[starts[j]:starts[j + 1]]`` sorted by score (summed row after row, as a cumulative sum
+    along them); ``counts`` [N, r], ``out`` [M, r]."""
+    lanes = counts.shape[1]
+    for j in range(starts.size - 1):
+        cumulative = np.zeros(lanes)
+        best = out[j]
+        for k in range(starts[j], starts[j + 1]):
+            i, gap = rows[k], gaps[k]
+            for r in range(lanes):
+                cumulative[r] += counts[i, r] * gap
+            if ends[k]:
+                for r in range(lanes):
+                    best[r] = max(best[r], abs(cumulative[r]))
+
+
 def chunks(counts: np.ndarray):
     """``(first resample, [N, r] contiguous counts)`` of :data:`LANES` resamples at a time: int32 where the counts
     are integers (row counts), else float64 (weights)."""
@@ -111,3 +131,5 @@ def warm_up() -> None:
     for given in (counts, counts.astype(np.float64)):
         out = [np.zeros((1, 2, 2)) for _ in range(3)]
         equal_mass_sums(rows, scores, hits, np.array([0, 3]), given, 2, True, 32, *out)
+        cumulative_maxima(rows, hits - scores, np.array([True, False, True]), np.array([0, 3]), given,
+                          np.zeros((1, 2)))

@@ -84,7 +84,8 @@ def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: in
     over the rows with the resamples as lanes (:func:`calbench.kernels.resampled_bins.segment_sums`) instead of R
     re-binnings. Returns arrays [R, M, n_bins].
     """
-    from calbench.kernels.resampled_bins import chunks, segment_sums
+    from calbench.kernels.resampled_bins import segment_sums
+    from calbench.metrics.row_counts import lanes
 
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     n, m = scores.shape
@@ -94,7 +95,7 @@ def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: in
     seg_starts = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=m * n_bins))])
     flat = (order.ravel(), np.take_along_axis(scores.T, order, 1).ravel(), np.take_along_axis(hits.T, order, 1).ravel())
     out = np.zeros((3, counts.shape[0], m, n_bins))
-    for first, chunk in chunks(counts):
+    for first, chunk in lanes(counts):
         parts = np.zeros((3, m * n_bins, chunk.shape[1]))
         segment_sums(*flat, seg_starts, chunk, *parts)
         out[:, first:first + chunk.shape[1]] = parts.reshape(3, m, n_bins, -1).transpose(0, 3, 1, 2)
@@ -109,33 +110,29 @@ RESAMPLE_RANK_BLOCK = 32
 
 
 def _sorted_kept(scores, hits, keep):
-    """Per column, its kept rows sorted by score, flattened column after column: (rows, scores, hits, starts),
-    ``starts`` [M + 1] delimiting the columns; None where kept neighbours tie in score but not in hit (then
-    the order of the ties would matter, and no sort fixes it, so the sorts need not be stable)."""
+    """Per column, its kept rows sorted by score, tied scores in the order of their rows (a stable sort), flattened
+    column after column: (rows, scores, hits, starts), ``starts`` [M + 1] delimiting the columns."""
     n, m = scores.shape
     if keep is None:
         by_col = np.ascontiguousarray(scores.T)
-        order = np.argsort(by_col, axis=1)
+        order = np.argsort(by_col, axis=1, kind="stable")
         rows = order.ravel()
         s = np.take_along_axis(by_col, order, 1).ravel()
         h = np.take_along_axis(np.ascontiguousarray(hits.T), order, 1).ravel()
         starts = n * np.arange(m + 1)
     else:
         col, rows = np.nonzero(np.asarray(keep).T)
-        pick = np.lexsort((scores[rows, col], col))  # by column, then score
+        pick = np.lexsort((scores[rows, col], col))  # by column, then score; stable: ties in the order of rows
         col, rows = col[pick], rows[pick]
         s, h = scores[rows, col], hits[rows, col]
         starts = np.searchsorted(col, np.arange(m + 1))
-    tie = (s[1:] == s[:-1]) & (h[1:] != h[:-1])
-    between = starts[1:-1][(starts[1:-1] > 0) & (starts[1:-1] < s.size)]
-    tie[between - 1] = False  # the last row of a column and the first of the next are no neighbours
-    return None if np.any(tie) else (rows, s, h, starts)
+    return rows, s, h, starts
 
 
 def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray,
                               keep: np.ndarray | None = None, remainder: str = "first"):
     """Per-bin counts and sums of scores and hits with equal-mass bins on R bootstrap resamples given as
-    row counts ``[R, N]`` (arrays [R, M, n_bins]), or None where that would not be exact.
+    row counts ``[R, N]`` (arrays [R, M, n_bins]).
 
     Each column is binned over its ``keep`` entries (all by default); the m kept entries of a resample
     form bins of ⌊m/B⌋, the m mod B larger ones first (calbench's ``em``) or last (``remainder="last"``,
@@ -145,20 +142,19 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
     ``RESAMPLE_RANK_BLOCK`` sorted rows up to the block that holds the edge, then that block's rows one by one
     (:func:`calbench.kernels.resampled_bins.equal_mass_sums`, the resamples as lanes of one compiled pass): R × N
     work per column, row by row only where an edge is.
-    The re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on
-    it unless kept rows with the same score but different hits exist, and then this returns None
-    (recompute).
+    Tied scores are taken in the order of their rows, each row's copies together: the order in which binning the
+    resample's rows (row i repeated counts[r, i] times, in row order) sorts them with a stable sort, so that an
+    edge inside a group of tied scores with different hits splits it as recomputing the metric on those rows does
+    (:func:`calbench.metrics.binning.equal_mass_bins`).
     """
-    from calbench.kernels.resampled_bins import chunks, equal_mass_sums
+    from calbench.kernels.resampled_bins import equal_mass_sums
+    from calbench.metrics.row_counts import lanes
 
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     m = scores.shape[1]
-    flat = _sorted_kept(scores, hits, keep)
-    if flat is None:
-        return None
-    rows, s_flat, h_flat, starts = flat
+    rows, s_flat, h_flat, starts = _sorted_kept(scores, hits, keep)
     out = np.zeros((3, counts.shape[0], m, n_bins))
-    for first, chunk in chunks(counts):
+    for first, chunk in lanes(counts):
         parts = np.zeros((3, m, n_bins, chunk.shape[1]))
         equal_mass_sums(rows, s_flat, np.asarray(h_flat, dtype=np.float64), starts, chunk, n_bins,
                         remainder == "first", RESAMPLE_RANK_BLOCK, *parts)
@@ -168,35 +164,10 @@ def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int,
 
 def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
     """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
-    [R, M, n_bins]), or None where no column would be exact (see :func:`equal_mass_sums_resampled`). Where only
-    some columns of several (classwise) have tied scores with different hits, those are binned on each
-    resample's rows (row i repeated counts[r, i] times, as recomputing the metric does) and the others from the
-    counts."""
-    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    sums = equal_mass_sums_resampled(scores, hits, n_bins, counts)
-    if sums is None:
-        return _partly_resampled_stats(scores, hits, n_bins, counts) if scores.shape[1] > 1 else None
-    totals, s_sum, h_sum = sums
+    [R, M, n_bins]; see :func:`equal_mass_sums_resampled`)."""
+    totals, s_sum, h_sum = equal_mass_sums_resampled(scores, hits, n_bins, counts)
     safe = np.maximum(totals, 1)
     return totals, s_sum / safe, h_sum / safe
-
-
-def _partly_resampled_stats(scores, hits, n_bins, counts):
-    """:func:`equal_mass_stats_resampled` of columns [N, M] of which some tie in score but not in hit: those
-    binned by :func:`bin_stats` on each resample's rows (a loop over resamples of those columns alone), the
-    others from the counts; None where every column ties."""
-    ties = np.array([_sorted_kept(scores[:, [k]], hits[:, [k]], None) is None for k in range(scores.shape[1])])
-    if ties.all():
-        return None
-    stats = [np.zeros((counts.shape[0], scores.shape[1], n_bins)) for _ in range(3)]
-    for whole, part in zip(stats, equal_mass_stats_resampled(scores[:, ~ties], hits[:, ~ties], n_bins, counts)):
-        whole[:, ~ties] = part
-    rows = np.arange(scores.shape[0])
-    for r, weights in enumerate(counts):
-        drawn = np.repeat(rows, weights)
-        for whole, part in zip(stats, bin_stats(scores[drawn][:, ties], hits[drawn][:, ties], n_bins, "em")):
-            whole[r, ties] = part
-    return tuple(stats)
 
 
 def folded_normal_mean(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:

@@ -87,9 +87,13 @@ def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np
     ``pointwise`` metrics, the family's ``resampled`` form where it has one, else (``recompute``; otherwise the id
     is left out) the metric recomputed on each resample's rows
     (``idx`` ``[R, N]``, in the order drawn, where known; else each row repeated its count times)."""
+    from calbench.metrics.row_counts import as_float
+
     n = ctx.labels.size
     totals = counts.sum(axis=1)  # n, or a resample's share of a pool's rows (calbench.stats.resampling)
-    values = {m: counts @ f.pointwise(ctx) / totals for m, f, _ in families if f.pointwise is not None}
+    pointwise = [(m, f) for m, f, _ in families if f.pointwise is not None]
+    weights = as_float(counts) if pointwise else None  # one float copy for every metric and method of these counts
+    values = {m: weights @ f.pointwise(ctx) / totals for m, f in pointwise}
     for metric_id, family, groups in families:
         if family.pointwise is None and family.resampled is not None:
             from_counts = family.resampled(ctx, counts, **groups)
