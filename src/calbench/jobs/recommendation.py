@@ -169,6 +169,7 @@ class _SourceRanker:
         has_acc = "acc" in set(rows["metric"])
         self._batch = list(dict.fromkeys([*wanted, *(["acc"] if has_acc else [])]))
         self._drawn = None
+        self._floors: dict = {}
         self.accuracy = self._verdicts("acc") if has_acc else {}
 
     def load(self, method: str, seed: int):
@@ -238,14 +239,17 @@ class _SourceRanker:
     def _floor(self, metric: str, estimate: float) -> dict:
         """``noise_floor``, ``noise_floor_high`` and ``within_noise_floor`` of an ECE-type winner (clean test
         outputs only); empty otherwise."""
-        from calbench.stats.noise_floor import floor_interval, is_calibration_error, noise_floor, reference_probs
+        from calbench.stats.noise_floor import floor_interval, is_calibration_error, noise_floors, reference_probs
 
         if not is_calibration_error(metric) or self.request.under_shift or self.request.under_label_shift:
             return {}
-        probs = reference_probs(self.methods, self.seeds, self.load)
-        if not probs:
-            return {}
-        mean, std = noise_floor(metric, probs)
+        if metric not in self._floors:  # the floors of the source's metrics at once (shared intermediates)
+            probs = reference_probs(self.methods, self.seeds, self.load)
+            if not probs:
+                return {}
+            batch = [m for m in self._batch if is_calibration_error(m)] if metric in self._batch else [metric]
+            self._floors.update(noise_floors(batch, probs))
+        mean, std = self._floors[metric]
         high = floor_interval(mean, std)[1]
         return {"noise_floor": mean, "noise_floor_high": high, "within_noise_floor": bool(estimate <= high)}
 

@@ -22,21 +22,41 @@ from numba import njit
 
 
 @njit(cache=True, nogil=True)
-def weighted_quantile_positions(rows, alpha, counts, out):  # pragma: no cover (compiled)
+def weighted_quantile_positions(rows, alpha, counts, integer, out):  # pragma: no cover (compiled)
     """``out[r]``: the position in ``rows`` (the calibration rows in ascending order of score) of resample r's
-    conformal quantile at ``alpha``, or −1 where its rank exceeds the total weight; ``counts`` [N, r]."""
+    conformal quantile at ``alpha``, or −1 where its rank exceeds the total weight; ``counts`` [N, r]. Integer
+    counts (``integer``) are walked down from the largest score (the rank lies near the top: exact in any order); weights up
+    from the smallest, summed in the order of a cumulative sum."""
     lanes = counts.shape[1]
     total = np.zeros(lanes)
     for k in range(rows.size):
         for r in range(lanes):
             total[r] += counts[rows[k], r]
     rank = np.ceil((total + 1) * (1 - alpha) - 1e-9)
-    cumulative = np.zeros(lanes)
+    done = rank > total
     open_lanes = 0
     for r in range(lanes):
-        out[r] = -1 if rank[r] > total[r] else rows.size - 1
-        open_lanes += rank[r] <= total[r]
-    done = rank > total
+        out[r] = -1 if done[r] else 0
+        open_lanes += not done[r]
+    if integer:  # the smallest position whose cumulative count reaches the rank, from the top
+        above = np.zeros(lanes)  # the counts of the rows above the position
+        for k in range(rows.size - 1, 0, -1):
+            if open_lanes == 0:
+                break
+            for r in range(lanes):
+                if not done[r]:
+                    w = counts[rows[k], r]
+                    if total[r] - above[r] - w >= rank[r]:
+                        above[r] += w
+                    else:
+                        out[r] = k
+                        done[r] = True
+                        open_lanes -= 1
+        return
+    cumulative = np.zeros(lanes)
+    for r in range(lanes):
+        if not done[r]:
+            out[r] = rows.size - 1
     for k in range(rows.size):  # row after row (the lanes of a row are adjacent), until every lane has its position
         if open_lanes == 0:
             break
@@ -86,7 +106,7 @@ def warm_up() -> None:
     scores, sizes = np.array([0.1, 0.5, 0.9]), np.array([[1, 2], [0, 1], [2, 2]])
     for counts in (np.array([[1, 2], [0, 1], [2, 0]], dtype=np.int32), np.ones((3, 2))):
         positions = np.zeros(2, dtype=np.int64)
-        weighted_quantile_positions(rows, 0.1, counts, positions)
+        weighted_quantile_positions(rows, 0.1, counts, counts.dtype == np.int32, positions)
         for hist_rows, strata_rows in ((0, 0), (3, 7)):
             out = [np.zeros(2) for _ in range(3)] + [np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((hist_rows, 2)),
                                                       np.zeros((strata_rows, 2)), np.zeros((strata_rows, 2))]

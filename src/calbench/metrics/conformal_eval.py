@@ -218,7 +218,8 @@ def _division_sums(sets: DivisionSets, labels, alpha, counts, construction, num_
     chunks = lanes(counts)
     positions = np.zeros(np.shape(counts)[0], dtype=np.int64)
     for first, chunk in chunks:
-        weighted_quantile_positions(cal_rows, alpha, chunk, positions[first:first + chunk.shape[1]])
+        weighted_quantile_positions(cal_rows, alpha, chunk, chunk.dtype == np.int32,
+                                    positions[first:first + chunk.shape[1]])
     q = np.where(positions >= 0, cal_scores[positions], np.inf)
     thresholds, lane_threshold = np.unique(q, return_inverse=True)
     m, width = sets.set_scores.shape
