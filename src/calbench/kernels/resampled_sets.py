@@ -25,8 +25,8 @@ from numba import njit
 def weighted_quantile_positions(rows, alpha, counts, integer, out):  # pragma: no cover (compiled)
     """``out[r]``: the position in ``rows`` (the calibration rows in ascending order of score) of resample r's
     conformal quantile at ``alpha``, or −1 where its rank exceeds the total weight; ``counts`` [N, r]. Integer
-    counts (``integer``) are walked down from the largest score (the rank lies near the top: exact in any order); weights up
-    from the smallest, summed in the order of a cumulative sum."""
+    counts (``integer``) are walked down from the largest score (the rank lies near the top; integer sums are exact
+    in any order), weights up from the smallest, summed in the order of a cumulative sum."""
     lanes = counts.shape[1]
     total = np.zeros(lanes)
     for k in range(rows.size):
