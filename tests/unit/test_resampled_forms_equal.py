@@ -54,3 +54,15 @@ def test_every_row_weighted_form_gives_the_values_it_gave_before(name):
     assert sorted(found) == sorted(IDS) == sorted(golden)
     for metric_id in IDS:
         np.testing.assert_allclose(found[metric_id], golden[metric_id], rtol=1e-12, atol=1e-15, err_msg=metric_id)
+
+
+def test_noise_floors_of_several_estimators_at_once_equal_each_alone():
+    """The noise floor (the estimator on labels drawn from the model's own probabilities; Kumar et al. 2019, §5)
+    of estimators evaluated on one context per label draw, sharing their sorted columns and bin statistics, equals
+    each estimator's floor computed alone, bit for bit."""
+    from calbench.stats.noise_floor import noise_floor, noise_floors
+
+    probs = [case_inputs(4, 400, 6, 1, False)[0], case_inputs(5, 300, 6, 1, False)[0]]
+    ids = ["ece.cw.em15.l1", "ace.cw.em15", "ece.conf.em15.l1", "sce.conf.em15.over", "ece.cw.em20.l1.kcal"]
+    together = noise_floors(ids, probs)
+    assert together == {metric_id: noise_floor(metric_id, probs) for metric_id in ids}
