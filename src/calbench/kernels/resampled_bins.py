@@ -152,7 +152,7 @@ def warm_up() -> None:
     counts = np.array([[1, 2], [0, 1], [2, 0]], dtype=np.int32)
     for given in (counts, counts.astype(np.float64)):
         shared_column_sums(rows, scores, hits, np.array([0, 2, 3]), np.array([0, 2]), given, np.array([[0]]),
-                           np.array([2]), np.array([True]), np.array([[0, 1]]), np.zeros((1, 3, 1, 2, 2)),
-                           np.zeros((1, 3, 1, 2, 2)))
+                           np.array([2]), np.array([True]), np.array([[0, 1]]), np.zeros((1, 3, 1, 2, 4))[..., :2],
+                           np.zeros((1, 3, 1, 2, 4))[..., :2])  # lanes of the outputs' resamples
         cumulative_maxima(rows, hits - scores, np.array([True, False, True]), np.array([0, 3]), given,
                           np.zeros((1, 2)))

@@ -124,16 +124,14 @@ def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarr
     walk_bins = np.array([b[1] for b in walks], dtype=np.int64)
     walk_larger = np.array([b[3] == "first" for b in walks], dtype=np.bool_)
     most = max([b[1] for b in binnings])
-    out_walk = np.zeros((len(walks), 3, counts.shape[0], m, most))
-    out_width = np.zeros((len(widths), 3, counts.shape[0], m, most))
+    out_walk = np.zeros((len(walks), 3, m, most, counts.shape[0]))  # the kernel's layout: resamples last
+    out_width = np.zeros((len(widths), 3, m, most, counts.shape[0]))
     flat = (order.ravel(), s.ravel(), h.ravel())
     for first, chunk in lanes(counts):
-        parts = np.zeros((len(walks), 3, m, most, chunk.shape[1])), np.zeros((len(widths), 3, m, most, chunk.shape[1]))
-        shared_column_sums(*flat, seg, column_blocks, chunk, walk_first, walk_bins, walk_larger, width_bin, *parts)
-        for whole, part in zip((out_walk, out_width), parts):
-            whole[:, :, first:first + chunk.shape[1]] = part.transpose(0, 1, 4, 2, 3)
-    found = {id(b): out_walk[k, ..., :b[1]] for k, b in enumerate(walks)}
-    found.update({id(b): out_width[k, ..., :b[1]] for k, b in enumerate(widths)})
+        shared_column_sums(*flat, seg, column_blocks, chunk, walk_first, walk_bins, walk_larger, width_bin,
+                           out_walk[..., first:first + chunk.shape[1]], out_width[..., first:first + chunk.shape[1]])
+    found = {id(b): np.moveaxis(out_walk[k, :, :, :b[1]], -1, 1) for k, b in enumerate(walks)}  # [3, R, M, B] views
+    found.update({id(b): np.moveaxis(out_width[k, :, :, :b[1]], -1, 1) for k, b in enumerate(widths)})
     return [found[id(b)] for b in binnings]
 
 

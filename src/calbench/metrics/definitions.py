@@ -58,18 +58,26 @@ def _bin_stats(ctx, target, scheme, bins):
 
 
 def _binned_stats_resampled(ctx, target, scheme, bins, counts):
-    """Bin statistics [R, M, B] of bootstrap resamples from their row counts (ECE, ACE, the signed parts, MCE)."""
+    """Bin statistics [R, M, B] of bootstrap resamples from their row counts (ECE, ACE, the signed parts, MCE), made
+    once per ``counts`` for all of them."""
     binning = ("ew", bins) if scheme == "ew" else ("em", bins, None, "first")
-    return stats_of_sums(_resampled_sums(ctx, target, binning, counts))
+    found = _resampled_found(ctx, target, counts)
+    if ("stats", binning) not in found:
+        found["stats", binning] = stats_of_sums(_resampled_sums(ctx, target, binning, counts, found))
+    return found["stats", binning]
 
 
-def _resampled_sums(ctx, target, binning, counts):
+def _resampled_found(ctx, target, counts) -> dict:
+    """What the resamples ``counts`` of ``target``'s columns gave so far on ``ctx`` (a fresh dict for other counts)."""
+    held_counts, found = ctx.shared(("binned sums of resamples", target), lambda: (counts, {}))
+    return found if held_counts is counts else {}
+
+
+def _resampled_sums(ctx, target, binning, counts, found=None):
     """Per-bin sums [3, R, M, B] of ``binning`` (:func:`calbench.metrics.binned.binned_sums_resampled`) of
     ``target``'s columns on the resamples ``counts``, made in one pass with every other binning of ``target`` that
     the ids resampled on ``ctx`` read (:func:`_binnings`), once per ``counts`` for all of them."""
-    held_counts, found = ctx.shared(("binned sums of resamples", target), lambda: (counts, {}))
-    if held_counts is not counts:
-        found = {}
+    found = _resampled_found(ctx, target, counts) if found is None else found
     if binning not in found:
         wanted = list(dict.fromkeys([binning, *(b for b in _binnings(ctx, target) if b not in found)]))
         found.update(zip(wanted, binned_sums_resampled(*_columns(ctx, target), counts, wanted)))
