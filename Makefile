@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[models,test,reference]'
+	$(PY) -m pip install --quiet --no-deps 'torchcp>=1.2,<1.3'  # see pyproject's `reference` extra: torchsort does not build
 	$(PY) -m calbench compile  # numba kernels into their cache, once, instead of in the first jobs that use them
 	touch $(STAMP)
 

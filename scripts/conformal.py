@@ -169,6 +169,15 @@ def page(summary: dict) -> str:
              "and TorchCP's on the same probabilities, rows and random draws (tests/unit/test_conformal_peers.py).", "",
              "`conf_ts` is ConfTS (Xi et al., TMLR 2025): a temperature fitted to the efficiency gap of APS sets "
              "instead of the log-loss, by the authors' descent (src/calbench/methods/conf_ts.py).", "",
+             "## Under shift", "",
+             "A conformal id in the config's `metrics` is computed on every shifted test set as on the clean one "
+             "(docs/shift.md): the shifted set is divided into the same halves, so the sets are calibrated on "
+             "shifted rows and the guarantee holds there; what the shift changes is their size and the coverage of "
+             "each class, which the shift tables show. On label-shifted sets (docs/label_shift.md), list the id in "
+             "the source's `label_shift.metrics`: `set_size.aps.a10` is the unadapted model's sets, "
+             "`set_size.aps.a10.em` (or `.bbse_soft`, `.rlls`, `.oracle`) the sets of the probabilities re-weighted "
+             "to the estimated priors; adaptation that finds the new priors shrinks the sets at the same coverage "
+             "(tests/unit/test_conformal.py).", "",
              "## Reproduce", "", "```bash", "python scripts/conformal.py run      # fits, metrics, sweep; writes "
              "scripts/conformal_summary.json, the figure and this page", "python scripts/conformal.py render   "
              "# this page from the recorded summary", "```", "",

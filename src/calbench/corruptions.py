@@ -26,6 +26,8 @@ Intensities live in [0, 1] during a corruption and return to uint8 as clipped va
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from scipy import ndimage
 
@@ -80,15 +82,29 @@ TRANSLATE_GRID = tuple(k / 28 for k in range(2, 28, 2))
 def image_kind(images: np.ndarray) -> str:
     """The constants of ``images`` [N, C, H, W]: ImageNet-C's at a 28 px side (grey), CIFAR-10-C's (colour,
     side < 224) or ImageNet-C's (colour, from 224 px)."""
-    if images.shape[1] == 1:
+    return kind_at(images.shape[1], max(images.shape[2:]))
+
+
+def kind_at(channels: int, side: int) -> str:
+    """:func:`image_kind` of images of ``channels`` channels and ``side`` pixels."""
+    if channels == 1:
         return "imagenet_c_grey"
-    return "imagenet_c" if max(images.shape[2:]) >= 224 else "cifar10_c"
+    return "imagenet_c" if side >= 224 else "cifar10_c"
 
 
 def downsampled_sides(side: int, fractions) -> list[int]:
-    """``pixelate``'s downsampled sides ``int(side · c)``, made distinct and below ``side``: where two severities
-    truncate to the same side (8 px: ``int(8c)`` = 7, 7, 6, 6, 5), the weaker one is raised by a pixel, and
-    where that reaches ``side``, the stronger ones are lowered instead."""
+    """``pixelate``'s downsampled sides: ``int(side · c)`` as published, made distinct and below ``side`` (where
+    two severities truncate to the same side, 8 px: ``int(8c)`` = 7, 7, 6, 6, 5, the weaker one is raised by a
+    pixel, and where that reaches ``side``, the stronger ones are lowered instead), then made to change
+    :func:`pixelate_reference` more at each severity: where they do not, the decreasing sides that do and move
+    the fewest pixels in all from them, of those the ones that make the fewest severities stronger (a smaller
+    side), then the smallest. A box resize by a non-integer ratio aliases (28 → 16 px, a ratio of 1.75, changes
+    an image more than 28 → 14 px): at 28 px grey the sides 16, 14, 11, 8, 7 become 17, 14, 11, 9, 7."""
+    return list(_growing_sides(int(side), tuple(fractions)))
+
+
+@functools.lru_cache(maxsize=64)
+def _growing_sides(side: int, fractions: tuple) -> tuple[int, ...]:
     n = [int(side * c) for c in fractions]
     for i in range(len(n) - 2, -1, -1):
         n[i] = max(n[i], n[i + 1] + 1)
@@ -97,7 +113,51 @@ def downsampled_sides(side: int, fractions) -> list[int]:
         n[i] = min(n[i], n[i - 1] - 1)
     if n[-1] < 1:
         raise ValueError(f"pixelate needs images of at least {len(n) + 1} pixels a side, got {side}")
-    return n
+    reference = pixelate_reference(side)
+    if np.all(np.diff([pixelate_change(reference, k) for k in n]) > 0):
+        return tuple(n)
+    sides = np.arange(1, side)
+    change = np.array([pixelate_change(reference, k) for k in sides])
+    # cost[k]: of the sides of severities k … 5 with severity k's side sides[j], the least cost (pixels moved,
+    # plus 1e-3 per severity made stronger); a weaker severity's side is larger and changes the reference less
+    follows = (sides[:, None] > sides[None, :]) & (change[:, None] < change[None, :])
+    cost, choice = np.abs(sides - n[-1]) + 1e-3 * (sides < n[-1]), []
+    for target in n[-2::-1]:
+        totals = np.where(follows, cost[None, :], np.inf)
+        choice.append(totals.argmin(axis=1))
+        cost = np.abs(sides - target) + 1e-3 * (sides < target) + totals.min(axis=1)
+    if not np.isfinite(cost.min()):
+        raise ValueError(f"pixelate: no {len(n)} sides below {side} px change the reference more at each severity; "
+                         "give images of another side")
+    path = [int(cost.argmin())]
+    for step in reversed(choice):
+        path.append(int(step[path[-1]]))
+    return tuple(int(sides[j]) for j in path)
+
+
+#: Pixels of :func:`pixelate_reference` at every side (a few hundred 28 px images, two at 224 px).
+REFERENCE_PIXELS = 2**17
+
+
+def pixelate_reference(side: int) -> np.ndarray:
+    """The fixed images (uint8 ``[m, 1, side, side]``, :data:`REFERENCE_PIXELS` pixels, at least two) on which
+    :func:`downsampled_sides` orders pixelate's severities: Gaussian noise of amplitude spectrum 1/f (frequency f
+    in cycles per pixel; the mean removed), the spectrum of natural images (Field, JOSA A 1987), each image
+    stretched to 0-255. Its draws are ``numpy.random.default_rng(0)``'s: the same images wherever calbench runs."""
+    m = max(2, REFERENCE_PIXELS // side**2)
+    freq = np.fft.fftfreq(side)
+    amplitude = np.hypot(freq[:, None], freq[None, :])
+    amplitude[0, 0] = np.inf
+    noise = np.fft.ifft2(np.fft.fft2(np.random.default_rng(0).standard_normal((m, side, side))) / amplitude).real
+    lo, span = noise.min(axis=(1, 2), keepdims=True), np.ptp(noise, axis=(1, 2), keepdims=True)
+    return np.rint((noise - lo) / span * 255)[:, None].astype(np.uint8)
+
+
+def pixelate_change(images: np.ndarray, small: int) -> float:
+    """The mean absolute change (grey levels) of uint8 ``images`` pixelated through ``small`` px, as
+    :func:`corrupt` stores it."""
+    x = images.astype(np.float64)
+    return float(np.abs(np.rint(np.clip(_pixelate(x / 255, small, None, None), 0, 1) * 255) - x).mean())
 
 
 def roll_pixels(side: int, fractions) -> np.ndarray:
@@ -280,6 +340,32 @@ def severity_constant(family: str, severity: int, kind: str, side: int):
     if family == "elastic_transform":
         return elastic_constants(constants)[severity - 1]
     return constants[severity - 1]
+
+
+def scaled_constants(families, channels: int, side: int) -> dict[str, str]:
+    """Of ``families``, those that run at ``side`` px (``channels`` channels) with constants other than the
+    published ones taken as fractions of the side, each with what it runs with: ``pixelate`` where
+    :func:`downsampled_sides` changed an ``int(side · c)``, ``gaussian_blur`` (and its one-axis variant) where
+    :func:`blur_scale` is not 1, ``elastic_transform`` always (:func:`elastic_constants`), ``translate`` where
+    :func:`roll_pixels` is not Ovadia's 2 … px of 28."""
+    kind = kind_at(channels, side)
+    out = {}
+    for family in families:
+        base = family.removesuffix("_one_axis").removesuffix("_full")
+        if base == "pixelate":
+            sides, published = downsampled_sides(side, CONSTANTS[kind][base]), [int(side * c) for c in
+                                                                                CONSTANTS[kind][base]]
+            if sides != published:
+                out[family] = (f"downsampled sides {', '.join(map(str, sides))} px (int(side · c): "
+                               f"{', '.join(map(str, published))})")
+        elif base == "gaussian_blur" and blur_scale(kind, side) != 1:
+            out[family] = f"the published stds × {blur_scale(kind, side):.3g}"
+        elif base == "elastic_transform":
+            out[family] = "severity k: the published severity 5 with α and γ × k/5"
+        elif base == "translate" and side != 28:
+            rolls = roll_pixels(side, FAMILIES[family][1])
+            out[family] = f"rolls {', '.join(f'{v:.3g}' for v in rolls[:5])}{' …' if len(rolls) > 5 else ''} px"
+    return out
 
 
 def corrupt(images: np.ndarray, family: str, severity: int, seed=0, kind: str = "auto") -> np.ndarray:

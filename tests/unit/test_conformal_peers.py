@@ -64,10 +64,6 @@ def torchcp(monkeypatch):
     """TorchCP's classification package; its ConfTr losses import ``torchsort``, which no scores or predictor use
     and which does not build from source everywhere: a stand-in module lets the package import without it."""
     pytest.importorskip("torch", reason="TorchCP needs torch (extra `models`)")
-    # Not in the `reference` extra, so not required in CI: its dependency torchsort does not build from PyPI here;
-    # where TorchCP was installed by hand (`pip install --no-deps torchcp`), the comparison runs.
-    pytest.importorskip("torchcp", reason="TorchCP is not installed (pip install --no-deps torchcp; its dependency "
-                                          "torchsort does not build everywhere, so it is not in the reference extra)")
     if "torchsort" not in sys.modules:
         try:
             import torchsort  # noqa: F401
@@ -79,6 +75,8 @@ def torchcp(monkeypatch):
 
             stand_in.soft_rank = stand_in.soft_sort = unused
             monkeypatch.setitem(sys.modules, "torchsort", stand_in)
+    # The Makefile installs TorchCP without its dependencies (pyproject's `reference` extra says why), so under
+    # CALBENCH_REQUIRE_PEERS=1 a missing TorchCP fails like every other peer.
     score = reference("torchcp.classification.score", "torchcp")
     predictor = reference("torchcp.classification.predictor", "torchcp")
     return score, predictor

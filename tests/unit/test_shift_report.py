@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 
 from calbench.__main__ import main
+from calbench.data import store
+from calbench.jobs.shift import corrupted_images
 from calbench.report.shift import (
     UNDER_SHIFT,
     figure_metrics,
@@ -67,6 +69,40 @@ def test_a_metric_without_shifted_rows_gets_a_note_and_no_ranking_column():
     assert "No source with shifted test sets has this metric" in severity_markdown(long, "true_ce.conf.l1", cells)
     assert "true_ce" not in ranking_markdown(long, ["nll", "true_ce.conf.l1"])
     assert "**syn**" not in severity_markdown(long, "nll", cells) and "**src**" in severity_markdown(long, "nll", cells)
+
+
+def test_the_tables_name_the_families_run_with_constants_scaled_to_the_image_side(tmp_path):
+    """The note under a source's table comes from the corruptions' own rules at the corrupted images' side:
+    pixelate's sides where :func:`calbench.corruptions.downsampled_sides` changed an int(side · c), the blur's
+    factor where :func:`calbench.corruptions.blur_scale` is not 1, the elastic transform always."""
+    extra = [("src", m, seed, f"{family}/1", "nll", 0.5) for m in ("ts", "tsx") for seed in (0, 1)
+             for family in ("pixelate", "gaussian_blur", "elastic_transform")]
+    long = pd.concat([_long(), pd.DataFrame(extra, columns=_long().columns)])
+    rng = np.random.default_rng(0)
+    outputs = {"probs": rng.dirichlet(np.ones(3), 50), "labels": rng.integers(3, size=50), "index": np.arange(50)}
+    cells = shift_cells(long, ["nll"], lambda *key: outputs, resamples=20)
+
+    def note(images):
+        return [line for line in severity_markdown(long, "nll", cells, images=images).splitlines()
+                if line.startswith("Constants")]
+
+    (grey28,) = note({"src": (1, 28)})
+    assert grey28.startswith("Constants scaled to these 28 px grey images")
+    assert "`pixelate`: downsampled sides 17, 14, 11, 9, 7 px (int(side · c): 16, 14, 11, 8, 7)" in grey28
+    assert "`elastic_transform`" in grey28 and "gaussian_blur" not in grey28 and "rotate" not in grey28
+    (grey8,) = note({"src": (1, 8)})
+    assert "`gaussian_blur`: the published stds × 0.286" in grey8
+    assert "`pixelate`: downsampled sides 6, 5, 4, 3, 2 px (int(side · c): 4, 4, 3, 2, 2)" in grey8
+    (colour32,) = note({"src": (3, 32)})
+    assert "`elastic_transform`" in colour32 and "pixelate" not in colour32 and "gaussian_blur" not in colour32
+    assert note(None) == [] and note({"other": (1, 28)}) == []
+    no_elastic = long[~long["test_set"].str.startswith(("elastic", "pixelate"))]
+    assert "every family's published ones on these 32 px colour images" in severity_markdown(
+        no_elastic, "nll", cells, images={"src": (3, 32)})
+    group = {"shift/rotate/1": {"logits": np.zeros((2, 3)), "labels": np.zeros(2, dtype=int)}}
+    store.write_dump(tmp_path / "made.h5", group, {"rows_of": "test", "image_shape": [1, 28, 28]})
+    store.write_dump(tmp_path / "imported.h5", group, {"rows_of": "own"})
+    assert corrupted_images(tmp_path / "made.h5") == (1, 28) and corrupted_images(tmp_path / "imported.h5") is None
 
 
 def test_the_figure_shows_ece_nll_brier_and_accuracy_of_the_configured_metrics():

@@ -26,7 +26,8 @@ def dump_model_shifts_job(*, spec: ModelDumpSpec, progress: bool = True) -> None
 
     Group ``shift/{family}/{severity}`` holds the corrupted copies of the held-out rows of the dump: the pool
     (cal then test, as the dump's ``all``) of a pooled source, whose evaluation takes each seed's test rows, else
-    the test split (root attribute ``rows_of``: ``all`` or ``test``).
+    the test split (root attribute ``rows_of``: ``all`` or ``test``); ``image_shape``: the corrupted images'
+    [C, H, W], whose side sets the constants (:func:`calbench.corruptions.severity_constant`).
     """
     source, entry, output = spec.source, spec.entry, spec.output
     data, model, prepare, batch_size = load_source_model(spec)
@@ -41,4 +42,5 @@ def dump_model_shifts_job(*, spec: ModelDumpSpec, progress: bool = True) -> None
                   for k, (images, labels) in enumerate(DataLoader(held_out, batch_size=chunk)))
         groups[f"shift/{name}"] = model_outputs(model, prepare, chunks, batch_size, f"shift {name}", progress)
     store.write_dump(output, groups, {"source": entry, "source_name": source, "rows_of": rows_of,
+                                      "image_shape": list(held_out[0][0].shape),
                                       "calbench_version": calbench.__version__})

@@ -68,11 +68,24 @@ def shift_report_job(*, spec: ShiftReportSpec) -> None:
     outputs = list(zip(spec.metrics, spec.calibrated, spec.calibrators, strict=True))
     cells = shift_cells(long, list(metrics), shifted_outputs(outputs, spec.shifts))
     write_text_atomic(spec.intervals, cells.to_csv(index=False, float_format="%.10g"))
+    images = {source: corrupted_images(path) for source, path in spec.shifts.items()}
     for metric_id, path in spec.tables.items():
-        write_text_atomic(path, severity_markdown(long, metric_id, cells, methods))
+        write_text_atomic(path, severity_markdown(long, metric_id, cells, methods, images))
     write_text_atomic(spec.ranking, ranking_markdown(long, list(metrics), methods))
     for source, png in spec.figures.items():
         write_csv(severity_figure(long, source, figure_metrics(metrics), png, methods), spec.csv[source])
+
+
+def corrupted_images(shifts) -> tuple[int, int] | None:
+    """(channels, side) of the images calbench corrupted into the shifted sets ``shifts`` (the shift dump's
+    ``image_shape``); None for sets it did not make (an import's)."""
+    from calbench.data import store
+
+    shape = store.read_attrs(shifts).get("image_shape")
+    if shape is None:
+        return None
+    channels, height, width = json.loads(shape)
+    return int(channels), int(max(height, width))
 
 
 def shifted_outputs(outputs, shift_files: dict[str, str]):

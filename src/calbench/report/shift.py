@@ -113,10 +113,12 @@ def cell_mark(row, family) -> str:
     return " +" if (row.difference > 0) == family.higher_is_better else " −"
 
 
-def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, method_order=None) -> str:
+def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, method_order=None,
+                      images=None) -> str:
     """Per shifted source: methods × severity of ``metric_id`` (mean over families and seeds), each cell with its
     interval and mark (:func:`shift_cells`, :func:`cell_mark`); for a signed metric the statements of over- and
-    under-confidence that the intervals support."""
+    under-confidence that the intervals support; where ``images`` (source → (channels, side) of the images
+    calbench corrupted, :func:`calbench.jobs.shift.corrupted_images`) has the source, :func:`scaling_note`."""
     family, _ = lookup(metric_id)
     scale, dec = family.scale, family.decimals
     sub = cells[cells["metric"] == metric_id] if len(cells) else cells
@@ -153,8 +155,25 @@ def severity_markdown(long: pd.DataFrame, metric_id: str, cells: pd.DataFrame, m
         lines += [f"| {m} | " + " | ".join(cell(m, c) for c in columns) + " |" for m in methods]
         lines += ["", *confidence_statements(table, methods, columns)] if family.signed else []
         lines += ["", *missing_notes(table)] if table["low"].isna().any() else []
+        lines += ["", scaling_note(long, source, *images[source])] if (images or {}).get(source) else []
         lines.append("")
     return "\n".join(lines)
+
+
+def scaling_note(long: pd.DataFrame, source: str, channels: int, side: int) -> str:
+    """The families of ``source``'s shifted sets that ran with constants other than the published ones at the
+    images' side (:func:`calbench.corruptions.scaled_constants`, the corruptions' own rules), each with its
+    constants."""
+    from calbench.corruptions import FAMILIES, scaled_constants
+
+    sub = with_severity(long[long["source"] == source])
+    families = [f for f in dict.fromkeys(sub.loc[sub["severity"] > 0, "family"]) if f in FAMILIES]
+    scaled = scaled_constants(families, channels, side)
+    images = f"{side} px {'grey' if channels == 1 else 'colour'} images"
+    if not scaled:
+        return f"Constants: every family's published ones on these {images} (docs/corruptions.md, Sizes)."
+    return (f"Constants scaled to these {images} (docs/corruptions.md, Sizes): "
+            + "; ".join(f"`{family}`: {text}" for family, text in scaled.items()) + ".")
 
 
 def missing_notes(table: pd.DataFrame) -> list[str]:
