@@ -168,6 +168,16 @@ def each_metric(entries: dict[str, dict], records: list[dict]) -> str:
     return ", ".join(f"`{metric}` {number(seconds, 2)}" for metric, seconds in cpu.items()) + " CPU-s."
 
 
+def recommend_all(entries: dict[str, dict], records: list[dict]) -> str:
+    """``calbench recommend --all-metrics`` on the three real sources: the command's cost, and each metric's
+    resampling alone (without the work a source's metrics share)."""
+    e = entries["intervals.recommend_all_metrics"]
+    alone = ", ".join(f"`{m}` {number(s, 2)}" for m, s in e["per_metric_cpu_seconds"].items())
+    return (f"**{number(e['cpu_seconds'], 1)} CPU-s**, {number(e['seconds'], 1)} s wall ({e['sources']} sources of "
+            f"{e['rows']:,} rows, {e['methods']} methods, {e['seeds']} seeds, {e['metrics']} metrics; goal "
+            f"{e['budget_cpu_seconds']} CPU-s). Each metric resampled alone, CPU-s over the sources: {alone}.")
+
+
 def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
     """The whole config/scale.yaml run and its jobs (two at a time)."""
     run = records[0]["run"]
@@ -283,6 +293,7 @@ BLOCKS = {
     "peers": Block("docs/runtime.md", ("peers",), peers),
     "conformal-metrics": Block("docs/metrics.md", ("conformal_metrics",), conformal_metrics),
     "load": Block("docs/runtime.md", ("load",), load_ratios),
+    "recommend-all-metrics": Block("README.md", ("recommend_all_metrics",), recommend_all),
 }
 
 

@@ -1,8 +1,9 @@
-"""The paired bootstrap's fallback for estimators without a row-weighted form on some outputs
-(calbench.stats.draws, module docstring): recomputed on the same row counts as every other method's
-resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3) are those of
-``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the verdicts and
-the tables."""
+"""Tied scores and the paired bootstrap's fallback (calbench.stats.draws, module docstring). Equal-mass bins of tied
+scores with different outcomes have a row-count form: a resample's values equal the metric recomputed on the rows it
+drew. An estimator without such a form on some outputs (CV-chosen bins) is recomputed on the same row counts as every
+other method's resamples, so that the pairing (Efron & Tibshirani 1993, §16.4) and the percentile intervals (§13.3)
+are those of ``recompute``; beyond the budget, left out for the methods that lack the form, with the reason in the
+verdicts and the tables."""
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,8 @@ from calbench.stats.paired import compare, frame
 from calbench.stats.resampling import Resampler, row_counts, seed_rows
 
 ECE = "ece.conf.em15.l1"
-METRICS = [ECE, "ks.conf", "nll"]
+CV_ECE = "ece.conf.cv.l1"  # CV-chosen bins: no row-count form on any outputs
+METRICS = [ECE, CV_ECE, "ks.conf", "nll"]
 N, RESAMPLES = 600, 60
 
 
@@ -50,13 +52,23 @@ def _draws(recompute=False, **options):
                         recompute=recompute, **options)
 
 
-def test_the_tied_outputs_have_no_row_count_form_and_the_smooth_ones_do():
+def test_tied_outputs_have_a_row_count_form_equal_to_binning_the_rows_drawn():
+    """Equal-mass bins (LECE paper §4.2.3) whose edges fall inside ties of different outcomes: the resample's bin
+    statistics from its row counts are those of ``bin_stats`` on the rows it drew (row i counts[r, i] times, tied
+    rows in row order), for the confidence and for classwise columns."""
+    from calbench.metrics.binned import bin_stats
+
     counts = row_counts(N, 5, (0,))[0]
-    conf = {m: OUTPUTS[0][m]["probs"].max(axis=1)[:, None] for m in METHODS}
-    hits = {m: (OUTPUTS[0][m]["probs"].argmax(axis=1) == OUTPUTS[0][m]["labels"])[:, None] * 1.0 for m in METHODS}
-    assert equal_mass_stats_resampled(conf["smooth"], hits["smooth"], 15, counts) is not None
-    for m in ("saturated", "rounded"):
-        assert equal_mass_stats_resampled(conf[m], hits[m], 15, counts) is None
+    for m in METHODS:
+        probs, labels = OUTPUTS[0][m]["probs"], OUTPUTS[0][m]["labels"]
+        columns = [(probs.max(axis=1)[:, None], (probs.argmax(axis=1) == labels)[:, None] * 1.0),
+                   (probs, np.eye(3)[labels])]
+        for scores, hits in columns:
+            stats = equal_mass_stats_resampled(scores, hits, 15, counts)
+            for r in range(5):
+                drawn = np.repeat(np.arange(N), counts[r])
+                for got, expected in zip(stats, bin_stats(scores[drawn], hits[drawn], 15, "em")):
+                    np.testing.assert_allclose(got[r], expected, rtol=0, atol=1e-12)
 
 
 def test_every_method_gets_the_intervals_and_tests_of_recompute_exactly():
@@ -65,7 +77,7 @@ def test_every_method_gets_the_intervals_and_tests_of_recompute_exactly():
     nothing but which methods are recomputed. Every method has an interval (§13.3) around its estimate."""
     default, everything = _draws(), _draws(recompute=True)
     assert default.omitted == {}
-    for metric in (ECE, "ks.conf"):  # KS: its row-count form on both (against recomputing: the test below)
+    for metric in (ECE, CV_ECE, "ks.conf"):  # ECE, KS: their row-count forms (against recomputing: below)
         np.testing.assert_array_equal(default.draws[metric], everything.draws[metric])
         pd.testing.assert_frame_equal(frame(compare(default, metric)), frame(compare(everything, metric)))
         for verdict in compare(default, metric):
@@ -75,51 +87,29 @@ def test_every_method_gets_the_intervals_and_tests_of_recompute_exactly():
 
 def test_a_recomputed_resample_is_the_metric_of_the_rows_that_resample_drew():
     """Resample r of seed s is the metric (as ``evaluate`` computes it) of the test rows drawn, row i taken
-    counts[r, i] times: the row counts every method shares (the pairing of §16.4). The ECE is recomputed; KS
-    (Gupta et al. 2021, §4: C_k at the last row of each group of tied scores) comes from its row-count form,
-    which ties do not break."""
+    counts[r, i] times: the row counts every method shares (the pairing of §16.4). The CV-bins ECE is recomputed; the
+    equal-mass ECE and KS (Gupta et al. 2021, §4: C_k at the last row of each group of tied scores) come from their
+    row-count forms, which ties do not break."""
     draws = _draws()
     counts = np.concatenate(Resampler([seed_rows(OUTPUTS[1]["smooth"], 1)], RESAMPLES).counts(0))
     for r in (0, 17):
         rows = np.repeat(np.arange(N), counts[r])
         out = OUTPUTS[1]["saturated"]
-        expected = evaluate(out["probs"][rows], out["labels"][rows], [ECE, "ks.conf"], seed=1)
-        assert draws.draws[ECE][1, 1, r] == pytest.approx(expected[ECE], abs=1e-12)
-        assert draws.draws["ks.conf"][1, 1, r] == pytest.approx(expected["ks.conf"], abs=1e-12)
+        expected = evaluate(out["probs"][rows], out["labels"][rows], [ECE, CV_ECE, "ks.conf"], seed=1)
+        for metric in (ECE, CV_ECE, "ks.conf"):
+            assert draws.draws[metric][1, 1, r] == pytest.approx(expected[metric], abs=1e-12)
 
 
 def test_beyond_the_budget_the_methods_without_the_form_have_no_interval_and_the_table_says_why():
     draws = _draws(budget=0.0)
-    assert set(draws.omitted) == {ECE} and "beyond the 0 s budget" in draws.omitted[ECE]
-    verdicts = {v.method: v for v in compare(draws, ECE)}
-    assert np.isfinite(verdicts["smooth"].low)  # the row-count form: resampled whatever the budget
-    for m in ("saturated", "rounded"):
-        assert np.isnan(verdicts[m].low) and verdicts[m].note == draws.omitted[ECE]
-        assert verdicts[m].tied_with_best is None or verdicts[m].best == m  # untested, not "worse"
-    assert all(np.isfinite(v.low) for v in compare(draws, "ks.conf"))  # KS's form holds with ties (group ends)
+    assert set(draws.omitted) == {CV_ECE} and "beyond the 0 s budget" in draws.omitted[CV_ECE]
+    for m in METHODS:
+        verdict = {v.method: v for v in compare(draws, CV_ECE)}[m]
+        assert np.isnan(verdict.low) and verdict.note == draws.omitted[CV_ECE]
+        assert verdict.tied_with_best is None or verdict.best == m  # untested, not "worse"
+    assert all(np.isfinite(v.low) for metric in (ECE, "ks.conf") for v in compare(draws, metric))  # ties: forms
     long = pd.DataFrame([("tied", m, s, metric, draws.estimates[metric][i, j]) for metric in METRICS
                          for i, m in enumerate(METHODS) for j, s in enumerate(draws.seeds)],
                         columns=["source", "method", "seed", "metric", "value"]).assign(test_set="clean")
-    table = markdown_table(long, ECE, METHODS, frame([v for m in METRICS for v in compare(draws, m)]))
-    note = table.split("Without an interval or mark:")[1]
-    assert "- tied: saturated, rounded: no row-weighted form" in note or \
-        "- tied: rounded, saturated: no row-weighted form" in note
-    assert "smooth" not in note
-
-
-def test_classwise_columns_with_ties_are_binned_on_each_resample_and_the_others_from_counts():
-    """Equal-mass bin statistics of classwise columns where one column ties in score but not in hit: every
-    column's statistics on resample r equal those of ``bin_stats`` on the rows drawn (row i counts[r, i] times)."""
-    from calbench.metrics.binned import bin_stats
-
-    rng = np.random.default_rng(5)
-    scores = rng.random((300, 3))
-    scores[::3, 1] = 0.5  # a hundred tied scores of column 1
-    hits = (rng.random((300, 3)) < scores) * 1.0
-    counts = row_counts(300, 6, (0,))[0]
-    assert equal_mass_stats_resampled(scores[:, [1]], hits[:, [1]], 15, counts) is None
-    stats = equal_mass_stats_resampled(scores, hits, 15, counts)
-    for r in range(6):
-        drawn = np.repeat(np.arange(300), counts[r])
-        for got, expected in zip(stats, bin_stats(scores[drawn], hits[drawn], 15, "em")):
-            np.testing.assert_allclose(got[r], expected, rtol=0, atol=1e-12)
+    table = markdown_table(long, CV_ECE, METHODS, frame([v for m in METRICS for v in compare(draws, m)]))
+    assert "no marks: not tested here" in table and "beyond the budget of recomputing it" in table  # no cell has one

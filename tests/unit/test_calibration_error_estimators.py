@@ -256,8 +256,8 @@ def test_bootstrap_intervals_cover_the_estimate_and_pointwise_path_matches_refit
 def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing_each_resample(monkeypatch):
     """Binned estimators from the row counts of all resamples at once (the compiled passes of
     calbench.kernels.resampled_bins, 7 resamples at a time; equal-mass in blocks of 3 sorted rows) give the
-    resample loop's values within 1e-8; ties that would make the re-sort's order matter fall back to the loop
-    (classwise: in the columns that tie alone)."""
+    resample loop's values within 1e-8, ties of different hits included (taken in the order of their rows, as the
+    loop's stable sort of the drawn rows takes them)."""
     from calbench.kernels import resampled_bins
     from calbench.metrics import binned
     from calbench.metrics.bootstrap import bootstrap_intervals, resample_indices
@@ -289,14 +289,15 @@ def test_bootstrap_of_binned_ece_and_mce_from_resample_counts_equals_recomputing
     labels[1] = (labels[0] + 1) % 4  # rows 0 and 1: same scores, different hits → the re-sort's tie order matters
     tied = MetricContext(probs, labels, seed=3)
     conf, conf_groups = lookup("ece.conf.em10.l1")
-    assert conf.resampled(tied, counts, **conf_groups) is None
+    drawn = np.repeat(np.arange(300), counts[0])
+    np.testing.assert_allclose(conf.resampled(tied, counts, **conf_groups),
+                               conf.function(MetricContext(probs[drawn], labels[drawn]), **conf_groups), rtol=0,
+                               atol=1e-12)
     ties = bootstrap_intervals(tied, [("ece.conf.em10.l1", conf, conf_groups)], {"ece.conf.em10.l1": 0.0}, 40, 0.9,
                                "percentile")
     loop = [conf.function(MetricContext(probs[i], labels[i]), **conf_groups) for i in resample_indices(300, 40, 3)]
     assert ties["ece.conf.em10.l1.ci_low"] == pytest.approx(np.quantile(loop, 0.05), abs=1e-12)
-    # classwise: the two columns with the tie binned on the resample's rows (row i counts[0, i] times), the
-    # other two from the counts
-    drawn = np.repeat(np.arange(300), counts[0])
+    # classwise: the columns with the tie as the others, equal to binning the resample's rows (row i counts[0, i] times)
     expected = family.function(MetricContext(probs[drawn], labels[drawn]), **groups)
     np.testing.assert_allclose(family.resampled(tied, counts, **groups), expected, rtol=0, atol=1e-12)
 

@@ -248,6 +248,30 @@ def test_recommend_all_metrics_names_the_winner_and_the_methods_tied_with_it(one
     assert nll[4].startswith("    saved calibrator: ")  # kept with --all-metrics
 
 
+def test_recommend_all_metrics_gives_each_metric_the_records_it_gets_alone(tmp_path):
+    """``--all-metrics`` resamples a source's metrics in one engine call (their row counts and per-row work shared):
+    every record equals that of the metric asked alone (same resamples, Efron & Tibshirani 1993 §16.4 pairing), its
+    numbers to 1e-12 (one pass of block sums serves several binnings, so bin sums may add in another order)."""
+    from calbench.jobs.recommendation import Request, recommend
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(1200, K)) * 3
+    y = (_softmax(z / 2).cumsum(1) > rng.random((1200, 1))).argmax(1)
+    metrics = ["nll", "acc", "ece.conf.em15.l1", "ece.cw.ew15.l1", "ace.cw.em15", "ks.conf", "set_size.aps.a10.div5"]
+    write_finished_run(tmp_path, {"ts": _softmax(z / 2), "ts_shaky": _softmax(z / 2.1), "uncal": _softmax(z)}, y,
+                       metrics)
+    together = recommend(tmp_path, Request(metrics=None, resamples=200)).records
+    alone = [r for m in metrics for r in recommend(tmp_path, Request(metrics=(m,), resamples=200)).records]
+    by_key = lambda records: {(r["metric"], r["method"]): r for r in records}  # noqa: E731
+    together, alone = by_key(together), by_key(alone)
+    assert set(together) == set(alone) and len(together) == 3 * len(metrics)
+    for key, record in together.items():
+        assert record.keys() == alone[key].keys()
+        for field, value in record.items():
+            expected = alone[key][field]
+            assert value == (pytest.approx(expected, rel=1e-12) if isinstance(value, float) else expected), field
+
+
 def test_recommend_json_records_every_method_and_flags_a_winner_that_changes_accuracy(tmp_path, capsys):
     """A 'method' that re-learns the decision (much higher accuracy than uncal) wins NLL: its record says how
     far accuracy moved and ``acc_flag`` that it left uncal's accuracy interval; the text says so too."""

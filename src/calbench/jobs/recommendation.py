@@ -145,7 +145,7 @@ def recommend(results, request: Request, progress: Callable[[str], None] | None 
     sources = sorted(long["source"].unique())
     for k, source in enumerate(sources):
         rows = long[long["source"] == source]
-        ranker = _SourceRanker(source, rows, everything, results, request)
+        ranker = _SourceRanker(source, rows, everything, results, request, wanted)
         for metric in wanted:
             if progress:
                 progress(f"recommend: {metric} on {source} (source {k + 1}/{len(sources)})")
@@ -154,15 +154,23 @@ def recommend(results, request: Request, progress: Callable[[str], None] | None 
 
 
 class _SourceRanker:
-    """The records of one source, metric by metric, from the engine's draws (its outputs read once)."""
+    """The records of one source, metric by metric, from the engine's draws (its outputs read once). On the clean
+    test outputs, the ``wanted`` metrics (and ``acc``, for the accuracy flag) are resampled in one engine call, as
+    the aggregate job resamples a source's metrics: their per-row and per-bin work and the row counts are shared,
+    and the budget of recomputing estimators without a row-weighted form is the source's, so that the intervals
+    are those of ``intervals.csv``."""
 
-    def __init__(self, source: str, rows, everything, results: Path, request: Request):
+    def __init__(self, source: str, rows, everything, results: Path, request: Request, wanted=()):
         self.source, self.rows, self.everything, self.results, self.request = source, rows, everything, results, \
             request
         self.methods = list(dict.fromkeys(rows["method"]))
         self.seeds = sorted(int(s) for s in rows["seed"].unique())
         self._cache: dict = {}
-        self.accuracy = self._verdicts("acc") if "acc" in set(rows["metric"]) else {}
+        has_acc = "acc" in set(rows["metric"])
+        self._batch = list(dict.fromkeys([*wanted, *(["acc"] if has_acc else [])]))
+        self._drawn = None
+        self._floors: dict = {}
+        self.accuracy = self._verdicts("acc") if has_acc else {}
 
     def load(self, method: str, seed: int):
         from calbench.data.store import read_calibrated
@@ -189,9 +197,13 @@ class _SourceRanker:
         if not all(self.load(m, s) is not None for m in self.methods for s in self.seeds):
             return estimates_only(self.source, rows, [metric], "the calibrated test outputs are missing (rerun the "
                                                                "workflow)")
-        values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
-        return source_draws(self.source, self.seeds, self.methods, [metric], self.load, request.resamples,
-                             recompute=request.recompute, known=lambda m, s, metric: values.get((m, s, metric)))
+        if self._drawn is None or metric not in self._drawn.estimates:
+            values = rows.set_index(["method", "seed", "metric"])["value"].to_dict()
+            batch = self._batch if metric in self._batch else [metric]
+            self._drawn = source_draws(self.source, self.seeds, self.methods, batch, self.load, request.resamples,
+                                       recompute=request.recompute,
+                                       known=lambda m, s, metric: values.get((m, s, metric)))
+        return self._drawn
 
     def _verdicts(self, metric: str) -> dict:
         from calbench.stats.paired import compare
@@ -227,14 +239,17 @@ class _SourceRanker:
     def _floor(self, metric: str, estimate: float) -> dict:
         """``noise_floor``, ``noise_floor_high`` and ``within_noise_floor`` of an ECE-type winner (clean test
         outputs only); empty otherwise."""
-        from calbench.stats.noise_floor import floor_interval, is_calibration_error, noise_floor, reference_probs
+        from calbench.stats.noise_floor import floor_interval, is_calibration_error, noise_floors, reference_probs
 
         if not is_calibration_error(metric) or self.request.under_shift or self.request.under_label_shift:
             return {}
-        probs = reference_probs(self.methods, self.seeds, self.load)
-        if not probs:
-            return {}
-        mean, std = noise_floor(metric, probs)
+        if metric not in self._floors:  # the floors of the source's metrics at once (shared intermediates)
+            probs = reference_probs(self.methods, self.seeds, self.load)
+            if not probs:
+                return {}
+            batch = [m for m in self._batch if is_calibration_error(m)] if metric in self._batch else [metric]
+            self._floors.update(noise_floors(batch, probs))
+        mean, std = self._floors[metric]
         high = floor_interval(mean, std)[1]
         return {"noise_floor": mean, "noise_floor_high": high, "within_noise_floor": bool(estimate <= high)}
 

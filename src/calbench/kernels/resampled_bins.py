@@ -2,16 +2,20 @@
 inner loop runs over the resamples (the lanes), so that a resample costs a few vector operations per row and bin
 edge instead of a re-binning (:mod:`calbench.metrics.binned`, which prepares the sorted columns).
 
-Both kernels read the row counts as contiguous chunks ``[N, r]`` of ``r`` resamples (:data:`LANES`: a chunk stays
+The kernels read the row counts as contiguous chunks ``[N, r]`` of ``r`` resamples (:data:`LANES`: a chunk stays
 in cache while every column is visited) and visit each column's rows in a given order, its rows flattened column
-after column (``rows``, with ``starts`` [M + 1] delimiting the columns):
+after column (``rows``):
 
-* :func:`segment_sums`: Σ counts, Σ counts · score and Σ counts · hit over consecutive segments of each column's
-  rows (equal-width bins once the rows are ordered by bin; blocks of sorted rows for equal-mass bins);
-* :func:`equal_mass_sums`: equal-mass bins of each resample's sorted values, the resample's m kept rows (row i
-  repeated counts_i times) split into B bins of ⌊m/B⌋, the m mod B larger ones first or last: the block sums of
-  :func:`segment_sums` up to the block that holds each edge's rank, then that block's rows one by one (a row whose
-  copies straddle the edge counts on both sides with the copies below and above it).
+* :func:`segment_sums`: Σ counts, Σ counts · score and Σ counts · hit over consecutive segments of rows;
+* :func:`shared_column_sums`: one pass of block sums per column (consecutive sorted rows, split where an
+  equal-width bin or a kept suffix starts) serving several binnings of its sorted rows: equal-width bins as sums of
+  blocks, and equal-mass bins by :func:`equal_mass_walk`;
+* :func:`equal_mass_walk`: equal-mass bins of each resample's sorted values, the resample's m kept rows (row i
+  repeated counts_i times) split into B bins of ⌊m/B⌋, the m mod B larger ones first or last: the block sums up
+  to the block that holds each edge's rank, then that block's rows one by one (a row whose copies straddle the edge
+  counts on both sides with the copies below and above it);
+* :func:`cumulative_maxima`: the largest |cumulative sum| of counts × (hit − score) along each column's sorted
+  rows, at the ends of groups of tied scores (the KS calibration error).
 
 Row counts are summed as integers (exact), weights (label-shifted sets' scaled counts) and scores and hits in float64
 in the rows' order.
@@ -44,55 +48,93 @@ def segment_sums(rows, scores, hits, seg_starts, counts, out_c, out_s, out_h):  
 
 
 @njit(cache=True, nogil=True)
-def equal_mass_sums(rows, scores, hits, starts, counts, n_bins, larger_first, block, out_c, out_s, out_h
+def equal_mass_walk(rows, scores, hits, seg, first, sums, counts, n_bins, larger_first, out_c, out_s, out_h
                     ):  # pragma: no cover (compiled)
-    """``out_*[j, b, r]``: count, score sum and hit sum of equal-mass bin b of column j on resample r, the column's
-    rows ``rows[starts[j]:starts[j + 1]]`` sorted by score, in blocks of ``block`` rows; ``counts`` [N, r] int32,
-    ``out_*`` [M, n_bins, r]."""
+    """``out_*[b, r]``: equal-mass bin b of one column's rows from block ``first`` on, given the sums ``sums``
+    [3, blocks, r] (counts, scores, hits) of its blocks of sorted rows ``rows[seg[g]:seg[g + 1]]``: each edge's
+    rank reached by whole blocks (the blocks' running sums, per resample), then by the rows of the block that holds
+    it."""
+    lanes = counts.shape[1]
+    kept = seg.size - 1 - first
+    prefix = np.zeros((3, lanes, kept + 1))  # per resample, the sums of the kept blocks before each block
+    for g in range(kept):
+        for part in range(3):
+            for r in range(lanes):
+                prefix[part, r, g + 1] = prefix[part, r, g] + sums[part, first + g, r]
+    for r in range(lanes):
+        cum_c, cum_s, cum_h = prefix[0, r], prefix[1, r], prefix[2, r]
+        whole = cum_c[kept]  # weights scaled from counts (label-shifted sets) need not be integers
+        per_bin = np.floor(whole / n_bins)
+        extra = whole - n_bins * per_bin
+        b = 0
+        last_c, last_s, last_h = 0.0, 0.0, 0.0  # below the previous edge
+        for e in range(1, n_bins + 1):
+            if e == n_bins:
+                edge = whole
+            elif larger_first:
+                edge = e * per_bin + min(float(e), extra)
+            else:
+                edge = e * per_bin + max(e - (n_bins - extra), 0.0)
+            while b < kept and cum_c[b + 1] <= edge:
+                b += 1
+            below_c, below_s, below_h = cum_c[b], cum_s[b], cum_h[b]
+            if b < kept:  # the copies of the block's rows below the edge
+                for k in range(seg[first + b], seg[first + b + 1]):
+                    if below_c >= edge:
+                        break
+                    taken = min(float(counts[rows[k], r]), edge - below_c)
+                    below_c += taken
+                    below_s += taken * scores[k]
+                    below_h += taken * hits[k]
+            out_c[e - 1, r] = below_c - last_c
+            out_s[e - 1, r] = below_s - last_s
+            out_h[e - 1, r] = below_h - last_h
+            last_c, last_s, last_h = below_c, below_s, below_h
+
+
+@njit(cache=True, nogil=True)
+def shared_column_sums(rows, scores, hits, seg, column_blocks, counts, walk_first, walk_bins, walk_larger,
+                       width_bin, out_walk, out_width):  # pragma: no cover (compiled)
+    """Several binnings of the same sorted columns from one pass over their rows: per column j, the sums [3, r] of
+    its blocks ``seg[column_blocks[j]:column_blocks[j + 1] + 1]`` (boundaries in ``rows``), then for each walk w
+    the equal-mass bins (``walk_bins[w]``, the larger ones first where ``walk_larger[w]``) of the rows from block
+    ``walk_first[w, j]`` on (:func:`equal_mass_walk`) into ``out_walk[w, :, j, :walk_bins[w]]`` [W, 3, M, B, r],
+    and for each equal-width binning e the blocks summed into their bins ``width_bin[e, g]`` (one per block) of
+    ``out_width[e]`` [E, 3, M, B', r]."""
+    lanes = counts.shape[1]
+    for j in range(column_blocks.size - 1):
+        first_block, end_block = column_blocks[j], column_blocks[j + 1]
+        local = seg[first_block:end_block + 1]
+        sums = np.zeros((3, end_block - first_block, lanes))
+        segment_sums(rows, scores, hits, local, counts, sums[0], sums[1], sums[2])
+        for e in range(width_bin.shape[0]):
+            for g in range(end_block - first_block):
+                b = width_bin[e, first_block + g]
+                for part in range(3):
+                    out_width[e, part, j, b] += sums[part, g]
+        for w in range(walk_bins.size):
+            n_bins = walk_bins[w]
+            equal_mass_walk(rows, scores, hits, local, walk_first[w, j] - first_block, sums, counts, n_bins,
+                            walk_larger[w], out_walk[w, 0, j, :n_bins], out_walk[w, 1, j, :n_bins],
+                            out_walk[w, 2, j, :n_bins])
+
+
+@njit(cache=True, nogil=True)
+def cumulative_maxima(rows, gaps, ends, starts, counts, out):  # pragma: no cover (compiled)
+    """``out[j, r]`` = max over the group ends k of column j of |Σ_{k' ≤ k} counts[rows[k'], r] · gaps[k']|, the
+    column's rows ``rows[starts[j]:starts[j + 1]]`` sorted by score (summed row after row, as a cumulative sum
+    along them); ``counts`` [N, r], ``out`` [M, r]."""
     lanes = counts.shape[1]
     for j in range(starts.size - 1):
-        lo, hi = starts[j], starts[j + 1]
-        n_blocks = (hi - lo + block - 1) // block
-        seg = np.minimum(lo + block * np.arange(n_blocks + 1), hi)
-        sums_c = np.zeros((n_blocks, lanes))
-        sums_s = np.zeros((n_blocks, lanes))
-        sums_h = np.zeros((n_blocks, lanes))
-        segment_sums(rows, scores, hits, seg, counts, sums_c, sums_s, sums_h)
-        total = sums_c.sum(axis=0)
-        blk = np.zeros(lanes, dtype=np.int64)
-        before_c, before_s, before_h = np.zeros(lanes), np.zeros(lanes), np.zeros(lanes)  # blocks before blk
-        last_c, last_s, last_h = np.zeros(lanes), np.zeros(lanes), np.zeros(lanes)  # below the previous edge
-        for e in range(1, n_bins + 1):
+        cumulative = np.zeros(lanes)
+        best = out[j]
+        for k in range(starts[j], starts[j + 1]):
+            i, gap = rows[k], gaps[k]
             for r in range(lanes):
-                whole = total[r]  # weights scaled from counts (label-shifted sets) need not be integers
-                per_bin = np.floor(whole / n_bins)
-                extra = whole - n_bins * per_bin
-                if e == n_bins:
-                    edge = whole
-                elif larger_first:
-                    edge = e * per_bin + min(float(e), extra)
-                else:
-                    edge = e * per_bin + max(e - (n_bins - extra), 0.0)
-                b = blk[r]
-                while b < n_blocks and before_c[r] + sums_c[b, r] <= edge:
-                    before_c[r] += sums_c[b, r]
-                    before_s[r] += sums_s[b, r]
-                    before_h[r] += sums_h[b, r]
-                    b += 1
-                blk[r] = b
-                below_c, below_s, below_h = before_c[r], before_s[r], before_h[r]
-                if b < n_blocks:  # the copies of the block's rows below the edge
-                    for k in range(seg[b], seg[b + 1]):
-                        if below_c >= edge:
-                            break
-                        taken = min(float(counts[rows[k], r]), edge - below_c)
-                        below_c += taken
-                        below_s += taken * scores[k]
-                        below_h += taken * hits[k]
-                out_c[j, e - 1, r] = below_c - last_c[r]
-                out_s[j, e - 1, r] = below_s - last_s[r]
-                out_h[j, e - 1, r] = below_h - last_h[r]
-                last_c[r], last_s[r], last_h[r] = below_c, below_s, below_h
+                cumulative[r] += counts[i, r] * gap
+            if ends[k]:
+                for r in range(lanes):
+                    best[r] = max(best[r], abs(cumulative[r]))
 
 
 def chunks(counts: np.ndarray):
@@ -109,5 +151,8 @@ def warm_up() -> None:
     rows, scores, hits = np.array([1, 0, 2]), np.array([0.1, 0.5, 0.9]), np.array([0.0, 1.0, 1.0])
     counts = np.array([[1, 2], [0, 1], [2, 0]], dtype=np.int32)
     for given in (counts, counts.astype(np.float64)):
-        out = [np.zeros((1, 2, 2)) for _ in range(3)]
-        equal_mass_sums(rows, scores, hits, np.array([0, 3]), given, 2, True, 32, *out)
+        shared_column_sums(rows, scores, hits, np.array([0, 2, 3]), np.array([0, 2]), given, np.array([[0]]),
+                           np.array([2]), np.array([True]), np.array([[0, 1]]), np.zeros((1, 3, 1, 2, 4))[..., :2],
+                           np.zeros((1, 3, 1, 2, 4))[..., :2])  # lanes of the outputs' resamples
+        cumulative_maxima(rows, hits - scores, np.array([True, False, True]), np.array([0, 3]), given,
+                          np.zeros((1, 2)))

@@ -76,127 +76,83 @@ def _equal_mass_sums(scores: np.ndarray, hits: np.ndarray, n_bins: int):
     return out
 
 
-def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
-    """:func:`bin_stats` with equal-width bins on R bootstrap resamples given as row counts ``[R, N]``.
-
-    The edges are fixed, so each row's bin is the same on every resample and a resample's per-bin count and sums
-    are its row counts summed over the bin's rows: each column's rows ordered by bin once, then one compiled pass
-    over the rows with the resamples as lanes (:func:`calbench.kernels.resampled_bins.segment_sums`) instead of R
-    re-binnings. Returns arrays [R, M, n_bins].
-    """
-    from calbench.kernels.resampled_bins import chunks, segment_sums
-
-    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    n, m = scores.shape
-    bins = equal_width_bins(scores, n_bins).T  # [M, N]
-    order = np.argsort(bins, axis=1, kind="stable")
-    slots = (bins + n_bins * np.arange(m)[:, None]).ravel()
-    seg_starts = np.concatenate([[0], np.cumsum(np.bincount(slots, minlength=m * n_bins))])
-    flat = (order.ravel(), np.take_along_axis(scores.T, order, 1).ravel(), np.take_along_axis(hits.T, order, 1).ravel())
-    out = np.zeros((3, counts.shape[0], m, n_bins))
-    for first, chunk in chunks(counts):
-        parts = np.zeros((3, m * n_bins, chunk.shape[1]))
-        segment_sums(*flat, seg_starts, chunk, *parts)
-        out[:, first:first + chunk.shape[1]] = parts.reshape(3, m, n_bins, -1).transpose(0, 3, 1, 2)
-    totals, s_sum, h_sum = out
-    safe = np.maximum(totals, 1)
-    return totals, s_sum / safe, h_sum / safe
-
-
-#: Sorted rows summed together by :func:`equal_mass_sums_resampled` (only the block holding an edge is looked into
-#: row by row).
+#: Sorted rows summed together by :func:`binned_sums_resampled` (only the block holding an edge is looked into row
+#: by row).
 RESAMPLE_RANK_BLOCK = 32
 
 
-def _sorted_kept(scores, hits, keep):
-    """Per column, its kept rows sorted by score, flattened column after column: (rows, scores, hits, starts),
-    ``starts`` [M + 1] delimiting the columns; None where kept neighbours tie in score but not in hit (then
-    the order of the ties would matter, and no sort fixes it, so the sorts need not be stable)."""
-    n, m = scores.shape
-    if keep is None:
-        by_col = np.ascontiguousarray(scores.T)
-        order = np.argsort(by_col, axis=1)
-        rows = order.ravel()
-        s = np.take_along_axis(by_col, order, 1).ravel()
-        h = np.take_along_axis(np.ascontiguousarray(hits.T), order, 1).ravel()
-        starts = n * np.arange(m + 1)
-    else:
-        col, rows = np.nonzero(np.asarray(keep).T)
-        pick = np.lexsort((scores[rows, col], col))  # by column, then score
-        col, rows = col[pick], rows[pick]
-        s, h = scores[rows, col], hits[rows, col]
-        starts = np.searchsorted(col, np.arange(m + 1))
-    tie = (s[1:] == s[:-1]) & (h[1:] != h[:-1])
-    between = starts[1:-1][(starts[1:-1] > 0) & (starts[1:-1] < s.size)]
-    tie[between - 1] = False  # the last row of a column and the first of the next are no neighbours
-    return None if np.any(tie) else (rows, s, h, starts)
+def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarray, binnings) -> list[np.ndarray]:
+    """Per-bin counts and sums of scores and hits [3, R, M, B] of each binning of ``binnings`` on R bootstrap
+    resamples given as row counts ``[R, N]``, every binning from one sort of the columns and one compiled pass over
+    their rows (:func:`calbench.kernels.resampled_bins.shared_column_sums`, the resamples as lanes).
 
-
-def equal_mass_sums_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray,
-                              keep: np.ndarray | None = None, remainder: str = "first"):
-    """Per-bin counts and sums of scores and hits with equal-mass bins on R bootstrap resamples given as
-    row counts ``[R, N]`` (arrays [R, M, n_bins]), or None where that would not be exact.
-
-    Each column is binned over its ``keep`` entries (all by default); the m kept entries of a resample
-    form bins of ⌊m/B⌋, the m mod B larger ones first (calbench's ``em``) or last (``remainder="last"``,
-    the KCal paper's adaptive bins). A resample's sorted values are the kept rows in sorted order, row i
-    repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and its sums are differences of
-    the sums of the rows below each edge's rank: the sums of whole blocks of
-    ``RESAMPLE_RANK_BLOCK`` sorted rows up to the block that holds the edge, then that block's rows one by one
-    (:func:`calbench.kernels.resampled_bins.equal_mass_sums`, the resamples as lanes of one compiled pass): R × N
-    work per column, row by row only where an edge is.
-    The re-sort's order within tied scores is its own (rows in resample order); the sums do not depend on
-    it unless kept rows with the same score but different hits exist, and then this returns None
-    (recompute).
+    A binning is ``("ew", B)`` (equal width: fixed edges, so a bin's sums are its rows' counts times their scores and
+    hits) or ``("em", B, threshold, remainder)``: equal-mass bins of each column's entries ≥ ``threshold`` (None:
+    all); the m kept entries of a resample form bins of ⌊m/B⌋, the m mod B larger ones first (``"first"``,
+    calbench's ``em``) or last (``"last"``, the KCal paper's adaptive bins). A resample's sorted values are the
+    kept rows in sorted order, row i repeated ``counts[r, i]`` times, so its bin b holds the ranks [e_b, e_{b+1}) and
+    its sums are differences of the sums of the rows below each edge's rank: the sums of whole blocks of about
+    ``RESAMPLE_RANK_BLOCK`` sorted rows up to the block that holds the edge, then that block's rows one by one.
+    Tied scores are taken in the order of their rows, each row's copies together: the order in which binning the
+    resample's rows (row i repeated counts[r, i] times, in row order) sorts them with a stable sort, so that an
+    edge inside a group of tied scores with different hits splits it as recomputing the metric on those rows does
+    (:func:`calbench.metrics.binning.equal_mass_bins`).
     """
-    from calbench.kernels.resampled_bins import chunks, equal_mass_sums
+    from calbench.kernels.resampled_bins import shared_column_sums
+    from calbench.metrics.row_counts import lanes
 
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    m = scores.shape[1]
-    flat = _sorted_kept(scores, hits, keep)
-    if flat is None:
-        return None
-    rows, s_flat, h_flat, starts = flat
-    out = np.zeros((3, counts.shape[0], m, n_bins))
-    for first, chunk in chunks(counts):
-        parts = np.zeros((3, m, n_bins, chunk.shape[1]))
-        equal_mass_sums(rows, s_flat, np.asarray(h_flat, dtype=np.float64), starts, chunk, n_bins,
-                        remainder == "first", RESAMPLE_RANK_BLOCK, *parts)
-        out[:, first:first + chunk.shape[1]] = parts.transpose(0, 3, 1, 2)
-    return out
+    n, m = scores.shape
+    by_col = np.ascontiguousarray(scores.T)
+    order = np.argsort(by_col, axis=1, kind="stable")
+    s = np.take_along_axis(by_col, order, 1)  # [M, N], each column ascending
+    h = np.take_along_axis(np.ascontiguousarray(hits.T), order, 1)
+    walks = [b for b in binnings if b[0] == "em"]
+    widths = [b for b in binnings if b[0] == "ew"]
+    width_bins = [equal_width_bins(s, b[1]) for b in widths]  # [M, N] each, non-decreasing along a column
+    firsts = [np.zeros(m, dtype=np.int64) if b[2] is None else np.sum(s < b[2], axis=1) for b in walks]
+    starts = n * np.arange(m + 1)
+    cuts = [(starts[:-1, None] + np.arange(0, n, RESAMPLE_RANK_BLOCK)[None, :]).ravel(), starts[-1:]]
+    cuts += [starts[:-1] + first for first in firsts]
+    cuts += [(starts[:-1, None] + np.arange(1, n)[None, :])[bins[:, 1:] != bins[:, :-1]] for bins in width_bins]
+    seg = np.unique(np.concatenate(cuts))  # the blocks: every binning's edges are block boundaries
+    column_blocks = np.searchsorted(seg, starts)
+    walk_first = np.array([np.searchsorted(seg, starts[:-1] + first) for first in firsts],
+                          dtype=np.int64).reshape(len(walks), m)
+    width_bin = np.array([bins.ravel()[seg[:-1]] for bins in width_bins], dtype=np.int64).reshape(len(widths),
+                                                                                                   seg.size - 1)
+    walk_bins = np.array([b[1] for b in walks], dtype=np.int64)
+    walk_larger = np.array([b[3] == "first" for b in walks], dtype=np.bool_)
+    most = max([b[1] for b in binnings])
+    out_walk = np.zeros((len(walks), 3, m, most, counts.shape[0]))  # the kernel's layout: resamples last
+    out_width = np.zeros((len(widths), 3, m, most, counts.shape[0]))
+    flat = (order.ravel(), s.ravel(), h.ravel())
+    for first, chunk in lanes(counts):
+        shared_column_sums(*flat, seg, column_blocks, chunk, walk_first, walk_bins, walk_larger, width_bin,
+                           out_walk[..., first:first + chunk.shape[1]], out_width[..., first:first + chunk.shape[1]])
+    found = {id(b): np.moveaxis(out_walk[k, :, :, :b[1]], -1, 1) for k, b in enumerate(walks)}  # [3, R, M, B] views
+    found.update({id(b): np.moveaxis(out_width[k, :, :, :b[1]], -1, 1) for k, b in enumerate(widths)})
+    return [found[id(b)] for b in binnings]
 
 
-def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
-    """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
-    [R, M, n_bins]), or None where no column would be exact (see :func:`equal_mass_sums_resampled`). Where only
-    some columns of several (classwise) have tied scores with different hits, those are binned on each
-    resample's rows (row i repeated counts[r, i] times, as recomputing the metric does) and the others from the
-    counts."""
-    scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
-    sums = equal_mass_sums_resampled(scores, hits, n_bins, counts)
-    if sums is None:
-        return _partly_resampled_stats(scores, hits, n_bins, counts) if scores.shape[1] > 1 else None
+def stats_of_sums(sums: np.ndarray):
+    """:func:`bin_stats` (counts, mean score, mean hit) from the per-bin sums [3, ...] of
+    :func:`binned_sums_resampled`."""
     totals, s_sum, h_sum = sums
     safe = np.maximum(totals, 1)
     return totals, s_sum / safe, h_sum / safe
 
 
-def _partly_resampled_stats(scores, hits, n_bins, counts):
-    """:func:`equal_mass_stats_resampled` of columns [N, M] of which some tie in score but not in hit: those
-    binned by :func:`bin_stats` on each resample's rows (a loop over resamples of those columns alone), the
-    others from the counts; None where every column ties."""
-    ties = np.array([_sorted_kept(scores[:, [k]], hits[:, [k]], None) is None for k in range(scores.shape[1])])
-    if ties.all():
-        return None
-    stats = [np.zeros((counts.shape[0], scores.shape[1], n_bins)) for _ in range(3)]
-    for whole, part in zip(stats, equal_mass_stats_resampled(scores[:, ~ties], hits[:, ~ties], n_bins, counts)):
-        whole[:, ~ties] = part
-    rows = np.arange(scores.shape[0])
-    for r, weights in enumerate(counts):
-        drawn = np.repeat(rows, weights)
-        for whole, part in zip(stats, bin_stats(scores[drawn][:, ties], hits[drawn][:, ties], n_bins, "em")):
-            whole[r, ties] = part
-    return tuple(stats)
+def equal_width_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
+    """:func:`bin_stats` with equal-width bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
+    [R, M, n_bins]; :func:`binned_sums_resampled`)."""
+    return stats_of_sums(binned_sums_resampled(scores, hits, counts, [("ew", n_bins)])[0])
+
+
+def equal_mass_stats_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, counts: np.ndarray):
+    """:func:`bin_stats` with equal-mass bins on R bootstrap resamples given as row counts ``[R, N]`` (arrays
+    [R, M, n_bins]; :func:`binned_sums_resampled`)."""
+    return stats_of_sums(binned_sums_resampled(scores, hits, counts, [("em", n_bins, None, "first")])[0])
 
 
 def folded_normal_mean(mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:

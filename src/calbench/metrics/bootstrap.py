@@ -63,6 +63,10 @@ class _Resample(MetricContext):
 
 
 METHODS = ("basic", "percentile")
+#: The key under which :func:`values_from_counts` records on a context the ids it resamples there
+#: (``ctx.shared(RESAMPLED_IDS, list)``), so that a form can compute with its own what the others will read (the bin
+#: sums of every binning of a target from one pass over the rows).
+RESAMPLED_IDS = "resampled ids"
 
 
 def bootstrap_values(ctx: MetricContext, families, resamples: int) -> dict[str, np.ndarray]:
@@ -87,9 +91,14 @@ def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np
     ``pointwise`` metrics, the family's ``resampled`` form where it has one, else (``recompute``; otherwise the id
     is left out) the metric recomputed on each resample's rows
     (``idx`` ``[R, N]``, in the order drawn, where known; else each row repeated its count times)."""
+    from calbench.metrics.row_counts import as_float
+
     n = ctx.labels.size
     totals = counts.sum(axis=1)  # n, or a resample's share of a pool's rows (calbench.stats.resampling)
-    values = {m: counts @ f.pointwise(ctx) / totals for m, f, _ in families if f.pointwise is not None}
+    ctx.shared(RESAMPLED_IDS, list).extend(m for m, _, _ in families if m not in ctx.shared(RESAMPLED_IDS, list))
+    pointwise = [(m, f) for m, f, _ in families if f.pointwise is not None]
+    weights = as_float(counts) if pointwise else None  # one float copy for every metric and method of these counts
+    values = {m: weights @ f.pointwise(ctx) / totals for m, f in pointwise}
     for metric_id, family, groups in families:
         if family.pointwise is None and family.resampled is not None:
             from_counts = family.resampled(ctx, counts, **groups)

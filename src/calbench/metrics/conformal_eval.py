@@ -24,7 +24,7 @@ so every id has this form.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -49,8 +49,9 @@ SSCV_UPPER = np.array([1, 3, 6, 10, 100, 1000])
 TOP_FRACTION = 0.05
 #: The metric families of one (construction, α), by the id's first part.
 KINDS = ("coverage", "coverage_gap", "set_size", "set_size_median", "sscv", "cc_gap", "cc_gap_top")
-#: The kinds whose bootstrap values share their intermediates (:func:`resampled_values` computes a group at once).
-GROUPS = (("coverage", "coverage_gap"), ("cc_gap", "cc_gap_top"), ("set_size", "set_size_median", "sscv"))
+#: The kinds whose bootstrap values :func:`resampled_values` computes at once: every kind but the median and SSCV
+#: share one pass over the rows (their per-resample thresholds, coverage and set sizes); those two add histograms.
+GROUPS = (("coverage", "coverage_gap", "cc_gap", "cc_gap_top", "set_size"), KINDS)
 
 
 def divisions(n: int, *, count: int = DIVISIONS, cal_fraction: float = CAL_FRACTION,
@@ -165,59 +166,107 @@ def conformal_values(probs, labels, construction: str, alpha: float, *, seed: in
     return {kind: float(np.mean([p[kind] for p in per])) for kind in KINDS}
 
 
-def _weighted_quantiles(scores, weights, alpha):
-    """The conformal quantile of ``scores`` [n] under each column of integer ``weights`` [n, R]: the
-    ⌈(w + 1)(1 − α)⌉-th smallest of the multiset (w = the column's total), +∞ past the end."""
-    order = np.argsort(scores, kind="stable")
-    cum = np.cumsum(weights[order], axis=0)
-    total = cum[-1]
-    rank = np.ceil((total + 1) * (1 - alpha) - 1e-9)
-    position = np.argmax(cum >= rank[None, :], axis=0)
-    return np.where(rank <= total, scores[order][position], np.inf)
-
-
 def resampled_values(sets_list: list[DivisionSets], labels, alpha: float, counts, construction: str,
-                     num_classes: int, kinds=KINDS) -> dict[str, np.ndarray | None]:
-    """``{kind: [R] values}`` of ``kinds`` on bootstrap resamples ``counts`` [R, N] (module docstring); None for a
-    kind that ``construction`` has no such form for."""
-    # [N, R]: a division's rows are gathered as whole rows; float64 (exact for counts), so that the per-class sums
-    # below are BLAS products (integer matrix products have no BLAS: 40 times slower at 100 classes)
-    by_row = np.ascontiguousarray(np.asarray(counts, dtype=np.float64).T)
-    counts = by_row.T
+                     num_classes: int, kinds=KINDS) -> dict[str, np.ndarray]:
+    """``{kind: [R] values}`` of ``kinds`` on bootstrap resamples ``counts`` [R, N] (module docstring), from each
+    division's weighted sums (:func:`_division_sums`); the median and SSCV's histograms only where asked."""
     kinds = list(kinds)
-    wanted = kinds
-    sums = {kind: np.zeros(counts.shape[0]) for kind in wanted}
+    detail = bool({"set_size_median", "sscv"} & set(kinds))
+    sums = {kind: np.zeros(np.shape(counts)[0]) for kind in kinds}
     for sets in sets_list:
-        w_cal, w = by_row[sets.cal_rows], by_row[sets.rows].T  # [n_cal, R], [R, m]
-        total = w.sum(axis=1)
-        if construction == "lac_cc":
-            q = _class_thresholds(sets, labels, w_cal.T, alpha, num_classes)  # [R, K]
-            covered = sets.true_scores[None, :] <= q[:, labels[sets.rows]]
-        else:
-            q = _weighted_quantiles(sets.cal_scores, w_cal, alpha)
-            covered = sets.true_scores[None, :] <= q[:, None]  # [R, m]
-        hits = w * covered
-        if {"coverage", "coverage_gap"} & set(wanted):
-            coverage = hits.sum(axis=1) / total
-            for kind, value in (("coverage", coverage), ("coverage_gap", coverage - (1 - alpha))):
-                if kind in sums:
-                    sums[kind] += value
-        if {"cc_gap", "cc_gap_top"} & set(wanted):
-            onehot = labels[sets.rows][:, None] == np.arange(num_classes)[None, :]
-            mean_gap, top_gap = _class_gaps(hits @ onehot, w @ onehot, alpha)
-            for kind, value in (("cc_gap", mean_gap), ("cc_gap_top", top_gap)):
-                if kind in sums:
-                    sums[kind] += value
-        if {"set_size", "set_size_median", "sscv"} & set(wanted):
-            sizes = (_sizes_under(sets.set_scores, q) if q.ndim == 1
-                     else _sizes_under_classes(sets.set_scores, q))  # [R, m]
-            if "set_size" in sums:
-                sums["set_size"] += np.einsum("rm,rm->r", w, sizes) / total
-            if "set_size_median" in sums:
-                sums["set_size_median"] += _weighted_median(sizes, w, num_classes)
-            if "sscv" in sums:
-                sums["sscv"] += _weighted_sscv(sizes, hits, w, alpha)
+        part = _division_sums(sets, labels, alpha, counts, construction, num_classes, detail)
+        values = {"coverage": part.covered / part.total, "set_size": part.size / part.total}
+        values["coverage_gap"] = values["coverage"] - (1 - alpha)
+        if {"cc_gap", "cc_gap_top"} & set(kinds):
+            values["cc_gap"], values["cc_gap_top"] = _class_gaps(part.hits, part.held, alpha)
+        if detail:
+            values["set_size_median"] = _weighted_median(part.hist)
+            values["sscv"] = _weighted_sscv(part.strata_held, part.strata_hits, alpha)
+        for kind in kinds:
+            sums[kind] += values[kind]
     return {kind: sums[kind] / len(sets_list) for kind in kinds}
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """One division's evaluation rows summed under each of R resamples, weighted by the rows' counts: ``total``,
+    ``covered`` and ``size`` (Σ w · set size) [R]; per class ``held`` and ``hits`` [R, K]; the weighted histogram of
+    set sizes ``hist`` [R, K + 1] and the SSCV strata's ``strata_held`` and ``strata_hits`` [R, S] (None where not
+    asked)."""
+
+    total: np.ndarray
+    covered: np.ndarray
+    size: np.ndarray
+    held: np.ndarray
+    hits: np.ndarray
+    hist: np.ndarray | None = None
+    strata_held: np.ndarray | None = None
+    strata_hits: np.ndarray | None = None
+
+
+def _division_sums(sets: DivisionSets, labels, alpha, counts, construction, num_classes, detail) -> _Sums:
+    """:class:`_Sums` of one division: one threshold per resample (the weighted conformal quantile of the
+    calibration rows' scores) in compiled passes over the rows with the resamples as lanes
+    (:mod:`calbench.kernels.resampled_sets`); ``lac_cc``'s per-class thresholds in dense arrays [R, m]."""
+    if construction == "lac_cc":
+        return _class_threshold_sums(sets, labels, alpha, counts, num_classes, detail)
+    from calbench.kernels.resampled_sets import division_sums, weighted_quantile_positions
+    from calbench.metrics.row_counts import lanes
+
+    order = np.argsort(sets.cal_scores, kind="stable")
+    cal_rows, cal_scores = sets.cal_rows[order], sets.cal_scores[order]
+    chunks = lanes(counts)
+    positions = np.zeros(np.shape(counts)[0], dtype=np.int64)
+    for first, chunk in chunks:
+        weighted_quantile_positions(cal_rows, alpha, chunk, chunk.dtype == np.int32,
+                                    positions[first:first + chunk.shape[1]])
+    q = np.where(positions >= 0, cal_scores[positions], np.inf)
+    thresholds, lane_threshold = np.unique(q, return_inverse=True)
+    m, width = sets.set_scores.shape
+    # a row's set size at each distinct threshold: its scores counted at the first threshold ≥ them, then summed up
+    first = np.searchsorted(thresholds, sets.set_scores.ravel(), side="left")
+    table = np.bincount(np.repeat(np.arange(m) * (thresholds.size + 1), width) + first,
+                        minlength=m * (thresholds.size + 1)).reshape(m, -1)
+    sizes = np.cumsum(table, axis=1)[:, :thresholds.size]
+    resamples, strata = positions.size, SSCV_UPPER.size + 1
+    out = [np.zeros((3, resamples)), np.zeros((2, num_classes, resamples)),
+           np.zeros((num_classes + 1 if detail else 0, resamples)), np.zeros((2, strata if detail else 0, resamples))]
+    y = labels[sets.rows]
+    for first_lane, chunk in chunks:
+        lanes_of = slice(first_lane, first_lane + chunk.shape[1])
+        parts = [np.zeros((3, chunk.shape[1])), np.zeros((2, num_classes, chunk.shape[1])),
+                 np.zeros((out[2].shape[0], chunk.shape[1])), np.zeros((2, out[3].shape[1], chunk.shape[1]))]
+        division_sums(sets.rows, y, sets.true_scores, sizes, lane_threshold[lanes_of], thresholds,
+                      _stratum(np.arange(width + 1)), chunk, *parts[0], *parts[1], parts[2], *parts[3])
+        for whole, part in zip(out, parts):
+            whole[..., lanes_of] = part
+    by_resample = lambda a: None if a.shape[0] == 0 else np.ascontiguousarray(a.T)  # noqa: E731 ([R, ...])
+    return _Sums(*out[0], by_resample(out[1][0]), by_resample(out[1][1]), by_resample(out[2]),
+                 by_resample(out[3][0]), by_resample(out[3][1]))
+
+
+def _class_threshold_sums(sets, labels, alpha, counts, num_classes, detail) -> _Sums:
+    """:class:`_Sums` of one division of ``lac_cc``, whose thresholds are per class: dense [R, m] arrays."""
+    from calbench.metrics.row_counts import as_float
+
+    weights = as_float(counts)
+    w_cal, w = weights[:, sets.cal_rows], weights[:, sets.rows]  # [R, n_cal], [R, m]
+    y = labels[sets.rows]
+    q = _class_thresholds(sets, labels, w_cal, alpha, num_classes)  # [R, K]
+    covered = sets.true_scores[None, :] <= q[:, y]
+    hits = w * covered
+    onehot = y[:, None] == np.arange(num_classes)[None, :]
+    sizes = _sizes_under_classes(sets.set_scores, q)  # [R, m]
+    sums = _Sums(w.sum(axis=1), hits.sum(axis=1), np.einsum("rm,rm->r", w, sizes), w @ onehot, hits @ onehot)
+    if not detail:
+        return sums
+    resamples, strata = w.shape[0], SSCV_UPPER.size + 1
+    by_size = (np.arange(resamples)[:, None] * (num_classes + 1) + sizes).ravel()
+    by_stratum = (np.arange(resamples)[:, None] * strata + _stratum(sizes)).ravel()
+    per = lambda index, values, width: np.bincount(index, weights=values.ravel(),  # noqa: E731
+                                                   minlength=resamples * width).reshape(resamples, width)
+    return replace(sums, hist=per(by_size, w, num_classes + 1), strata_held=per(by_stratum, w, strata),
+                   strata_hits=per(by_stratum, hits, strata))
 
 
 def _class_thresholds(sets, labels, w_cal, alpha, num_classes):
@@ -247,27 +296,8 @@ def _sizes_under_classes(set_scores, thresholds, budget: int = 2**24):
                            for start in range(0, thresholds.shape[0], block)])
 
 
-def _sizes_under(set_scores, q):
-    """[R, m]: each row's number of inclusion scores ≤ q_r, for R thresholds at once (one searchsorted of every
-    score among the sorted thresholds, then a cumulative count per row)."""
-    m, num_classes = set_scores.shape
-    order = np.argsort(q)
-    first = np.searchsorted(q[order], set_scores.ravel(), side="left")  # thresholds ≥ score from here on
-    resamples = q.size
-    counts = np.bincount(np.repeat(np.arange(m), num_classes) * (resamples + 1) + first,
-                         minlength=m * (resamples + 1)).reshape(m, resamples + 1)
-    by_rank = np.cumsum(counts, axis=1)[:, :resamples]
-    sizes = np.empty((resamples, m), dtype=by_rank.dtype)
-    sizes[order] = by_rank.T
-    return sizes
-
-
-def _weighted_median(sizes, w, num_classes):
-    """[R]: np.median of each resample's multiset of set sizes (rows repeated by their counts ``w`` [R, m])."""
-    resamples = w.shape[0]
-    offsets = np.arange(resamples)[:, None] * (num_classes + 1)
-    hist = np.bincount((offsets + sizes).ravel(), weights=w.ravel(),
-                       minlength=resamples * (num_classes + 1)).reshape(resamples, num_classes + 1)
+def _weighted_median(hist):
+    """[R]: np.median of each resample's multiset of set sizes, from its weighted histogram ``hist`` [R, K + 1]."""
     cum = np.cumsum(hist, axis=1)
     total = cum[:, -1]
     low = np.argmax(cum >= np.floor((total + 1) / 2)[:, None], axis=1)
@@ -275,11 +305,7 @@ def _weighted_median(sizes, w, num_classes):
     return (low + high) / 2.0
 
 
-def _weighted_sscv(sizes, hits, w, alpha):
-    """[R]: SSCV of each resample (``hits`` = counts × covered, [R, m])."""
-    resamples, strata = w.shape[0], SSCV_UPPER.size + 1
-    index = (np.arange(resamples)[:, None] * strata + _stratum(sizes)).ravel()
-    held = np.bincount(index, weights=w.ravel(), minlength=resamples * strata).reshape(resamples, strata)
-    covered = np.bincount(index, weights=hits.ravel(), minlength=resamples * strata).reshape(resamples, strata)
+def _weighted_sscv(held, covered, alpha):
+    """[R]: SSCV of each resample from its per-stratum weights ``held`` and covered weights ``covered`` [R, S]."""
     gaps = np.where(held > 0, np.abs(covered / np.where(held > 0, held, 1) - (1 - alpha)), -np.inf)
     return np.max(gaps, axis=1)

@@ -56,6 +56,9 @@ def ks_error_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarray)
     row i repeated counts[r, i] times; at the last row of each group of tied scores its C_k is the counts-weighted
     cumulative sum of the original sort's (whose order within a group does not matter there), and a group that
     the resample leaves out repeats the previous group's C_k: the maximum is the resample's, to rounding."""
+    from calbench.kernels.resampled_bins import cumulative_maxima
+    from calbench.metrics.row_counts import lanes
+
     scores, hits = np.atleast_2d(np.asarray(scores, dtype=np.float64).T), np.atleast_2d(np.asarray(hits).T)
     m, n = scores.shape
     if counts.size * m > RESAMPLED_KS_BUDGET:
@@ -65,10 +68,15 @@ def ks_error_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarray)
     gaps = np.take_along_axis(hits, order, axis=1) - s
     ends = np.ones(s.shape, dtype=bool)
     ends[:, :-1] = s[:, 1:] != s[:, :-1]
+    maxima = np.zeros((m, counts.shape[0]))  # per column, the largest |C_k| of each resample (compiled, lanes)
+    starts = n * np.arange(m + 1)
+    for first, chunk in lanes(counts):
+        part = np.zeros((m, chunk.shape[1]))
+        cumulative_maxima(order.ravel(), gaps.ravel(), ends.ravel(), starts, chunk, part)
+        maxima[:, first:first + chunk.shape[1]] = part
     total, weight = np.zeros(counts.shape[0]), counts.sum(axis=1)  # a resample's rows (n, or a pool's share)
     for column in range(m):
-        cumulative = np.cumsum(counts[:, order[column]] * gaps[column], axis=1)
-        total += np.abs(cumulative[:, ends[column]]).max(axis=1) / weight
+        total += maxima[column] / weight
     return total / m
 
 

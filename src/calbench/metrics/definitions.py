@@ -24,10 +24,10 @@ from calbench.metrics import (
 from calbench.metrics.binned import (
     bin_stats,
     binned_ece,
+    binned_sums_resampled,
     columns,
     ece_from_stats,
-    equal_mass_stats_resampled,
-    equal_width_stats_resampled,
+    stats_of_sums,
 )
 from calbench.metrics.registry import metric
 from calbench.metrics.top_label import top_label_binned_ece
@@ -58,16 +58,54 @@ def _bin_stats(ctx, target, scheme, bins):
 
 
 def _binned_stats_resampled(ctx, target, scheme, bins, counts):
-    """Bin statistics [R, M, B] of bootstrap resamples from their row counts, or None (recompute each); made
-    once per (target, bins) for all the metrics of ``ctx`` bootstrapped on the same ``counts`` (ECE, ACE, the
-    signed parts)."""
-    def compute():
-        if scheme == "ew":
-            return equal_width_stats_resampled(*_columns(ctx, target), bins, counts)
-        return equal_mass_stats_resampled(*_columns(ctx, target), bins, counts)
+    """Bin statistics [R, M, B] of bootstrap resamples from their row counts (ECE, ACE, the signed parts, MCE), made
+    once per ``counts`` for all of them."""
+    binning = ("ew", bins) if scheme == "ew" else ("em", bins, None, "first")
+    found = _resampled_found(ctx, target, counts)
+    if ("stats", binning) not in found:
+        found["stats", binning] = stats_of_sums(_resampled_sums(ctx, target, binning, counts, found))
+    return found["stats", binning]
 
-    held_counts, stats = ctx.shared(("binned stats of resamples", target, scheme, bins), lambda: (counts, compute()))
-    return stats if held_counts is counts else compute()
+
+def _resampled_found(ctx, target, counts) -> dict:
+    """What the resamples ``counts`` of ``target``'s columns gave so far on ``ctx`` (a fresh dict for other counts)."""
+    held_counts, found = ctx.shared(("binned sums of resamples", target), lambda: (counts, {}))
+    return found if held_counts is counts else {}
+
+
+def _resampled_sums(ctx, target, binning, counts, found=None):
+    """Per-bin sums [3, R, M, B] of ``binning`` (:func:`calbench.metrics.binned.binned_sums_resampled`) of
+    ``target``'s columns on the resamples ``counts``, made in one pass with every other binning of ``target`` that
+    the ids resampled on ``ctx`` read (:func:`_binnings`), once per ``counts`` for all of them."""
+    found = _resampled_found(ctx, target, counts) if found is None else found
+    if binning not in found:
+        wanted = list(dict.fromkeys([binning, *(b for b in _binnings(ctx, target) if b not in found)]))
+        found.update(zip(wanted, binned_sums_resampled(*_columns(ctx, target), counts, wanted)))
+    return found[binning]
+
+
+def _binnings(ctx, target) -> list[tuple]:
+    """The binnings of ``target``'s columns that the ids resampled on ``ctx`` read
+    (:data:`calbench.metrics.bootstrap.RESAMPLED_IDS`): binned ECE and its signed parts, ACE, MCE, the KCal ECE."""
+    from calbench.metrics.bootstrap import RESAMPLED_IDS
+    from calbench.metrics.registry import lookup
+
+    found = []
+    for metric_id in ctx.shared(RESAMPLED_IDS, list):
+        family, groups = lookup(metric_id)
+        if groups.get("target", "conf") != target:
+            continue
+        if family.resampled in (_binned_ece_resampled, _signed_part_resampled) and groups["binning"][2:].isdigit():
+            scheme, bins = groups["binning"][:2], int(groups["binning"][2:])
+            found.append(("ew", bins) if scheme == "ew" else ("em", bins, None, "first"))
+        elif family.resampled is _ace_resampled:
+            found.append(("em", int(groups["bins"]), None, "first"))
+        elif family.resampled is _mce_resampled:
+            found.append(("ew", int(groups["bins"])) if groups["scheme"] == "ew" else
+                         ("em", int(groups["bins"]), None, "first"))
+        elif family.resampled is _kcal_ece_resampled:
+            found.append(kcal.binning(int(groups["bins"]), _kcal_threshold(ctx, target)))
+    return found
 
 
 def _binned_ece_resampled(ctx, counts, target, binning, norm, debiased):
@@ -111,15 +149,19 @@ def _smooth_ece(ctx, target):
     return smooth_ece.smooth_ece(scores[:, 0], hits[:, 0])
 
 
+def _kcal_threshold(ctx, target):
+    """The threshold of the KCal paper's ECE (classwise: p̂ ≥ min(0.01, 1/K) kept; confidence: every row)."""
+    return kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
+
+
 def _kcal_columns(ctx, target):
-    """Scores, hits and the threshold of the KCal paper's ECE (classwise: p̂ ≥ min(0.01, 1/K) kept)."""
-    scores, hits = _columns(ctx, target)
-    return scores, hits, kcal.kcal_threshold(ctx.probs.shape[1]) if target == "cw" else 0.0
+    """Scores, hits and the threshold of the KCal paper's ECE."""
+    return *_columns(ctx, target), _kcal_threshold(ctx, target)
 
 
 def _kcal_ece_resampled(ctx, counts, target, bins):
-    scores, hits, threshold = _kcal_columns(ctx, target)
-    return kcal.kcal_ece_resampled(scores, hits, int(bins), threshold, counts)
+    binning = kcal.binning(int(bins), _kcal_threshold(ctx, target))
+    return kcal.kcal_ece_of_sums(_resampled_sums(ctx, target, binning, counts))
 
 
 @metric(r"ece\.(?P<target>conf|cw)\.em(?P<bins>[1-9][0-9]*)\.l1\.kcal", scale=100.0, decimals=2,

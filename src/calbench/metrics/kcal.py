@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from calbench.metrics.binned import equal_mass_sums_resampled
 from calbench.metrics.binning import bin_sums
 
 
@@ -42,13 +41,14 @@ def kcal_ece(scores: np.ndarray, hits: np.ndarray, n_bins: int, threshold: float
     return float(np.mean(ece[kept > 0]))
 
 
-def kcal_ece_resampled(scores: np.ndarray, hits: np.ndarray, n_bins: int, threshold: float,
-                       counts: np.ndarray) -> np.ndarray | None:
-    """:func:`kcal_ece` on R bootstrap resamples given as row counts ``[R, N]`` (values [R]), from the
-    resamples' bin sums (:func:`calbench.metrics.binned.equal_mass_sums_resampled`); None to recompute."""
-    sums = equal_mass_sums_resampled(scores, hits, n_bins, counts, keep=scores >= threshold, remainder="last")
-    if sums is None:
-        return None
+def binning(n_bins: int, threshold: float) -> tuple:
+    """The KCal paper's adaptive bins as a binning of :func:`calbench.metrics.binned.binned_sums_resampled`, whose
+    per-bin sums on R bootstrap resamples :func:`kcal_ece_of_sums` turns into the ECE of each."""
+    return ("em", n_bins, threshold, "last")
+
+
+def kcal_ece_of_sums(sums: np.ndarray) -> np.ndarray:
+    """:func:`kcal_ece` of each resample from its bin sums [3, R, M, B] (counts, scores, hits)."""
     totals, s_sum, h_sum = sums
     kept = totals.sum(axis=-1)
     ece = np.sum(np.abs(h_sum - s_sum), axis=-1) / np.maximum(kept, 1)

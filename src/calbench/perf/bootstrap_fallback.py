@@ -1,6 +1,6 @@
 """Benchmarks of the paired bootstrap's fallback (calbench.stats): the estimators without a
-row-weighted form on some outputs (equal-mass bins whose edges fall on tied scores, KS) recomputed on the same
-resamples, within the budget of a source.
+row-weighted form on some outputs (CV-chosen bins; KS beyond its budget) recomputed on the same resamples, within
+the budget of a source, beside the row-weighted forms of tied outputs (equal-mass bins of rounded probabilities).
 
 * ``fallback.cifar.<network>``: the four CIFAR networks of ../shared/data, uncal and TS (fitted on a seeded
   5,000-row calibration split) on the other 5,000 rows, 2 seeds, the tables' resamples; skipped where the folder

@@ -224,8 +224,7 @@ def paired_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None =
     within the engine's budget (:data:`~calbench.stats.draws.RECOMPUTE_SECONDS` per source). ``resamples``:
     :data:`~calbench.stats.resampling.RESAMPLES` by default, as ``calbench recommend``."""
     from calbench.stats.draws import source_draws
-    from calbench.stats.noise_floor import is_calibration_error, reference_probs
-    from calbench.stats.noise_floor import noise_floor as floor_of
+    from calbench.stats.noise_floor import is_calibration_error, noise_floors, reference_probs
     from calbench.stats.paired import compare, frame
     from calbench.stats.resampling import RESAMPLES
 
@@ -239,8 +238,9 @@ def paired_verdicts(long: pd.DataFrame, metrics, loader, resamples: int | None =
                              known=lambda method, seed, metric, values=values: values.get((method, seed, metric)))
         verdicts += [v for m in metrics if not lookup(m)[0].signed for v in compare(draws, m, alpha=ALPHA)]
         probs = reference_probs(methods, seeds, load)
-        for metric_id in filter(is_calibration_error, draws.draws):  # the estimators the tables mark
-            floors.setdefault(metric_id, {})[source] = (*floor_of(metric_id, probs), int(np.mean(draws.rows)))
+        marked = list(filter(is_calibration_error, draws.draws))  # the estimators the tables mark
+        for metric_id, floor in noise_floors(marked, probs).items():
+            floors.setdefault(metric_id, {})[source] = (*floor, int(np.mean(draws.rows)))
     return frame(verdicts), floors
 
 

@@ -8,13 +8,12 @@ metric of method m on seed s under resample r, θ*_{m,s,r}, comes from the metri
 (:func:`calbench.metrics.bootstrap.values_from_counts`: a matrix product for means of per-row terms, weighted bin
 sums for binned ECE), vectorised over resamples.
 
-A metric whose row-weighted form is unavailable on some method's outputs (equal-mass bins whose edges fall on
-tied scores with different outcomes, e.g. saturated confidences) is recomputed on each of the same resamples'
-rows for those methods, so that the pairing stays exact; one without such a form for any outputs (CV bins, KDE,
-kernels, fits on the test rows) only with ``recompute``. Its cost is projected from one resample of one method
-and seed, and the metrics are taken cheapest first while the projected recomputation of the source fits the
-budget (:data:`RECOMPUTE_SECONDS`); a metric left out gets no interval for the methods that lack the form, and
-:attr:`SourceDraws.omitted` says why.
+A metric whose row-weighted form is unavailable on some method's outputs (KS beyond its budget, CV-chosen bins) is
+recomputed on each of the same resamples' rows for those methods, so that the pairing stays exact; one without such
+a form for any outputs (KDE, kernels, fits on the test rows) only with ``recompute``. Its cost is projected from one
+resample of one method and seed, and the metrics are taken cheapest first while the projected recomputation of the
+source fits the budget (:data:`RECOMPUTE_SECONDS`); a metric left out gets no interval for the methods that lack the
+form, and :attr:`SourceDraws.omitted` says why.
 """
 
 from __future__ import annotations

@@ -50,10 +50,20 @@ def sampled_labels(probs: np.ndarray, draws: int, seed: int) -> np.ndarray:
 def noise_floor(metric_id: str, outputs: list[np.ndarray], draws: int = DRAWS) -> tuple[float, float]:
     """Mean and standard deviation of ``metric_id`` over ``draws`` label draws per seed, from the probabilities
     ``[N, C]`` of each seed in ``outputs``."""
-    family, groups = lookup(metric_id)
-    values = [family.function(MetricContext(probs, labels, seed=seed), **groups)
-              for seed, probs in enumerate(outputs) for labels in sampled_labels(probs, draws, seed)]
-    return float(np.mean(values)), float(np.std(values))
+    return noise_floors([metric_id], outputs, draws)[metric_id]
+
+
+def noise_floors(metric_ids, outputs: list[np.ndarray], draws: int = DRAWS) -> dict[str, tuple[float, float]]:
+    """:func:`noise_floor` of each of ``metric_ids``, every metric evaluated on one context per seed and label draw
+    (the intermediates the metrics share, such as sorted columns and bin statistics, made once for all)."""
+    families = {m: lookup(m) for m in metric_ids}
+    values = {m: [] for m in metric_ids}
+    for seed, probs in enumerate(outputs):
+        for labels in sampled_labels(probs, draws, seed):
+            ctx = MetricContext(probs, labels, seed=seed)
+            for metric_id, (family, groups) in families.items():
+                values[metric_id].append(family.function(ctx, **groups))
+    return {m: (float(np.mean(v)), float(np.std(v))) for m, v in values.items()}
 
 
 #: Standard normal quantile of the floor's two-sided 95 % interval.
