@@ -7,7 +7,7 @@ and date, and the corruption constants the run used at each image side (:func:`c
 ``render`` writes the page's generated blocks from that summary alone; ``--check`` exits 1 when the committed page
 is not what it would write (``tests/docs/test_shift_page.py``). The tests never repeat the run:
 
-    /usr/bin/time -v snakemake --cores 1 --configfile config/shift.yaml > shift_run.log 2>&1
+    /usr/bin/time -v snakemake --cores 2 --configfile config/shift.yaml > shift_run.log 2>&1
     python scripts/shift_page.py record --results results --time-log shift_run.log     # then renders
     python scripts/shift_page.py render [--check]
 """
@@ -58,7 +58,9 @@ def _run_cost(log: Path) -> dict:
     parts = [float(p) for p in field("Elapsed (wall clock) time").split(":")]
     wall = sum(p * 60 ** i for i, p in enumerate(reversed(parts)))
     done = re.findall(r"^\[(\d+)/(\d+)\] ", text, re.M) or re.findall(r"(\d+) of (\d+) steps \(100%\) done", text)
-    return {"user_s": float(field("User time")), "system_s": float(field("System time")), "wall_s": wall,
+    cores = re.search(r"^Provided cores: (\d+)$", text, re.M)
+    return {"command": f"snakemake --cores {cores[1] if cores else '?'} --configfile config/shift.yaml",
+            "user_s": float(field("User time")), "system_s": float(field("System time")), "wall_s": wall,
             "jobs": int(done[-1][0]) if done else None}
 
 
@@ -81,7 +83,7 @@ def record(results: Path, time_log: Path) -> dict:
     cells = pd.read_csv(results / "tables" / "shift" / "intervals.csv")
     long = pd.read_csv(results / "tables" / "metrics_long.csv")
     summary = {**provenance("python scripts/shift_page.py record"),
-               "run": {"command": "snakemake --cores 1 --configfile config/shift.yaml", **_run_cost(time_log)},
+               "run": _run_cost(time_log),
                "methods": list(config["methods"]), "families": families, "sources": {}}
     for source in sources:
         shifts = results / "shifts" / f"{source}.h5"
