@@ -122,6 +122,6 @@ def test_the_rounded_source_warning_is_on_the_console_and_the_report_first_page(
     assert any(line.startswith("warnings (") for line in closing)
     assert any("sources.rounded" in line and "exact zeros" in line and "rounded/uncal" in line for line in closing)
     html = build(Path("config.yaml"), Path("results/report.html"), "nll",
-                 {paths.SUMMARY: ("aggregate", "no update")})  # as `snakemake --summary` plans a finished run
+                 lambda: {paths.SUMMARY: ("aggregate", "no update")})  # as `snakemake --summary` plans a finished run
     assert "CoarseProbabilitiesWarning" in html
     assert "CoarseProbabilitiesWarning" in html.split("<h2 id='tables'>")[0]  # in the box above the tables too

@@ -65,22 +65,40 @@ def snakemake_command(config: Path, given_snakefile: str | None) -> list[str]:
             "-s", str(snakefile(given_snakefile)), "--configfile", str(config), "--cores", "1"]
 
 
-def output_status(config: Path, given_snakefile: str | None = None) -> dict[str, tuple[str, str]]:
+class OutputStatus:
     """Every output file of the config's run (``snakemake --summary``) → (its job: the rule and its log file, or the
     file where the rule keeps no log; its plan: ``no update`` where it is up to date, else ``update pending`` or
-    ``missing``)."""
-    command = [*snakemake_command(config, given_snakefile), "--summary"]
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
-        raise ValueError(f"{config}: Snakemake could not read the run's plan: {tail}")
-    status = {}
-    for line in done.stdout.splitlines():
-        fields = line.split("\t")
-        if len(fields) >= 6 and fields[0] != "output_file":
-            job = f"{fields[2]} {fields[3] if fields[3] not in ('', '-') else fields[0]}"
-            status[fields[0]] = (job, "missing" if fields[4] == "missing" else fields[5])
-    return status
+    ``missing``). Snakemake starts at once and is read when the status is first asked for (calling the object), so
+    that the report computes its recommendation and figures while Snakemake reads the plan (about 10 s of the
+    default run's report); leaving a ``with`` block stops a Snakemake that nothing asked for."""
+
+    def __init__(self, config: Path, given_snakefile: str | None = None):
+        self.config = config
+        self._process = subprocess.Popen([*snakemake_command(config, given_snakefile), "--summary"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._status: dict[str, tuple[str, str]] | None = None
+
+    def __enter__(self) -> OutputStatus:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._process.poll() is None:
+            self._process.kill()
+            self._process.communicate()
+
+    def __call__(self) -> dict[str, tuple[str, str]]:
+        if self._status is None:
+            stdout, stderr = self._process.communicate()
+            if self._process.returncode != 0:
+                tail = (stderr.strip().splitlines() or ["(no message)"])[-1]
+                raise ValueError(f"{self.config}: Snakemake could not read the run's plan: {tail}")
+            self._status = {}
+            for line in stdout.splitlines():
+                fields = line.split("\t")
+                if len(fields) >= 6 and fields[0] != "output_file":
+                    job = f"{fields[2]} {fields[3] if fields[3] not in ('', '-') else fields[0]}"
+                    self._status[fields[0]] = (job, "missing" if fields[4] == "missing" else fields[5])
+        return self._status
 
 
 def stale_jobs(status: dict[str, tuple[str, str]]) -> int:
@@ -157,9 +175,9 @@ def _caption(path: str) -> str:
     return ": ".join(parts[:1]) + (" / " + "/".join(parts[1:]) if len(parts) > 1 else "")
 
 
-def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[str, str]]) -> str:
+def build(config_path: Path, output: Path, metric: str, status: OutputStatus) -> str:
     """The report's HTML for the run of ``config_path`` in the current folder, its outputs' plan ``status``
-    (:func:`output_status`)."""
+    (:class:`OutputStatus`, read after the recommendation and its figures are computed)."""
     from calbench.config import load
     from calbench.metrics import lookup
     from calbench.report import page
@@ -169,10 +187,6 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
     if not Path(paths.METRICS_LONG).is_file():
         raise FileNotFoundError(f"{Path(paths.METRICS_LONG).resolve()}: not found; run the workflow first "
                                 f"(snakemake --cores all --configfile {config_path}), then calbench report")
-    pending = stale_jobs(status)
-    stale = (f"Out of date: {pending} jobs would rerun (snakemake -n --configfile {config_path} lists them); this "
-             "page shows the results as they are on disk, which the rerun would change."
-             if pending else None)
     warnings = run_warnings(results)
     records = recommendation_records(results, metric)
     order = {source: i for i, source in enumerate(config["sources"])}
@@ -189,7 +203,11 @@ def build(config_path: Path, output: Path, metric: str, status: dict[str, tuple[
             title = title[:1].upper() + title[1:]
             embedded.append((decision.source, f"data:image/png;base64,{base64.b64encode(png).decode('ascii')}",
                              f"{_panels_said(decision, methods)}. {title}"))
-    ordered = [p for p in status if Path(p).is_file()]
+    pending = stale_jobs(status())
+    stale = (f"Out of date: {pending} jobs would rerun (snakemake -n --configfile {config_path} lists them); this "
+             "page shows the results as they are on disk, which the rerun would change."
+             if pending else None)
+    ordered = [p for p in status() if Path(p).is_file()]
     tables = [p for p in ordered if p.startswith("results/tables/") and p.endswith(".md")]
     tables.sort(key=lambda p: (p != paths.SUMMARY, p))
     figures = sorted(p for p in ordered if p.startswith("results/figures/") and p.endswith(".png"))
@@ -217,10 +235,10 @@ def run(args) -> int:
     output = Path(args.output)
     if output.suffix != ".html":
         raise ValueError(f"--output {output}: the report is one HTML page; give a path ending in .html")
-    status = output_status(config, args.snakefile)
-    text = build(config, output, args.metric, status)
+    with OutputStatus(config, args.snakefile) as status:
+        text = build(config, output, args.metric, status)
     output.parent.mkdir(parents=True, exist_ok=True)
     write_text_atomic(output, text)
-    pending = stale_jobs(status)
+    pending = stale_jobs(status())
     print(f"report: {output}" + (f" (out of date: {pending} jobs would rerun)" if pending else ""))
     return 0

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from calbench.atomic import write_text_atomic
 from calbench.data.entry import sources as config_sources
@@ -24,7 +23,7 @@ from calbench.report.shift import (
     severity_markdown,
     shift_cells,
 )
-from calbench.report.tables import CLEAN
+from calbench.report.tables import CLEAN, long_table
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -35,7 +34,6 @@ class ShiftReportSpec(JobSpec):
     metric_ids: list = param()
     methods: list = param()
     sources: list = param()
-    long: str = infile()
     metrics: list = infile()
     calibrated: list = infile()
     calibrators: list = infile()
@@ -51,7 +49,7 @@ def spec(config: dict) -> ShiftReportSpec:
     shifted = [s.name for s in config_sources(config, having="shifts")]
     keys = [dict(zip(("source", "method", "seed"), key)) for key in calibrate_keys(config, having="shifts")]
     return ShiftReportSpec(
-        metric_ids=list(config["metrics"]), methods=list(config["methods"]), sources=shifted, long=paths.METRICS_LONG,
+        metric_ids=list(config["metrics"]), methods=list(config["methods"]), sources=shifted,
         metrics=[paths.METRICS.format(**k) for k in keys], calibrated=[paths.CALIBRATED.format(**k) for k in keys],
         calibrators=[paths.CALIBRATOR.format(**k) for k in keys],
         shifts={s: paths.SHIFTS.format(source=s) for s in shifted},
@@ -62,9 +60,10 @@ def spec(config: dict) -> ShiftReportSpec:
 
 def shift_report_job(*, spec: ShiftReportSpec) -> None:
     """The CSV of every cell (:func:`calbench.report.shift.shift_cells`), each metric's severity table, the
-    ranking and each source's figure (png and the CSV of what it draws)."""
+    ranking and each source's figure (png and the CSV of what it draws), from the shifted sources' metrics JSON files
+    (read here, not from the aggregate job's long table, so that the two jobs run side by side)."""
     metrics, methods = spec.metric_ids, spec.methods
-    long = pd.read_csv(spec.long)
+    long = long_table(json.loads(Path(path).read_text()) for path in spec.metrics)
     outputs = list(zip(spec.metrics, spec.calibrated, spec.calibrators, strict=True))
     cells = shift_cells(long, list(metrics), shifted_outputs(outputs, spec.shifts))
     write_text_atomic(spec.intervals, cells.to_csv(index=False, float_format="%.10g"))
