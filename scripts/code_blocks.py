@@ -56,8 +56,9 @@ HOLDS = {
              "critical differences (`ranks`)",
     "config": "the config and its schema; tables, figures and the warnings list",
     "jobs": "the workflow's jobs, their specs (`jobs/spec.py`) and output paths (`jobs/paths.py`), the recommendation "
-            "(`jobs/recommendation.py`, which `calbench recommend` and `calbench report` share); the performance "
-            "benchmarks and the docs' generated blocks (`perf/docs_blocks.py`)",
+            "(`jobs/recommendation.py`, which `calbench recommend` and `calbench report` share)",
+    "perf": "the performance benchmarks (some time the workflow's jobs) and the docs' generated blocks "
+            "(`perf/docs_blocks.py`)",
     "cli": "the command line: one module per subcommand, one dispatch (`calbench.cli.main`)",
     "__main__": "`python -m calbench`",
 }

@@ -13,8 +13,8 @@ PACKAGE = REPO / "src" / "calbench"
 # Lowest first. Generic helpers; the compiled (numba) kernels; the numerical solvers that call them; the 1-D maps
 # and metrics; data and models (torch classifiers, the KCal projection, below methods because kcal trains its
 # projection with it); the registered calibration methods; saving and torch export of calibrators; the statistics
-# of the tables (resampling, paired tests, ranks); config and report; the workflow's jobs and the performance
-# studies; the command line.
+# of the tables (resampling, paired tests, ranks); config and report; the workflow's jobs; the performance
+# studies (which time jobs too); the command line.
 LAYERS = [
     {"mnist_c"},
     {"atomic", "scores", "version", "folds", "parallel", "convergence", "imports", "corruptions", "fitted_state",
@@ -29,7 +29,8 @@ LAYERS = [
     {"persist", "torch"},
     {"stats"},
     {"config", "report"},
-    {"jobs", "perf"},
+    {"jobs"},
+    {"perf"},
     {"cli"},
     {"__main__"},
 ]
