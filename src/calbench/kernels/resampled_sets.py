@@ -11,8 +11,8 @@ Per division of the test rows, each resample r weights the rows by their counts 
   Σ w · covered, and where asked the weighted histogram of set sizes and the per-stratum sums (SSCV); a row's set
   size under resample r is a column of the row's table of sizes at each distinct threshold of the resamples.
 
-Counts arrive as contiguous chunks ``[N, r]`` (:func:`calbench.kernels.resampled_bins.chunks`): int32 row counts,
-summed exactly, or float64 weights.
+Counts arrive as contiguous chunks ``[N, r]`` (:func:`calbench.kernels.resampled_bins.chunks`): int8 or int32 row
+counts, summed exactly, or float64 weights.
 """
 
 from __future__ import annotations
@@ -104,9 +104,9 @@ def warm_up() -> None:
     """Compile (or load from the cache) the kernels' signatures."""
     rows, labels = np.array([1, 0, 2]), np.array([0, 1, 1])
     scores, sizes = np.array([0.1, 0.5, 0.9]), np.array([[1, 2], [0, 1], [2, 2]])
-    for counts in (np.array([[1, 2], [0, 1], [2, 0]], dtype=np.int32), np.ones((3, 2))):
+    for counts in (np.array([[1, 2], [0, 1], [2, 0]]).astype(dtype) for dtype in (np.int8, np.int32, np.float64)):
         positions = np.zeros(2, dtype=np.int64)
-        weighted_quantile_positions(rows, 0.1, counts, counts.dtype == np.int32, positions)
+        weighted_quantile_positions(rows, 0.1, counts, counts.dtype.kind == "i", positions)
         for hist_rows, strata_rows in ((0, 0), (3, 7)):
             out = [np.zeros(2) for _ in range(3)] + [np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((hist_rows, 2)),
                                                       np.zeros((strata_rows, 2)), np.zeros((strata_rows, 2))]

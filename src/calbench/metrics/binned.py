@@ -98,7 +98,7 @@ def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarr
     edge inside a group of tied scores with different hits splits it as recomputing the metric on those rows does
     (:func:`calbench.metrics.binning.equal_mass_bins`).
     """
-    from calbench.kernels.resampled_bins import shared_column_sums
+    from calbench.kernels.resampled_bins import integer, shared_column_sums
     from calbench.metrics.row_counts import lanes
 
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
@@ -123,13 +123,13 @@ def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarr
                                                                                                    seg.size - 1)
     walk_bins = np.array([b[1] for b in walks], dtype=np.int64)
     walk_larger = np.array([b[3] == "first" for b in walks], dtype=np.bool_)
-    most = max([b[1] for b in binnings])
-    out_walk = np.zeros((len(walks), 3, m, most, counts.shape[0]))  # the kernel's layout: resamples last
-    out_width = np.zeros((len(widths), 3, m, most, counts.shape[0]))
+    # the kernel's layout: resamples last
+    out_walk = np.zeros((len(walks), 3, m, max([b[1] for b in walks], default=0), counts.shape[0]))
+    out_width = np.zeros((len(widths), 3, m, max([b[1] for b in widths], default=0), counts.shape[0]))
     flat = (order.ravel(), s.ravel(), h.ravel())
     for first, chunk in lanes(counts):
-        shared_column_sums(*flat, seg, column_blocks, chunk, walk_first, walk_bins, walk_larger, width_bin,
-                           out_walk[..., first:first + chunk.shape[1]], out_width[..., first:first + chunk.shape[1]])
+        shared_column_sums(*flat, seg, column_blocks, chunk, integer(chunk), first, walk_first, walk_bins, walk_larger,
+                           width_bin, out_walk, out_width)
     found = {id(b): np.moveaxis(out_walk[k, :, :, :b[1]], -1, 1) for k, b in enumerate(walks)}  # [3, R, M, B] views
     found.update({id(b): np.moveaxis(out_width[k, :, :, :b[1]], -1, 1) for k, b in enumerate(widths)})
     return [found[id(b)] for b in binnings]

@@ -210,6 +210,7 @@ def _division_sums(sets: DivisionSets, labels, alpha, counts, construction, num_
     (:mod:`calbench.kernels.resampled_sets`); ``lac_cc``'s per-class thresholds in dense arrays [R, m]."""
     if construction == "lac_cc":
         return _class_threshold_sums(sets, labels, alpha, counts, num_classes, detail)
+    from calbench.kernels.resampled_bins import integer
     from calbench.kernels.resampled_sets import division_sums, weighted_quantile_positions
     from calbench.metrics.row_counts import lanes
 
@@ -218,7 +219,7 @@ def _division_sums(sets: DivisionSets, labels, alpha, counts, construction, num_
     chunks = lanes(counts)
     positions = np.zeros(np.shape(counts)[0], dtype=np.int64)
     for first, chunk in chunks:
-        weighted_quantile_positions(cal_rows, alpha, chunk, chunk.dtype == np.int32,
+        weighted_quantile_positions(cal_rows, alpha, chunk, integer(chunk),
                                     positions[first:first + chunk.shape[1]])
     q = np.where(positions >= 0, cal_scores[positions], np.inf)
     thresholds, lane_threshold = np.unique(q, return_inverse=True)

@@ -21,7 +21,6 @@ import pandas as pd
 
 from calbench.metrics import lookup
 from calbench.report.label_shift import without_label_shift
-from calbench.report.plotting import plt, save_figure
 from calbench.report.tables import ALPHA, CLEAN, UNITS, clean
 from calbench.stats.draws import RECOMPUTE_SECONDS, REFERENCE, mean_over_sets, source_draws
 from calbench.stats.paired import against_reference
@@ -294,7 +293,7 @@ def severity_figure(long: pd.DataFrame, source: str, metric_ids, path, method_or
     corruption families and seeds, on the tables' scale; where a box would hold fewer than :data:`MIN_BOX` values
     (the clean split's seeds; one family, one seed), the mean as a point with a bar from the least to the largest
     value instead of a box no one could read. Returns the numbers drawn (:data:`BOX_COLUMNS`)."""
-    from calbench.report.plotting import distinct_colours
+    from calbench.report.plotting import distinct_colours, plt, save_figure  # matplotlib only where one is drawn
 
     sub = long[long["source"] == source]
     methods, chosen = drawn_methods(sub, metric_ids[0], method_order)
