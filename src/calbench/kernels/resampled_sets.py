@@ -39,19 +39,21 @@ def weighted_quantile_positions(rows, alpha, counts, integer, out):  # pragma: n
         out[r] = -1 if done[r] else 0
         open_lanes += not done[r]
     if integer:  # the smallest position whose cumulative count reaches the rank, from the top
+        room = total - rank  # the counts the rows above the position may hold (the lanes past the end: < 0)
         above = np.zeros(lanes)  # the counts of the rows above the position
-        for k in range(rows.size - 1, 0, -1):
+        for k in range(rows.size - 1, 0, -1):  # every lane at once, without a branch per lane
             if open_lanes == 0:
                 break
+            row = counts[rows[k]]
             for r in range(lanes):
-                if not done[r]:
-                    w = counts[rows[k], r]
-                    if total[r] - above[r] - w >= rank[r]:
-                        above[r] += w
-                    else:
-                        out[r] = k
-                        done[r] = True
-                        open_lanes -= 1
+                reached = not done[r] and above[r] + row[r] > room[r]
+                out[r] = k if reached else out[r]
+                done[r] = done[r] or reached
+                above[r] += 0.0 if done[r] else float(row[r])
+            if k % 8 == 0:  # every lane found yet?
+                open_lanes = 0
+                for r in range(lanes):
+                    open_lanes += not done[r]
         return
     cumulative = np.zeros(lanes)
     for r in range(lanes):
@@ -79,21 +81,22 @@ def division_sums(rows, labels, true_scores, sizes, lane_threshold, thresholds, 
     lanes = counts.shape[1]
     q = thresholds[lane_threshold]
     want_detail = out_hist.shape[0] > 0
-    for k in range(rows.size):
+    for k in range(rows.size):  # a few arrays per loop over the lanes (each runs as vector instructions), no views
         i, y, t = rows[k], labels[k], true_scores[k]
-        held, hits, row_sizes = out_held[y], out_hits[y], sizes[k]
         for r in range(lanes):
             w = float(counts[i, r])
-            c = w if t <= q[r] else 0.0
             out_total[r] += w
+            out_held[y, r] += w
+        for r in range(lanes):
+            c = float(counts[i, r]) if t <= q[r] else 0.0
             out_covered[r] += c
-            held[r] += w
-            hits[r] += c
-            out_size[r] += w * row_sizes[lane_threshold[r]]
+            out_hits[y, r] += c
+        for r in range(lanes):
+            out_size[r] += float(counts[i, r]) * sizes[k, lane_threshold[r]]
         if want_detail:
             for r in range(lanes):
                 w = float(counts[i, r])
-                size = row_sizes[lane_threshold[r]]
+                size = sizes[k, lane_threshold[r]]
                 out_hist[size, r] += w
                 out_strata_held[strata[size], r] += w
                 if t <= q[r]:

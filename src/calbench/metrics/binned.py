@@ -182,25 +182,47 @@ def ece_from_stats(counts, mean_score, mean_hit, norm: str, debiased: bool) -> n
     raise ValueError(f"norm must be 'l1' or 'l2', got {norm!r}")
 
 
+#: Elements of the held-out predictions [candidates, M, n_test] that :func:`_held_out_brier_em` holds at once.
+HELD_OUT_BUDGET = 2**22
+
+
 def _held_out_brier_em(s_tr, h_tr, s_te, h_te, candidates):
-    """Held-out Brier error of slope-1 equal-mass binning maps, [len(candidates), M]."""
+    """Held-out Brier error of slope-1 equal-mass binning maps, [len(candidates), M]: every candidate at once (as
+    many as :data:`HELD_OUT_BUDGET` allows). A test score's bin under B bins is the number of inner bin starts
+    (ranks of the first training score of bins 1..B−1) below its rank among the sorted training scores (the count
+    of them ≤ it, as searching the borders themselves finds), in closed form from B: one search of the training
+    scores serves every candidate, with the per-bin arithmetic of the bin-by-bin search."""
     n_tr, m = s_tr.shape
+    n_te = s_te.shape[0]
     order = np.argsort(s_tr, axis=0, kind="stable")
     s_sorted = np.take_along_axis(s_tr, order, axis=0)
     cum_s = np.vstack([np.zeros(m), np.cumsum(s_sorted, axis=0)])
     cum_h = np.vstack([np.zeros(m), np.cumsum(np.take_along_axis(h_tr, order, axis=0), axis=0)])
     offsets = 2.0 * np.arange(m)  # scores lie in [0, 1]: offsetting columns lets one searchsorted serve all
-    query = (s_te + offsets).T.ravel()
+    col = np.repeat(np.arange(m), n_te)
+    rank = np.searchsorted((s_sorted + offsets).T.ravel(), (s_te + offsets).T.ravel(), side="right") - col * n_tr
+    scores, hits = s_te.T.ravel(), h_te.T.ravel()
     out = np.empty((len(candidates), m))
-    for row, n_bins in enumerate(candidates):
-        sizes = equal_mass_sizes(n_tr, n_bins)
-        starts = np.concatenate([[0], np.cumsum(sizes)])
-        gap = ((cum_h[starts[1:]] - cum_h[starts[:-1]]) - (cum_s[starts[1:]] - cum_s[starts[:-1]])) / sizes[:, None]
-        borders = (s_sorted[starts[1:-1]] + offsets).T.ravel()  # [M·(B−1)], sorted
-        col = np.repeat(np.arange(m), s_te.shape[0])
-        bins = np.searchsorted(borders, query, side="right") - col * (n_bins - 1)
-        c_hat = s_te.T.ravel() + gap[bins, col]
-        out[row] = np.mean(((c_hat - h_te.T.ravel()) ** 2).reshape(m, -1), axis=1)
+    step = max(1, HELD_OUT_BUDGET // max(m * n_te, 1))
+    for first in range(0, len(candidates), step):
+        group = np.asarray(candidates[first:first + step], dtype=np.int64)
+        # bin k of candidate c: the sorted training rows [lo, lo + size (+ 1 for k < extra)), lo = k·size + min(k,
+        # extra) (bins of ⌊n/B⌋, the first n mod B one larger, as equal_mass_sizes), candidates one after another
+        which = np.repeat(np.arange(group.size), group)
+        k = np.arange(which.size) - np.repeat(np.cumsum(group) - group, group)
+        size, extra = n_tr // group[which], n_tr % group[which]
+        lo = k * size + np.minimum(k, extra)
+        hi = lo + size + (k < extra)
+        gap = ((cum_h[hi] - cum_h[lo]) - (cum_s[hi] - cum_s[lo])) / (hi - lo)[:, None]  # [Σ B, M]
+        # a test score's bin: the number of k in 1..B−1 with lo_k < its rank (lo_k = k·(size + 1) up to k = extra,
+        # then k·size + extra)
+        bins_of, size, extra = group[:, None], (n_tr // group)[:, None], (n_tr % group)[:, None]
+        larger = np.minimum(extra, np.maximum(rank[None, :] - 1, -1) // (size + 1))
+        rest = np.where(larger < extra, larger, np.maximum(extra, (rank[None, :] - extra - 1) // size))
+        bins = np.minimum(np.maximum(rest, 0), bins_of - 1) + (np.cumsum(group) - group)[:, None]  # rows of gap
+        c_hat = scores[None, :] + gap[bins, col[None, :]]
+        out[first:first + group.size] = np.mean(((c_hat - hits[None, :]) ** 2).reshape(-1, n_te),
+                                                axis=1).reshape(group.size, m)
     return out
 
 

@@ -78,10 +78,13 @@ def bootstrap_values(ctx: MetricContext, families, resamples: int) -> dict[str, 
 
 
 def counts_of(idx: np.ndarray) -> np.ndarray:
-    """Row counts ``[R, N]`` of the resamples ``idx`` ``[R, N]`` (rows drawn with replacement)."""
-    resamples, n = idx.shape
-    rows = np.repeat(np.arange(resamples), n)
-    return np.bincount(rows * n + idx.ravel(), minlength=resamples * n).reshape(resamples, n)
+    """Row counts ``[R, N]`` (int64) of the resamples ``idx`` ``[R, N]`` (rows drawn with replacement)."""
+    from calbench.kernels.row_counts import count_rows
+
+    idx = np.ascontiguousarray(idx, dtype=np.int64)
+    out = np.zeros(idx.shape, dtype=np.int64)
+    count_rows(idx, out)
+    return out
 
 
 def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np.ndarray | None = None,
