@@ -55,15 +55,21 @@ def noise_floor(metric_id: str, outputs: list[np.ndarray], draws: int = DRAWS) -
 
 def noise_floors(metric_ids, outputs: list[np.ndarray], draws: int = DRAWS) -> dict[str, tuple[float, float]]:
     """:func:`noise_floor` of each of ``metric_ids``, every metric evaluated on one context per seed and label draw
-    (the intermediates the metrics share, such as sorted columns and bin statistics, made once for all)."""
+    (the intermediates the metrics share, such as sorted columns and bin statistics, made once for all); the
+    contexts in threads (:func:`calbench.parallel.thread_map`, values in the order of the draws)."""
+    from calbench.parallel import thread_map
+
     families = {m: lookup(m) for m in metric_ids}
-    values = {m: [] for m in metric_ids}
-    for seed, probs in enumerate(outputs):
-        for labels in sampled_labels(probs, draws, seed):
-            ctx = MetricContext(probs, labels, seed=seed)
-            for metric_id, (family, groups) in families.items():
-                values[metric_id].append(family.function(ctx, **groups))
-    return {m: (float(np.mean(v)), float(np.std(v))) for m, v in values.items()}
+    contexts = [(seed, probs, labels) for seed, probs in enumerate(outputs)
+                for labels in sampled_labels(probs, draws, seed)]
+
+    def evaluate(item) -> list[float]:
+        seed, probs, labels = item
+        ctx = MetricContext(probs, labels, seed=seed)
+        return [family.function(ctx, **groups) for family, groups in families.values()]
+
+    values = np.array(thread_map(evaluate, contexts), dtype=np.float64).reshape(len(contexts), len(families))
+    return {m: (float(np.mean(values[:, k])), float(np.std(values[:, k]))) for k, m in enumerate(families)}
 
 
 #: Standard normal quantile of the floor's two-sided 95 % interval.
