@@ -90,11 +90,12 @@ def adaptive_scores(rows: SortedRows, u, pen=None) -> np.ndarray:
     return scores if pen is None else scores + pen[None, :]
 
 
-def true_label_scores(rows: SortedRows, labels, u, pen=None) -> np.ndarray:
-    """The APS/RAPS score [N] of each row's true label (the calibration scores), without forming [N, K]."""
-    n = labels.size
-    position = rows.rank[np.arange(n), labels]
-    picked = rows.above[np.arange(n), position] + np.asarray(u) * rows.probs[np.arange(n), position]
+def true_label_scores(rows: SortedRows, labels, u, pen=None, *, index=None) -> np.ndarray:
+    """The APS/RAPS score [N] of each row's true label (the calibration scores), without forming [N, K]; of the rows
+    ``index`` of ``rows`` where given (as of ``rows.rows(index)``, without gathering their [N, K] fields)."""
+    at = np.arange(labels.size) if index is None else np.asarray(index)
+    position = rows.rank[at, labels]
+    picked = rows.above[at, position] + np.asarray(u) * rows.probs[at, position]
     return picked if pen is None else picked + pen[position]
 
 

@@ -117,7 +117,7 @@ def division_sets(probs, labels, construction: str, alpha: float, *, seed: int =
             k_reg, lam = raps_parameters(rows.rows(c[:tune]), labels[c[:tune]], alpha,
                                          u[c[:tune]] if randomised else None)
             pen, c = penalty(num_classes, lam, k_reg), c[tune:]
-        cal_scores = true_label_scores(rows.rows(c), labels[c], u[c] if randomised else 1.0, pen)
+        cal_scores = true_label_scores(rows, labels[c], u[c] if randomised else 1.0, pen, index=c)
         q = conformal_quantile(cal_scores, alpha)
         ev_rows = rows.rows(e)
         set_scores = adaptive_scores(ev_rows, u[e] if randomised else 0.0, pen)
