@@ -18,5 +18,6 @@ def ace_from_stats(counts: np.ndarray, mean_score: np.ndarray, mean_hit: np.ndar
     """ACE from equal-mass bin statistics [..., M, B] (:func:`calbench.metrics.binned.bin_stats`, or of bootstrap
     resamples): the mean over the M columns and their non-empty bins of |ȳ_b − p̄_b| ([...])."""
     filled = counts > 0
-    gaps = np.sum(np.where(filled, np.abs(mean_hit - mean_score), 0.0), axis=-1) / filled.sum(axis=-1)
-    return np.mean(gaps, axis=-1)
+    gaps = np.abs(mean_hit - mean_score)  # in place from here: one array of the resamples' bins
+    gaps[~filled] = 0.0
+    return np.mean(np.sum(gaps, axis=-1) / filled.sum(axis=-1), axis=-1)

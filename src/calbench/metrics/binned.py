@@ -167,10 +167,10 @@ def ece_from_stats(counts, mean_score, mean_hit, norm: str, debiased: bool) -> n
     n = counts.sum(axis=-1, keepdims=True)
     weights = counts / n
     gaps = mean_hit - mean_score
+    if norm == "l1" and not debiased:  # in place: two arrays of the resamples' bins instead of four
+        return np.sum(np.multiply(weights, np.abs(gaps, out=gaps), out=weights), axis=-1)
     if norm == "l1":
         ece = np.sum(weights * np.abs(gaps), axis=-1)
-        if not debiased:
-            return ece
         sigma = np.sqrt(mean_hit * (1 - mean_hit) / np.maximum(counts, 1))
         return 2 * ece - np.sum(weights * folded_normal_mean(gaps, sigma), axis=-1)
     if norm == "l2":

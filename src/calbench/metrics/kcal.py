@@ -51,7 +51,8 @@ def kcal_ece_of_sums(sums: np.ndarray) -> np.ndarray:
     """:func:`kcal_ece` of each resample from its bin sums [3, R, M, B] (counts, scores, hits)."""
     totals, s_sum, h_sum = sums
     kept = totals.sum(axis=-1)
-    ece = np.sum(np.abs(h_sum - s_sum), axis=-1) / np.maximum(kept, 1)
+    gaps = h_sum - s_sum
+    ece = np.sum(np.abs(gaps, out=gaps), axis=-1) / np.maximum(kept, 1)
     return np.sum(np.where(kept > 0, ece, 0.0), axis=1) / np.sum(kept > 0, axis=1)
 
 
