@@ -29,9 +29,17 @@ def weighted_quantile_positions(rows, alpha, counts, integer, out):  # pragma: n
     in any order), weights up from the smallest, summed in the order of a cumulative sum."""
     lanes = counts.shape[1]
     total = np.zeros(lanes)
-    for k in range(rows.size):
-        for r in range(lanes):
-            total[r] += counts[rows[k], r]
+    if integer:  # summed as integers (exact, and in vector instructions several times as wide)
+        held = np.zeros(lanes, dtype=np.int64)
+        for k in range(rows.size):
+            i = rows[k]
+            for r in range(lanes):
+                held[r] += np.int64(counts[i, r])
+        total[:] = held
+    else:
+        for k in range(rows.size):
+            for r in range(lanes):
+                total[r] += counts[rows[k], r]
     rank = np.ceil((total + 1) * (1 - alpha) - 1e-9)
     done = rank > total
     open_lanes = 0
@@ -77,25 +85,27 @@ def division_sums(rows, labels, true_scores, sizes, lane_threshold, thresholds, 
     """Sums of one division's evaluation ``rows`` (their ``labels`` and ``true_scores``) under each resample r:
     covered where the true score ≤ ``thresholds[lane_threshold[r]]``; set size ``sizes[k, lane_threshold[r]]``
     for the k-th row. ``out_held``/``out_hits`` [K, r]; ``out_hist`` [K + 1, r] and ``out_strata_*`` [S, r] (the
-    stratum of each size in ``strata``) are filled only where they have rows."""
+    stratum of each size in ``strata``) are filled only where they have rows. The outputs are int64 for row counts
+    (integer sums, exact in any order and in wider vector instructions) and float64 for weights (summed row after
+    row)."""
     lanes = counts.shape[1]
     q = thresholds[lane_threshold]
     want_detail = out_hist.shape[0] > 0
     for k in range(rows.size):  # a few arrays per loop over the lanes (each runs as vector instructions), no views
         i, y, t = rows[k], labels[k], true_scores[k]
         for r in range(lanes):
-            w = float(counts[i, r])
+            w = counts[i, r]
             out_total[r] += w
             out_held[y, r] += w
         for r in range(lanes):
-            c = float(counts[i, r]) if t <= q[r] else 0.0
+            c = counts[i, r] if t <= q[r] else 0
             out_covered[r] += c
             out_hits[y, r] += c
         for r in range(lanes):
-            out_size[r] += float(counts[i, r]) * sizes[k, lane_threshold[r]]
+            out_size[r] += counts[i, r] * sizes[k, lane_threshold[r]]
         if want_detail:
             for r in range(lanes):
-                w = float(counts[i, r])
+                w = counts[i, r]
                 size = sizes[k, lane_threshold[r]]
                 out_hist[size, r] += w
                 out_strata_held[strata[size], r] += w
@@ -111,7 +121,10 @@ def warm_up() -> None:
         positions = np.zeros(2, dtype=np.int64)
         weighted_quantile_positions(rows, 0.1, counts, counts.dtype.kind == "i", positions)
         for hist_rows, strata_rows in ((0, 0), (3, 7)):
-            out = [np.zeros(2) for _ in range(3)] + [np.zeros((2, 2)), np.zeros((2, 2)), np.zeros((hist_rows, 2)),
-                                                      np.zeros((strata_rows, 2)), np.zeros((strata_rows, 2))]
+            dtype = np.int64 if counts.dtype.kind == "i" else np.float64
+            out = [np.zeros(2, dtype) for _ in range(3)] + [np.zeros((2, 2), dtype), np.zeros((2, 2), dtype),
+                                                             np.zeros((hist_rows, 2), dtype),
+                                                             np.zeros((strata_rows, 2), dtype),
+                                                             np.zeros((strata_rows, 2), dtype)]
             division_sums(rows, labels, scores, sizes, np.array([0, 1]), np.array([0.4, np.inf]),
                           np.array([0, 0, 1]), counts, *out)

@@ -235,8 +235,10 @@ def _division_sums(sets: DivisionSets, labels, alpha, counts, construction, num_
     y = labels[sets.rows]
     for first_lane, chunk in chunks:
         lanes_of = slice(first_lane, first_lane + chunk.shape[1])
-        parts = [np.zeros((3, chunk.shape[1])), np.zeros((2, num_classes, chunk.shape[1])),
-                 np.zeros((out[2].shape[0], chunk.shape[1])), np.zeros((2, out[3].shape[1], chunk.shape[1]))]
+        dtype = np.int64 if integer(chunk) else np.float64  # row counts summed exactly as integers
+        parts = [np.zeros((3, chunk.shape[1]), dtype), np.zeros((2, num_classes, chunk.shape[1]), dtype),
+                 np.zeros((out[2].shape[0], chunk.shape[1]), dtype),
+                 np.zeros((2, out[3].shape[1], chunk.shape[1]), dtype)]
         division_sums(sets.rows, y, sets.true_scores, sizes, lane_threshold[lanes_of], thresholds,
                       _stratum(np.arange(width + 1)), chunk, *parts[0], *parts[1], parts[2], *parts[3])
         for whole, part in zip(out, parts):
