@@ -80,3 +80,19 @@ def test_held_out_brier_of_every_bin_count_at_once_equals_the_bin_by_bin_search(
     assert np.array_equal(_held_out_brier_em(scores[train], hits[train], scores[test], hits[test], candidates),
                           found)
     assert cv_bin_counts(scores, hits, "em").shape == (columns,)
+
+
+def test_sorted_columns_of_the_resampled_bins_take_the_stable_order():
+    """The vectorised sort gives ``argsort(kind="stable")``'s order on rows without ties and sorts rows with ties (or
+    NaN) stably again, so tied scores keep the order of their rows, as the bins' definition takes them."""
+    from calbench.metrics.binned import _stable_order
+
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        rows = rng.integers(0, 1 + trial % 9, size=(4, 50)).astype(np.float64) if trial % 2 else rng.random((4, 50))
+        if trial % 5 == 0:
+            rows[1, 3:5] = np.nan
+        order, ordered = _stable_order(rows)
+        expected = np.argsort(rows, axis=1, kind="stable")
+        assert np.array_equal(order, expected)
+        assert np.array_equal(ordered, np.take_along_axis(rows, expected, 1), equal_nan=True)

