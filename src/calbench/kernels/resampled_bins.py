@@ -127,16 +127,24 @@ def shared_column_sums(rows, scores, hits, seg, column_blocks, counts, integer, 
         most = max(most, column_blocks[j + 1] - column_blocks[j])
     sums = np.empty((3, most, lanes))
     prefix = np.empty((3, most + 1, lanes))
+    run = np.empty((3, lanes))
     for j in range(column_blocks.size - 1):
         first_block, end_block = column_blocks[j], column_blocks[j + 1]
         local = seg[first_block:end_block + 1]
         block_sums(rows, scores, hits, local, counts, sums)
-        for e in range(width_bin.shape[0]):
-            for g in range(end_block - first_block):
+        for e in range(width_bin.shape[0]):  # a bin's blocks are consecutive (sorted rows): summed, then added once
+            g = 0
+            while g < end_block - first_block:
                 b = width_bin[e, first_block + g]
+                run[:, :lanes] = 0.0
+                while g < end_block - first_block and width_bin[e, first_block + g] == b:
+                    for part in range(3):
+                        for r in range(lanes):
+                            run[part, r] += sums[part, g, r]
+                    g += 1
                 for part in range(3):
                     for r in range(lanes):
-                        out_width[e, part, j, b, lane0 + r] += sums[part, g, r]
+                        out_width[e, part, j, b, lane0 + r] += run[part, r]
         for w in range(walk_bins.size):
             equal_mass_walk(rows, scores, hits, local, walk_first[w, j] - first_block, sums, prefix, counts,
                             integer, walk_bins[w], walk_larger[w], out_walk[w], j, lane0)
