@@ -32,6 +32,9 @@ from calbench.stats.resampling import RESAMPLES, Resampler, seed_picks, seed_row
 #: CPU seconds that recomputing the metrics without a row-weighted form may take per call of :func:`source_draws`
 #: (one source, or one shifted test set), projected from one resample of each method and seed.
 RECOMPUTE_SECONDS = 20.0
+#: Seeds whose methods are resampled in one pool of threads (their row counts and the counts' forms held at once,
+#: :data:`calbench.metrics.row_counts.KEPT`): one pool balances the threads better than a pool per seed.
+SEEDS_AT_ONCE = 2
 #: The method whose outputs the metrics comparing with the uncalibrated model read (``ece_gain.*``).
 REFERENCE = "uncal"
 
@@ -92,8 +95,8 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     row-weighted form on a method's outputs is recomputed on each resample's rows: every such metric with
     ``recompute``; else one that has the form on other outputs, where the projected cost fits ``budget`` CPU
     seconds (module docstring). ``known(method, seed, metric)`` gives the estimates already computed (the metrics
-    JSONs' values; None where absent), so that costly estimators are not evaluated again. The methods of a seed
-    are resampled in threads (:func:`calbench.parallel.thread_map`).
+    JSONs' values; None where absent), so that costly estimators are not evaluated again. The methods of
+    :data:`SEEDS_AT_ONCE` seeds at a time are resampled in threads (:func:`calbench.parallel.thread_map`).
     """
     from calbench.parallel import thread_map
 
@@ -105,11 +108,13 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     draws: dict[str, np.ndarray] = {}
     lacking: dict[tuple[int, int], list] = {}
     formless: set[str] = set()
-    for reference in filter(None, references):
-        counts = resampler.counts(reference.index)
-        found = thread_map(lambda i, r=reference, c=counts: _method_draws(source, methods[i], r, metrics, load, c,
-                                                                           recompute, known), range(len(methods)))
-        for i, one in enumerate(found):
+    ran = [reference for reference in references if reference is not None]
+    for pair in (ran[k:k + SEEDS_AT_ONCE] for k in range(0, len(ran), SEEDS_AT_ONCE)):
+        items = [(reference, counts, i) for reference in pair for counts in [resampler.counts(reference.index)]
+                 for i in range(len(methods))]
+        found = thread_map(lambda item: _method_draws(source, methods[item[2]], item[0], metrics, load, item[1],
+                                                      recompute, known), items)
+        for (reference, _, i), one in zip(items, found):
             for metric_id, estimate in one.estimates.items():
                 estimates[metric_id][i, reference.index] = estimate
             for metric_id, values in one.values.items():
