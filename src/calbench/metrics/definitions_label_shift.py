@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from calbench.metrics import label_shift
+from calbench.metrics import label_shift, proper
 from calbench.metrics.registry import MetricContext, lookup, metric
 
 _ALL = "em|bbse_soft|bbse|rlls_hard|rlls|oracle"
@@ -68,10 +68,19 @@ metric(rf"floor_share\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, dec
        usage="floor_share.{em|bbse|bbse_soft|rlls|rlls_hard}",
        description=f"share of rows whose class weight the adaptation floored at {label_shift.WEIGHT_FLOOR:g} (an "
                    "estimated weight at or below it): the rows whose adapted log-loss the floor bounds",
-       resampled=lambda ctx, counts, estimator: np.sum(
-           counts * label_shift.floored_rows(_adaptation_resampled(ctx, counts, estimator)[1], ctx.labels),
-           axis=1) / counts.sum(axis=1))(
+       resampled=lambda ctx, counts, estimator: _floor_share_resampled(ctx, counts, estimator))(
     lambda ctx, estimator: float(label_shift.floored_rows(_adaptation(ctx, estimator)[1], ctx.labels).mean()))
+
+
+def _floor_share_resampled(ctx, counts, estimator):
+    """The share of each resample's row weight on classes whose weight is at the floor: its weight per class
+    (summed over its rows of non-zero weight) times the class's floor indicator."""
+    found = _adaptation_resampled(ctx, counts, estimator)[1]
+    indptr, cols, vals = label_shift.redraw_rows(counts)
+    resamples, k = found.shape
+    sets = np.repeat(np.arange(resamples), np.diff(indptr))
+    per_class = np.bincount(sets * k + ctx.labels[cols], vals, minlength=resamples * k).reshape(resamples, k)
+    return np.sum(per_class * label_shift.floored_rows(found, np.arange(k)), axis=1) / counts.sum(axis=1)
 
 
 @metric(rf"collapse\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, decimals=2,
@@ -118,7 +127,7 @@ def _after_adaptation_values(ctx, counts, base, estimator):
         return family.resampled(adapted, counts, **groups)
     ratios = label_shift.applied(_adaptation_resampled(ctx, counts, estimator)[1], estimator)
     if family.pointwise is not None:
-        return _pointwise_after_adaptation(ctx, counts, ratios, family)
+        return _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator)
     values = []
     for weights, ratio in zip(counts, ratios):  # one re-weighted copy at a time: [R, N, k] would not fit
         adapted = replace(ctx, probs=label_shift.adapt(ctx.probs, ratio), label_shift=None)
@@ -129,35 +138,45 @@ def _after_adaptation_values(ctx, counts, base, estimator):
     return np.asarray(values)
 
 
-#: How many (resample, row) pairs :func:`_pointwise_after_adaptation` re-weights at once (their k-vectors stay in
-#: cache: one re-weighted copy of the set per resample ran 2-3 times slower).
+#: How many (resample, row) pairs :func:`_pointwise_after_adaptation` re-weights at once for a base metric other
+#: than accuracy and log-loss (their k-vectors stay in cache: one re-weighted copy of the set per resample ran 2-3
+#: times slower).
 PAIR_BLOCK = 1 << 14
+#: The per-row terms of the base metrics computed from each adapted row's argmax hit and label probability alone
+#: (:func:`calbench.kernels.label_shift.adapted_pairs`), without the adapted rows.
+_FROM_PAIRS = {"acc": lambda hits, label_probs: hits,
+               "nll": lambda hits, label_probs: proper.log_loss_terms(label_probs)}
 
 
-def _pointwise_after_adaptation(ctx, counts, ratios, family):
-    """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r: the rows of
-    non-zero count of every resample (a redrawn set holds 15-40 % of the rows), re-weighted by their resample's
-    ratio (:func:`calbench.kernels.label_shift.reweighted_rows`), in blocks of pairs stacked as one context (a
-    per-row metric's rows are independent)."""
-    from calbench.kernels.label_shift import reweighted_rows  # lazy: numba only where redraws are adapted
+def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
+    """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r, over the rows of
+    non-zero count of every resample (a redrawn set holds 15-40 % of the rows). Accuracy and log-loss read each
+    (resample, row) pair's adapted argmax and label probability, made in one compiled pass per estimator for both
+    (:func:`calbench.kernels.label_shift.adapted_pairs`); another per-row metric re-weights the pairs' rows
+    (:func:`calbench.kernels.label_shift.reweighted_rows`) in blocks stacked as one context (a per-row metric's rows
+    are independent)."""
+    from calbench.kernels.label_shift import adapted_pairs, reweighted_rows  # lazy: numba only where redraws adapt
 
-    sets, rows = _nonzero(ctx, counts)
-    per_row = np.empty(sets.size)
-    adapted = np.empty((min(PAIR_BLOCK, sets.size), ctx.probs.shape[1]))
+    indptr, cols, vals = label_shift.redraw_rows(counts)
+    sets = np.repeat(np.arange(counts.shape[0]), np.diff(indptr))
     probs, ratios = np.ascontiguousarray(ctx.probs, dtype=np.float64), np.ascontiguousarray(ratios, dtype=np.float64)
-    for start in range(0, sets.size, PAIR_BLOCK):
-        part, row = sets[start:start + PAIR_BLOCK], rows[start:start + PAIR_BLOCK]
-        block = adapted[:part.size]
-        reweighted_rows(probs, ratios, part, row, block)
-        per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
-    totals = np.bincount(sets, counts[sets, rows] * per_row, minlength=counts.shape[0])
-    return totals / counts.sum(axis=1)
+    if base in _FROM_PAIRS:
+        def pairs():
+            hits, label_probs = np.empty(cols.size), np.empty(cols.size)
+            adapted_pairs(probs, ctx.labels, ratios, indptr, cols, hits, label_probs)
+            return counts, (hits, label_probs)
 
-
-def _nonzero(ctx, counts):
-    """(resample, row) of the non-zero entries of ``counts`` [R, N], by resample; made once per ``counts``."""
-    held_counts, pairs = ctx.shared(("non-zero counts",), lambda: (counts, np.nonzero(counts)))
-    return pairs if held_counts is counts else np.nonzero(counts)
+        held_counts, found = ctx.shared(("adapted pairs", estimator), pairs)
+        per_row = _FROM_PAIRS[base](*(found if held_counts is counts else pairs()[1]))
+    else:
+        per_row = np.empty(cols.size)
+        adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
+        for start in range(0, cols.size, PAIR_BLOCK):
+            part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]
+            block = adapted[:part.size]
+            reweighted_rows(probs, ratios, part, row, block)
+            per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
+    return np.bincount(sets, vals * per_row, minlength=counts.shape[0]) / counts.sum(axis=1)
 
 
 def _pointwise_base(metric_id, base):
