@@ -34,30 +34,30 @@ def redraw_counts(counts, order, starts, available, classes, uniforms, scale, ou
     (class ``classes[s]``) takes, of resample r's copies of its class listed in that order, the one at
     ⌊``uniforms[r, s]`` · (their number)⌋; where the resample holds no row of the class, each of its rows counts
     once (the class is drawn from its rows uniformly)."""
-    cumulative = np.empty(order.size, dtype=np.int64)
-    totals = np.empty(available.size, dtype=np.int64)
+    longest = 0
     for r in range(counts.shape[0]):
-        for c in range(available.size):
-            running = 0
+        longest = max(longest, counts[r].sum())
+    copies = np.empty(longest + order.size + 3, dtype=np.int64)  # a resample's copies, its missed classes' rows
+    first, totals = np.empty(available.size, dtype=np.int64), np.empty(available.size, dtype=np.int64)
+    for r in range(counts.shape[0]):
+        end = 0
+        for c in range(available.size):  # the resample's copies, by class, each row as often as it was drawn
+            first[c] = end
             for q in range(starts[c], starts[c] + available[c]):
-                running += counts[r, order[q]]
-                cumulative[q] = running
-            if running == 0:  # no row of the class in the resample: each row once
+                row, drawn = order[q], counts[r, order[q]]
+                copies[end], copies[end + 1], copies[end + 2] = row, row, row  # the next row overwrites the rest
+                for m in range(3, drawn):
+                    copies[end + m] = row
+                end += drawn
+            if end == first[c]:  # no row of the class in the resample: each row once
                 for q in range(starts[c], starts[c] + available[c]):
-                    cumulative[q] = q - starts[c] + 1
-                running = available[c]
-            totals[c] = running
+                    copies[end] = order[q]
+                    end += 1
+            totals[c] = end - first[c]
         for s in range(classes.size):
             c = classes[s]
-            offset = np.int64(math.floor(uniforms[r, s] * totals[c]))
-            low, high = starts[c], starts[c] + available[c] - 1
-            while low < high:  # the first row whose cumulative count exceeds the offset
-                middle = (low + high) // 2
-                if cumulative[middle] > offset:
-                    high = middle
-                else:
-                    low = middle + 1
-            out[r, order[low]] += 1.0
+            offset = min(np.int64(math.floor(uniforms[r, s] * totals[c])), totals[c] - 1)  # u · n rounded up to n
+            out[r, copies[first[c] + offset]] += 1.0
         for i in range(out.shape[1]):
             out[r, i] *= scale
 
@@ -226,23 +226,52 @@ def adapted_pairs(probs, labels, ratios, indptr, cols, hits, label_probs):
     """For each redraw r and each of its rows i (CSR ``indptr``, ``cols``): p ⊙ ``ratios[r]`` renormalised, or p
     where the ratios zero the row (:func:`calbench.metrics.label_shift.reweight`), reduced to ``hits[t]`` (1 where
     its first largest entry is the row's label, as ``np.argmax`` picks it) and ``label_probs[t]`` (its entry at the
-    label)."""
+    label). Dividing by a positive sum keeps the order of the entries but can round two of them to one value, so
+    the first largest entry is sought among the products and, before it, among those within 10⁻¹⁵ of it divided
+    (two products that round to one quotient ≥ 1/k differ by at most 2⁻⁵² relative)."""
     k = probs.shape[1]
     row = np.empty(k)
     for r in range(indptr.size - 1):
         for t in range(indptr[r], indptr[r + 1]):
-            i = cols[t]
+            i, label = cols[t], labels[cols[t]]
             total = 0.0
             for j in range(k):
                 row[j] = probs[i, j] * ratios[r, j]
                 total += row[j]
-            best = 0
-            for j in range(k):
-                row[j] = row[j] / total if total > 0 else probs[i, j]
-                if row[j] > row[best] or (row[j] != row[j] and row[best] == row[best]):
-                    best = j  # the first maximum; a NaN first, as np.argmax
-            hits[t] = 1.0 if best == labels[i] else 0.0
-            label_probs[t] = row[labels[i]]
+            if 0 < total < np.inf:
+                best, largest = 0, row[0]
+                for j in range(1, k):  # without branches: the largest entry is where it falls
+                    above = row[j] > largest
+                    best, largest = (j if above else best), (row[j] if above else largest)
+                threshold = largest - 1e-15 * largest if largest >= 1e-300 else 0.0
+                near = 0
+                for j in range(k):  # entries before it that may round to its quotient: counted without branches
+                    near += np.int64(row[j] >= threshold) * np.int64(j < best)
+                if near:
+                    top = largest / total
+                    for j in range(best):
+                        if row[j] / total == top:
+                            best = j
+                            break
+                label_probs[t] = row[label] / total
+            else:  # as np.argmax takes the divided row or p (a NaN first)
+                best = 0
+                for j in range(k):
+                    row[j] = row[j] / total if total > 0 else probs[i, j]
+                    if row[j] > row[best] or (row[j] != row[j] and row[best] == row[best]):
+                        best = j
+                label_probs[t] = row[label]
+            hits[t] = 1.0 if best == label else 0.0
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
+def redraw_sums(indptr, vals, terms, out):
+    """``out[r]`` ← Σ ``vals[t]`` · ``terms[t]`` over redraw r's entries, in their order (``np.bincount``'s)."""
+    for r in range(indptr.size - 1):
+        total = 0.0
+        for t in range(indptr[r], indptr[r + 1]):
+            total += vals[t] * terms[t]
+        out[r] = total
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -269,5 +298,6 @@ def warm_up() -> None:
                np.empty(2, dtype=np.int64), np.empty(2))
     adapted_pairs(scaled, labels, priors, indptr, cols, np.empty(cols.size), np.empty(cols.size))
     reweighted_rows(scaled, priors, labels, labels, out)
+    redraw_sums(indptr, vals, vals, np.empty(2))
     redraw_counts(np.ones((2, 2), dtype=np.int64), labels, labels, np.ones(2, dtype=np.int64), labels,
                   np.full((2, 2), 0.5), 1.0, np.zeros((2, 2)))

@@ -12,7 +12,9 @@ from dataclasses import replace
 import numpy as np
 
 from calbench.metrics import label_shift, proper
+from calbench.metrics.bootstrap import weighted_means
 from calbench.metrics.registry import MetricContext, lookup, metric
+from calbench.metrics.row_counts import row_sums
 
 _ALL = "em|bbse_soft|bbse|rlls_hard|rlls|oracle"
 _ESTIMATED = "em|bbse_soft|bbse|rlls_hard|rlls"
@@ -76,11 +78,11 @@ def _floor_share_resampled(ctx, counts, estimator):
     """The share of each resample's row weight on classes whose weight is at the floor: its weight per class
     (summed over its rows of non-zero weight) times the class's floor indicator."""
     found = _adaptation_resampled(ctx, counts, estimator)[1]
-    indptr, cols, vals = label_shift.redraw_rows(counts)
+    _, cols, vals = label_shift.redraw_rows(counts)
     resamples, k = found.shape
-    sets = np.repeat(np.arange(resamples), np.diff(indptr))
+    sets = label_shift.redraw_of_pairs(counts)
     per_class = np.bincount(sets * k + ctx.labels[cols], vals, minlength=resamples * k).reshape(resamples, k)
-    return np.sum(per_class * label_shift.floored_rows(found, np.arange(k)), axis=1) / counts.sum(axis=1)
+    return np.sum(per_class * label_shift.floored_rows(found, np.arange(k)), axis=1) / row_sums(counts)
 
 
 @metric(rf"collapse\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, decimals=2,
@@ -123,7 +125,7 @@ def _after_adaptation_values(ctx, counts, base, estimator):
     if estimator == "oracle":  # the set's true priors on every resample: one re-weighting serves them all
         adapted = replace(ctx, probs=_adaptation(ctx, estimator)[2], label_shift=None)
         if family.pointwise is not None:
-            return counts @ family.pointwise(adapted) / counts.sum(axis=1)
+            return counts @ family.pointwise(adapted) / row_sums(counts)
         return family.resampled(adapted, counts, **groups)
     ratios = label_shift.applied(_adaptation_resampled(ctx, counts, estimator)[1], estimator)
     if family.pointwise is not None:
@@ -155,10 +157,9 @@ def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
     (:func:`calbench.kernels.label_shift.adapted_pairs`); another per-row metric re-weights the pairs' rows
     (:func:`calbench.kernels.label_shift.reweighted_rows`) in blocks stacked as one context (a per-row metric's rows
     are independent)."""
-    from calbench.kernels.label_shift import adapted_pairs, reweighted_rows  # lazy: numba only where redraws adapt
+    from calbench.kernels.label_shift import adapted_pairs, redraw_sums, reweighted_rows  # lazy: numba where used
 
     indptr, cols, vals = label_shift.redraw_rows(counts)
-    sets = np.repeat(np.arange(counts.shape[0]), np.diff(indptr))
     probs, ratios = np.ascontiguousarray(ctx.probs, dtype=np.float64), np.ascontiguousarray(ratios, dtype=np.float64)
     if base in _FROM_PAIRS:
         def pairs():
@@ -169,14 +170,16 @@ def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
         held_counts, found = ctx.shared(("adapted pairs", estimator), pairs)
         per_row = _FROM_PAIRS[base](*(found if held_counts is counts else pairs()[1]))
     else:
-        per_row = np.empty(cols.size)
+        sets, per_row = label_shift.redraw_of_pairs(counts), np.empty(cols.size)
         adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
         for start in range(0, cols.size, PAIR_BLOCK):
             part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]
             block = adapted[:part.size]
             reweighted_rows(probs, ratios, part, row, block)
             per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
-    return np.bincount(sets, vals * per_row, minlength=counts.shape[0]) / counts.sum(axis=1)
+    sums = np.empty(counts.shape[0])
+    redraw_sums(indptr, vals, per_row, sums)
+    return sums / row_sums(counts)
 
 
 def _pointwise_base(metric_id, base):
@@ -190,7 +193,7 @@ def _pointwise_base(metric_id, base):
 def _delta_resampled(ctx, counts, base, estimator):
     family = _pointwise_base(f"delta.{base}.{estimator}", base)
     after = _after_adaptation_resampled(ctx, counts, base, estimator)
-    return after - counts @ family.pointwise(ctx) / counts.sum(axis=1)
+    return after - weighted_means(ctx, counts, family)
 
 
 @metric(rf"delta\.(?P<base>[a-z_]+)\.(?P<estimator>{_ALL})", needs_label_shift=True,

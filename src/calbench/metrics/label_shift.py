@@ -37,6 +37,7 @@ import numpy as np
 
 from calbench.convergence import NotConvergedWarning
 from calbench.metrics.rlls import rlls_weights
+from calbench.metrics.row_counts import row_sums
 
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
 #: value in an iteration (the adapted probabilities are p ⊙ w renormalised, so they then change by less than about
@@ -127,7 +128,7 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     indptr, cols, vals = redraw_rows(weights)
     priors, steps, changes = np.empty((weights.shape[0], source.size)), np.empty(weights.shape[0], np.int64), \
         np.empty(weights.shape[0])
-    em_redraws(np.ascontiguousarray(probs / safe, dtype=np.float64), safe, indptr, cols, vals, weights.sum(axis=1),
+    em_redraws(np.ascontiguousarray(probs / safe, dtype=np.float64), safe, indptr, cols, vals, row_sums(weights),
                source, WEIGHT_FLOOR, tol, max_iter, priors, steps, changes)
     unconverged = changes > tol
     if unconverged.any():
@@ -148,6 +149,14 @@ def redraw_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return counts_form(weights, "non-zero rows", lambda: sparse_rows(weights))
 
 
+def redraw_of_pairs(weights: np.ndarray) -> np.ndarray:
+    """The redraw of each non-zero entry of :func:`redraw_rows`, made once per weights array."""
+    from calbench.metrics.row_counts import counts_form
+
+    return counts_form(weights, "redraw of pairs", lambda: np.repeat(np.arange(weights.shape[0]),
+                                                                      np.diff(redraw_rows(weights)[0])))
+
+
 def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.ndarray:
     """μ̂ of the set, [1, k] or [R, k] for row weights [R, n]: the mean probability (soft) or the frequencies of
     the hard predictions."""
@@ -155,7 +164,7 @@ def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.
     rows = probs if soft else np.eye(k)[np.argmax(probs, axis=1)]
     if weights is None:
         return rows.mean(axis=0)[None, :]
-    return weights @ rows / weights.sum(axis=1, keepdims=True)
+    return weights @ rows / row_sums(weights)[:, None]
 
 
 def bbse_weights(probs: np.ndarray, confusion: np.ndarray, weights: np.ndarray | None = None,
