@@ -2,19 +2,21 @@
 rows of non-zero weight only (about 15–40 % of a redraw's row weights are non-zero; :func:`sparse_rows`):
 
 * :func:`redraw_counts`: the rows each redraw of a label-shifted set takes (the draw of
-  :func:`calbench.data.label_shift.redraw_weights`), by bisection in the resample's cumulative counts;
+  :func:`calbench.data.label_shift.redraw_weights`), from a list of the resample's copies of each class's rows;
 * :func:`em_redraws`: the EM of Saerens, Latinne & Decaestecker (2002, Eqs. 2.9–2.10) with SQUAREM, run to its
   stopping rule on each redraw in turn (:func:`calbench.metrics.label_shift.em_priors` defines it), the redraw's
   rows gathered once into a contiguous table;
 * :func:`adapted_pairs` and :func:`reweighted_rows`: rows re-weighted by their redraw's class weights (Saerens et al.
   2002, Eq. 2.4), the first reduced to what accuracy and log-loss read (the adapted argmax and label probability),
-  the second as whole rows (the adapted per-row metrics of :mod:`calbench.metrics.definitions_label_shift`).
+  the second as whole rows (the adapted per-row metrics of :mod:`calbench.metrics.definitions_label_shift`), and
+  :func:`redraw_sums`, a per-row term summed over each redraw's rows by their weights.
 
 For a redraw with row weights w, s = p / π_s and priors π: the mixture mᵢ = sᵢ · π, the EM step
 π ⊙ Σᵢ wᵢ sᵢ / mᵢ / Σ w and the weighted mean log-likelihood Σᵢ wᵢ ln max(mᵢ, 1e-300) / Σ w, in one pass over the
-redraw's rows. Each sum runs in the order of the arithmetic it replaces (mᵢ over the classes in turn, the step's sums
-over the rows in turn, ‖·‖ in numpy's pairwise order: :func:`_pairwise_sum`), so the results are those of the
-same computation in numpy to the bit (tests/unit/test_label_shift_batched.py).
+redraw's rows. Each sum runs in the order of the numpy computation it replaces (mᵢ over the classes in turn, the
+step's sums over the rows in turn, a row norm ‖·‖ in numpy's pairwise order: :func:`_pairwise_sum`), so the results
+are numpy's to the bit (tests/unit/test_label_shift_batched.py); reordered sums (vector instructions, BLAS) would
+move EM's iterates by rounding, and its stopping rule then stops some redraws a cycle earlier or later.
 """
 
 from __future__ import annotations

@@ -109,15 +109,16 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
     weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
     value in an EM step; warns (:class:`NotConvergedWarning`) after ``max_iter`` EM steps. Returns (π_t, EM steps).
-    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one compiled pass over the rows of non-zero
-    weight (:mod:`calbench.kernels.label_shift`).
+    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one pass over the rows of non-zero weight.
 
     The steps are accelerated by SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from π₀, two
     steps π₁, π₂, r = π₁ − π₀, v = π₂ − π₁ − r, α = min(−‖r‖/‖v‖, −1), π' = π₀ − 2αr + α²v, then one step from π'.
     It converges to the same fixed point in far fewer steps where a prior decays slowly towards 0 (EM's linear rate
     near 1); where π' leaves the simplex or lowers the log-likelihood, the cycle keeps the plain step π₂ (α = −1),
     so every cycle is at least as good as two EM steps. ``weights`` [R, n] (bootstrap row weights) runs R weighted
-    EMs at once and returns [R, k], each from π_s and stopped by the same criterion."""
+    EMs and returns [R, k], each from π_s and stopped by the same criterion; the steps count of the longest. Every
+    EM runs in one compiled loop over its rows of non-zero weight, gathered once
+    (:func:`calbench.kernels.label_shift.em_redraws`)."""
     from calbench.kernels.label_shift import em_redraws  # lazy: numba only where EM runs
 
     tol = EM_TOL if tol is None else tol
