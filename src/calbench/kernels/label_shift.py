@@ -203,10 +203,9 @@ def em_redraws(scaled, safe, indptr, cols, vals, totals, start, floor, tol, max_
             for j in range(k):
                 jump[j] = (priors[j] - (2.0 * alpha) * r_[j]) + (alpha * alpha) * v_[j]
                 plain = plain or jump[j] <= 0
-            if plain:  # the jump left the simplex: the plain steps' π₂
-                jump[:] = second
-            jumped = _em_step(table, weights, total, jump, new, sums, mixes, work, True)
-            if plain or jumped < loglik:  # or it lowered the likelihood
+            if not plain:  # (a jump that left the simplex keeps the plain steps' π₂ without a step from it)
+                plain = _em_step(table, weights, total, jump, new, sums, mixes, work, True) < loglik
+            if plain:  # the jump left the simplex or lowered the likelihood: the plain steps' π₂
                 new[:] = second
                 jump[:] = first
             change = 0.0
