@@ -289,3 +289,29 @@ def test_adapted_pairs_are_the_reweighted_rows_argmax_and_label_probability():
     np.testing.assert_array_equal(hits, np.argmax(adapted, axis=1) == labels[cols])
     np.testing.assert_array_equal(label_probs, adapted[np.arange(cols.size), labels[cols]])
     np.testing.assert_array_equal(adapted, ls.reweight(probs[cols], ratios[sets]))
+
+
+def test_rlls_condition_test_is_numpys_with_the_svd_only_where_cholesky_leaves_it_open():
+    # the Newton Hessians' test cond(H) < 1e14 (Azizzadenesheli et al. 2019 Eq. 4 solved by projected Newton): a
+    # factorisation of the symmetric part shows most of them; the answer is np.linalg.cond's on every matrix
+    from calbench.kernels.label_shift import positive_definite
+
+    rng = np.random.default_rng(15)
+    k, matrices = 6, []
+    for exponent in np.linspace(0, 20, 41):  # symmetric positive semi-definite, condition 1 to 1e20 and singular
+        q = np.linalg.qr(rng.normal(size=(k, k)))[0]
+        spectrum = np.logspace(0, -exponent, k) * rng.uniform(0.1, 10)
+        matrices.append(q @ np.diag(spectrum) @ q.T)
+    matrices += [m + 1e-9 * rng.normal(size=(k, k)) for m in matrices[:10]]  # not symmetric
+    matrices += [-matrices[0], np.zeros((k, k)), np.diag([1.0, 1, 1, 1, 1, 0])]
+    matrices = np.array(matrices)
+    found = rlls._conditioned(matrices, 1e14)
+    np.testing.assert_array_equal(found, np.linalg.cond(matrices) < 1e14)
+    assert found.sum() >= 20 and (~found).sum() >= 10
+    symmetric = (matrices + matrices.transpose(0, 2, 1)) / 2
+    factorises = np.empty(len(matrices), dtype=bool)
+    positive_definite(symmetric, factorises)
+    eigenvalues = np.linalg.eigvalsh(symmetric)
+    clear = np.abs(eigenvalues[:, 0]) > 1e-8 * np.abs(eigenvalues).max(axis=1)  # not singular to rounding
+    np.testing.assert_array_equal(factorises[clear], eigenvalues[clear, 0] > 0)
+    assert clear.sum() >= 20 and (~factorises[clear]).any()

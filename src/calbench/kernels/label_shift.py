@@ -290,6 +290,29 @@ def reweighted_rows(probs, ratios, sets, rows, out):
             out[t, j] = out[t, j] / total if total > 0 else probs[i, j]
 
 
+@njit(cache=True, nogil=True, error_model="numpy")
+def positive_definite(matrices, out):
+    """``out[m]`` ← whether the Cholesky factorisation of the symmetric ``matrices[m]`` (its lower triangle read)
+    runs to the end with positive pivots (RLLS's test of its Newton Hessians, :func:`calbench.metrics.rlls.solve`)."""
+    k = matrices.shape[1]
+    factor = np.empty((k, k))
+    for m in range(matrices.shape[0]):
+        out[m] = True
+        for j in range(k):
+            pivot = matrices[m, j, j]
+            for q in range(j):
+                pivot -= factor[j, q] * factor[j, q]
+            if not pivot > 0:
+                out[m] = False
+                break
+            factor[j, j] = math.sqrt(pivot)
+            for i in range(j + 1, k):
+                entry = matrices[m, i, j]
+                for q in range(j):
+                    entry -= factor[i, q] * factor[j, q]
+                factor[i, j] = entry / factor[j, j]
+
+
 def warm_up() -> None:
     """Compile (or load from the cache) the kernels for float64 tables and int64 indices."""
     scaled, weights = np.array([[1.0, 2.0], [3.0, 1.0]]), np.array([[1.0, 0.0], [1.0, 2.0]])
@@ -300,5 +323,6 @@ def warm_up() -> None:
     adapted_pairs(scaled, labels, priors, indptr, cols, np.empty(cols.size), np.empty(cols.size))
     reweighted_rows(scaled, priors, labels, labels, out)
     redraw_sums(indptr, vals, vals, np.empty(2))
+    positive_definite(np.eye(2)[None], np.empty(1, dtype=np.bool_))
     redraw_counts(np.ones((2, 2), dtype=np.int64), labels, labels, np.ones(2, dtype=np.int64), labels,
                   np.full((2, 2), 0.5), 1.0, np.zeros((2, 2)))
