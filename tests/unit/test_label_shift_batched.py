@@ -315,3 +315,21 @@ def test_rlls_condition_test_is_numpys_with_the_svd_only_where_cholesky_leaves_i
     clear = np.abs(eigenvalues[:, 0]) > 1e-8 * np.abs(eigenvalues).max(axis=1)  # not singular to rounding
     np.testing.assert_array_equal(factorises[clear], eigenvalues[clear, 0] > 0)
     assert clear.sum() >= 20 and (~factorises[clear]).any()
+
+
+def test_redraw_and_class_sums_are_bincounts_over_the_redraws_entries():
+    # the adapted per-row metrics' weighted sums and the floor share's weight per class, each redraw's entries summed
+    # in their order (np.bincount's), to the bit
+    from calbench.kernels.label_shift import class_sums, redraw_sums, sparse_rows
+
+    rng = np.random.default_rng(16)
+    weights = rng.poisson(0.4, (20, 300)) * 0.37
+    labels, terms = rng.integers(0, 4, 300), rng.normal(size=300)
+    indptr, cols, vals = sparse_rows(weights)
+    sets = np.repeat(np.arange(20), np.diff(indptr))
+    np.testing.assert_array_equal(cols, np.nonzero(weights)[1])
+    sums, per_class = np.empty(20), np.empty((20, 4))
+    redraw_sums(indptr, vals, terms[cols], sums)
+    class_sums(indptr, cols, vals, labels, per_class)
+    np.testing.assert_array_equal(sums, np.bincount(sets, vals * terms[cols], minlength=20))
+    np.testing.assert_array_equal(per_class.ravel(), np.bincount(sets * 4 + labels[cols], vals, minlength=80))

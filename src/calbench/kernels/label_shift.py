@@ -9,7 +9,7 @@ rows of non-zero weight only (about 15–40 % of a redraw's row weights are non-
 * :func:`adapted_pairs` and :func:`reweighted_rows`: rows re-weighted by their redraw's class weights (Saerens et al.
   2002, Eq. 2.4), the first reduced to what accuracy and log-loss read (the adapted argmax and label probability),
   the second as whole rows (the adapted per-row metrics of :mod:`calbench.metrics.definitions_label_shift`), and
-  :func:`redraw_sums`, a per-row term summed over each redraw's rows by their weights.
+  :func:`redraw_sums` and :func:`class_sums`, a per-row term and the weights summed over each redraw's rows.
 
 For a redraw with row weights w, s = p / π_s and priors π: the mixture mᵢ = sᵢ · π, the EM step
 π ⊙ Σᵢ wᵢ sᵢ / mᵢ / Σ w and the weighted mean log-likelihood Σᵢ wᵢ ln max(mᵢ, 1e-300) / Σ w, in one pass over the
@@ -66,12 +66,13 @@ def redraw_counts(counts, order, starts, available, classes, uniforms, scale, ou
 
 @njit(cache=True, nogil=True, error_model="numpy")
 def _csr(weights, indptr, cols, vals):
+    """The non-zeros of ``weights`` into ``cols`` and ``vals`` (one entry longer: every entry is written, and kept
+    where it is not 0, without a branch to mispredict)."""
     t = 0
     for r in range(weights.shape[0]):
         for i in range(weights.shape[1]):
-            if weights[r, i] != 0:
-                cols[t], vals[t] = i, weights[r, i]
-                t += 1
+            cols[t], vals[t] = i, weights[r, i]
+            t += np.int64(weights[r, i] != 0)
         indptr[r + 1] = t
 
 
@@ -80,9 +81,9 @@ def sparse_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     non-zeros of each redraw in the order of its columns."""
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     nnz = int(np.count_nonzero(weights))
-    indptr, cols, vals = np.zeros(weights.shape[0] + 1, dtype=np.int64), np.empty(nnz, np.int64), np.empty(nnz)
+    indptr, cols, vals = np.zeros(weights.shape[0] + 1, dtype=np.int64), np.empty(nnz + 1, np.int64), np.empty(nnz + 1)
     _csr(weights, indptr, cols, vals)
-    return indptr, cols, vals
+    return indptr, cols[:nnz], vals[:nnz]
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
@@ -276,6 +277,16 @@ def redraw_sums(indptr, vals, terms, out):
 
 
 @njit(cache=True, nogil=True, error_model="numpy")
+def class_sums(indptr, cols, vals, labels, out):
+    """``out[r, c]`` ← Σ ``vals[t]`` over redraw r's entries of rows of class c (``labels[cols[t]]``), in their
+    order."""
+    out[:] = 0.0
+    for r in range(indptr.size - 1):
+        for t in range(indptr[r], indptr[r + 1]):
+            out[r, labels[cols[t]]] += vals[t]
+
+
+@njit(cache=True, nogil=True, error_model="numpy")
 def reweighted_rows(probs, ratios, sets, rows, out):
     """``out[t]`` ← ``probs[rows[t]] ⊙ ratios[sets[t]]`` renormalised, or ``probs[rows[t]]`` where the ratios zero the
     row (:func:`calbench.metrics.label_shift.reweight` on each (redraw, row) pair, without the gathered copies)."""
@@ -323,6 +334,7 @@ def warm_up() -> None:
     adapted_pairs(scaled, labels, priors, indptr, cols, np.empty(cols.size), np.empty(cols.size))
     reweighted_rows(scaled, priors, labels, labels, out)
     redraw_sums(indptr, vals, vals, np.empty(2))
+    class_sums(indptr, cols, vals, labels, np.empty((2, 2)))
     positive_definite(np.eye(2)[None], np.empty(1, dtype=np.bool_))
     redraw_counts(np.ones((2, 2), dtype=np.int64), labels, labels, np.ones(2, dtype=np.int64), labels,
                   np.full((2, 2), 0.5), 1.0, np.zeros((2, 2)))

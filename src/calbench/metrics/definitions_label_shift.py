@@ -76,13 +76,14 @@ metric(rf"floor_share\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, dec
 
 def _floor_share_resampled(ctx, counts, estimator):
     """The share of each resample's row weight on classes whose weight is at the floor: its weight per class
-    (summed over its rows of non-zero weight) times the class's floor indicator."""
+    (summed over its rows of non-zero weight, :func:`calbench.kernels.label_shift.class_sums`) times the class's
+    floor indicator."""
+    from calbench.kernels.label_shift import class_sums  # lazy: numba only where redraws adapt
+
     found = _adaptation_resampled(ctx, counts, estimator)[1]
-    _, cols, vals = label_shift.redraw_rows(counts)
-    resamples, k = found.shape
-    sets = label_shift.redraw_of_pairs(counts)
-    per_class = np.bincount(sets * k + ctx.labels[cols], vals, minlength=resamples * k).reshape(resamples, k)
-    return np.sum(per_class * label_shift.floored_rows(found, np.arange(k)), axis=1) / row_sums(counts)
+    per_class = np.empty(found.shape)
+    class_sums(*label_shift.redraw_rows(counts), ctx.labels, per_class)
+    return np.sum(per_class * label_shift.floored_rows(found, np.arange(found.shape[1])), axis=1) / row_sums(counts)
 
 
 @metric(rf"collapse\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, decimals=2,
@@ -170,7 +171,7 @@ def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
         held_counts, found = ctx.shared(("adapted pairs", estimator), pairs)
         per_row = _FROM_PAIRS[base](*(found if held_counts is counts else pairs()[1]))
     else:
-        sets, per_row = label_shift.redraw_of_pairs(counts), np.empty(cols.size)
+        sets, per_row = np.repeat(np.arange(counts.shape[0]), np.diff(indptr)), np.empty(cols.size)
         adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
         for start in range(0, cols.size, PAIR_BLOCK):
             part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]

@@ -150,14 +150,6 @@ def redraw_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return counts_form(weights, "non-zero rows", lambda: sparse_rows(weights))
 
 
-def redraw_of_pairs(weights: np.ndarray) -> np.ndarray:
-    """The redraw of each non-zero entry of :func:`redraw_rows`, made once per weights array."""
-    from calbench.metrics.row_counts import counts_form
-
-    return counts_form(weights, "redraw of pairs", lambda: np.repeat(np.arange(weights.shape[0]),
-                                                                      np.diff(redraw_rows(weights)[0])))
-
-
 def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.ndarray:
     """μ̂ of the set, [1, k] or [R, k] for row weights [R, n]: the mean probability (soft) or the frequencies of
     the hard predictions."""
