@@ -12,7 +12,7 @@ from dataclasses import replace
 import numpy as np
 
 from calbench.metrics import label_shift, proper
-from calbench.metrics.bootstrap import weighted_means
+from calbench.metrics.bootstrap import RESAMPLED_IDS, weighted_means
 from calbench.metrics.registry import MetricContext, lookup, metric
 from calbench.metrics.row_counts import row_sums
 
@@ -155,32 +155,39 @@ def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
     """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r, over the rows of
     non-zero count of every resample (a redrawn set holds 15-40 % of the rows). Accuracy and log-loss read each
     (resample, row) pair's adapted argmax and label probability, made in one compiled pass per estimator for both
-    (:func:`calbench.kernels.label_shift.adapted_pairs`); another per-row metric re-weights the pairs' rows
+    (:func:`calbench.kernels.label_shift.adapted_pairs`; only the resamples' means are kept, of the bases the ids
+    resampled on ``ctx`` adapt with the estimator); another per-row metric re-weights the pairs' rows
     (:func:`calbench.kernels.label_shift.reweighted_rows`) in blocks stacked as one context (a per-row metric's rows
     are independent)."""
     from calbench.kernels.label_shift import adapted_pairs, redraw_sums, reweighted_rows  # lazy: numba where used
 
     indptr, cols, vals = label_shift.redraw_rows(counts)
     probs, ratios = np.ascontiguousarray(ctx.probs, dtype=np.float64), np.ascontiguousarray(ratios, dtype=np.float64)
+
+    def means(per_row):
+        sums = np.empty(counts.shape[0])
+        redraw_sums(indptr, vals, per_row, sums)
+        return sums / row_sums(counts)
+
     if base in _FROM_PAIRS:
-        def pairs():
+        def pairs():  # the means of every base of _FROM_PAIRS resampled here with this estimator, from one pass
+            resampled = ctx.shared(RESAMPLED_IDS, list)
+            bases = {base} | {b for b in _FROM_PAIRS if f"{b}.{estimator}" in resampled
+                              or f"delta.{b}.{estimator}" in resampled}
             hits, label_probs = np.empty(cols.size), np.empty(cols.size)
             adapted_pairs(probs, ctx.labels, ratios, indptr, cols, hits, label_probs)
-            return counts, (hits, label_probs)
+            return counts, {b: means(_FROM_PAIRS[b](hits, label_probs)) for b in bases}
 
         held_counts, found = ctx.shared(("adapted pairs", estimator), pairs)
-        per_row = _FROM_PAIRS[base](*(found if held_counts is counts else pairs()[1]))
-    else:
-        sets, per_row = np.repeat(np.arange(counts.shape[0]), np.diff(indptr)), np.empty(cols.size)
-        adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
-        for start in range(0, cols.size, PAIR_BLOCK):
-            part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]
-            block = adapted[:part.size]
-            reweighted_rows(probs, ratios, part, row, block)
-            per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
-    sums = np.empty(counts.shape[0])
-    redraw_sums(indptr, vals, per_row, sums)
-    return sums / row_sums(counts)
+        return found[base] if held_counts is counts and base in found else pairs()[1][base]
+    sets, per_row = np.repeat(np.arange(counts.shape[0]), np.diff(indptr)), np.empty(cols.size)
+    adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
+    for start in range(0, cols.size, PAIR_BLOCK):
+        part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]
+        block = adapted[:part.size]
+        reweighted_rows(probs, ratios, part, row, block)
+        per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
+    return means(per_row)
 
 
 def _pointwise_base(metric_id, base):
