@@ -72,6 +72,7 @@ def _path_for(item) -> str:
 def pytest_runtest_setup(item):
     _RUNNING[0] = item
     os.environ["PATH"] = _path_for(item)
+    _fail_if_ungrouped(item)
 
 
 def pytest_runtest_teardown(item):
@@ -103,6 +104,26 @@ def guarded_popen(init):
 
 def pytest_configure(config):
     subprocess.Popen.__init__ = guarded_popen(subprocess.Popen.__init__)
+
+
+#: Tests marked ``xdist_group`` that ``--dist loadgroup`` did not group (:func:`pytest_collection_finish`).
+_UNGROUPED: set[str] = set()
+
+
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup`` a test marked ``xdist_group`` carries its group in its node id, which is how
+    pytest-xdist sends a group to one worker. Where a pytest/xdist pairing drops it, each group's shared workflow run
+    would be set up on every worker (the suite twice as long, with nothing failing): those tests fail instead."""
+    if getattr(session.config.option, "loadgroup", False):
+        _UNGROUPED.update(item.nodeid for item in session.items
+                          if item.get_closest_marker("xdist_group") and "@" not in item.nodeid)
+
+
+def _fail_if_ungrouped(item):
+    if item.nodeid in _UNGROUPED:
+        pytest.fail(f"--dist loadgroup does not group tests with pytest {pytest.__version__} and this pytest-xdist "
+                    "(the group is missing from the test's node id): install the versions pyproject's `test` extra "
+                    "names", pytrace=False)
 
 
 def pytest_addoption(parser):
