@@ -21,12 +21,26 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 WORKFLOW_TESTS = REPO / "tests" / "workflow"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """Every test of tests/workflow/ carries the ``workflow`` marker by its folder (tests elsewhere that start a
-    subprocess carry it by hand; tests/contract/test_test_layout.py checks both)."""
+    subprocess carry it by hand; tests/contract/test_test_layout.py checks both). A test that uses a module- or
+    session-scoped fixture of its own module, and names no ``xdist_group``, is grouped with its module's tests, so
+    that ``--dist loadgroup`` gives them one worker and the fixture is made once."""
     for item in items:
         if WORKFLOW_TESTS in item.path.parents:
             item.add_marker(pytest.mark.workflow)
+        if item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _shares_a_module_fixture(item) -> bool:
+    definitions = getattr(item, "_fixtureinfo", None)
+    module = getattr(item, "module", None)
+    if definitions is None or module is None:
+        return False
+    return any(fixture.scope in ("module", "session") and getattr(fixture.func, "__module__", None) == module.__name__
+               for fixtures in definitions.name2fixturedefs.values() for fixture in fixtures)
 
 
 def shared_data(*parts) -> Path:

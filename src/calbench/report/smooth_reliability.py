@@ -168,5 +168,5 @@ def binomial_quantile(q: float, n: np.ndarray, p: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         k = np.ceil(bdtrik(q, n, np.where(inner, p, 0.5)))
     below = np.maximum(k - 1, 0)
-    k = np.where(bdtr(below, n, np.where(inner, p, 0.5)) >= q, below, k)
+    k = np.where(bdtr(below, n.astype(np.int64), np.where(inner, p, 0.5)) >= q, below, k)  # an integer n: no warning
     return np.where(inner, np.clip(k, 0, n), np.where(p >= 1, n, 0.0))
