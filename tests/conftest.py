@@ -21,12 +21,26 @@ SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 WORKFLOW_TESTS = REPO / "tests" / "workflow"
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(items):
     """Every test of tests/workflow/ carries the ``workflow`` marker by its folder (tests elsewhere that start a
-    subprocess carry it by hand; tests/contract/test_test_layout.py checks both)."""
+    subprocess carry it by hand; tests/contract/test_test_layout.py checks both). A test that uses a module- or
+    session-scoped fixture of its own module, and names no ``xdist_group``, is grouped with its module's tests, so
+    that ``--dist loadgroup`` gives them one worker and the fixture is made once."""
     for item in items:
         if WORKFLOW_TESTS in item.path.parents:
             item.add_marker(pytest.mark.workflow)
+        if item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _shares_a_module_fixture(item) -> bool:
+    definitions = getattr(item, "_fixtureinfo", None)
+    module = getattr(item, "module", None)
+    if definitions is None or module is None:
+        return False
+    return any(fixture.scope in ("module", "session") and getattr(fixture.func, "__module__", None) == module.__name__
+               for fixtures in definitions.name2fixturedefs.values() for fixture in fixtures)
 
 
 def shared_data(*parts) -> Path:
@@ -72,6 +86,7 @@ def _path_for(item) -> str:
 def pytest_runtest_setup(item):
     _RUNNING[0] = item
     os.environ["PATH"] = _path_for(item)
+    _fail_if_ungrouped(item)
 
 
 def pytest_runtest_teardown(item):
@@ -103,6 +118,26 @@ def guarded_popen(init):
 
 def pytest_configure(config):
     subprocess.Popen.__init__ = guarded_popen(subprocess.Popen.__init__)
+
+
+#: Tests marked ``xdist_group`` that ``--dist loadgroup`` did not group (:func:`pytest_collection_finish`).
+_UNGROUPED: set[str] = set()
+
+
+def pytest_collection_finish(session):
+    """Under ``--dist loadgroup`` a test marked ``xdist_group`` carries its group in its node id, which is how
+    pytest-xdist sends a group to one worker. Where a pytest/xdist pairing drops it, each group's shared workflow run
+    would be set up on every worker (the suite twice as long, with nothing failing): those tests fail instead."""
+    if getattr(session.config.option, "loadgroup", False):
+        _UNGROUPED.update(item.nodeid for item in session.items
+                          if item.get_closest_marker("xdist_group") and "@" not in item.nodeid)
+
+
+def _fail_if_ungrouped(item):
+    if item.nodeid in _UNGROUPED:
+        pytest.fail(f"--dist loadgroup does not group tests with pytest {pytest.__version__} and this pytest-xdist "
+                    "(the group is missing from the test's node id): install the versions pyproject's `test` extra "
+                    "names", pytrace=False)
 
 
 def pytest_addoption(parser):

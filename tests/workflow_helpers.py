@@ -66,6 +66,45 @@ def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]
     return {job for job in jobs if job[0] != "all"}
 
 
+def job_files(workdir: Path, **run_options) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
+    """Every job of the workflow in ``workdir`` as ``snakemake -n --forceall`` lists it: ``(rule, wildcards)`` (as
+    :func:`planned_jobs` names jobs) → (its input files, its output files), each as printed."""
+    from conftest import run_snakemake
+
+    result = run_snakemake(Path(workdir), None, "-n", "--forceall", **run_options)
+    jobs, job = {}, None
+
+    def close():
+        if job is not None and job["rule"] != "all":
+            jobs[(job["rule"], job["wildcards:"])] = (job["input:"], job["output:"])
+
+    for line in [*result.stdout.splitlines(), ""]:
+        words = line.split()
+        if len(words) == 2 and words[0] in ("rule", "localrule") and words[1].endswith(":"):
+            close()  # a group job's jobs follow each other, indented
+            job = {"rule": words[1][:-1], "input:": set(), "output:": set(), "wildcards:": ""}
+        elif job is not None and words[:1] in (["input:"], ["output:"]):
+            job[words[0]] = set(line.split(":", 1)[1].strip().split(", "))
+        elif job is not None and words[:1] == ["wildcards:"]:
+            job["wildcards:"] = "/".join(w.split("=", 1)[1].rstrip(",") for w in words[1:])
+        elif job is not None and not line.startswith((" ", "\t")):  # the job's block has ended
+            close()
+            job = None
+    return jobs
+
+
+def rerun_by_inputs(jobs: dict, changed: str) -> set[tuple[str, str]]:
+    """The jobs of :func:`job_files`'s ``jobs`` that a change of file ``changed`` reruns by Snakemake's rule: those
+    that list it as an input, then every job that reads an output of a rerun job."""
+    rerun = {job for job, (inputs, _) in jobs.items() if changed in inputs}
+    while True:
+        produced = set().union(*(jobs[job][1] for job in rerun))
+        more = {job for job, (inputs, _) in jobs.items() if inputs & produced} - rerun
+        if not more:
+            return rerun
+        rerun |= more
+
+
 def copy_repository(repo: Path, dest: Path) -> Path:
     """A copy of the tracked workflow and package (no results, venvs or test caches) for tests that edit code. The
     ``__pycache__`` folders come along, with their modification times: numba's cache of the compiled kernels

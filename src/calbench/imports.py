@@ -66,15 +66,28 @@ def _imports_in(nodes, package: str, attributes: frozenset = frozenset()) -> lis
     return [(m, names) for m, names in found if m == PACKAGE or m.startswith(PACKAGE + ".")]
 
 
-def _walk(node, into_functions: bool):
-    """``node`` and its descendants; without ``into_functions``, none inside a function (class bodies run at
-    import)."""
-    stack = [node]
+#: The nodes whose bodies run only when called.
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+def _scan(tree):
+    """One pass over a module's tree: (every import node, those outside any function (class bodies run at import),
+    each top-level function's import nodes, the names each top-level function calls, the attributes read as
+    ``calbench.<name>``)."""
+    everything, at_import, lazy, calls, attributes = [], [], {}, {}, set()
+    stack = [(node, node.name if isinstance(node, FUNCTIONS[:2]) else None, isinstance(node, FUNCTIONS))
+             for node in reversed(tree.body)]
     while stack:
-        node = stack.pop()
-        yield node
-        stack += [child for child in ast.iter_child_nodes(node)
-                  if into_functions or not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+        node, function, inside = stack.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            everything.append(node)
+            (lazy.setdefault(function, []) if inside else at_import).append(node)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and function is not None:
+            calls.setdefault(function, set()).add(node.func.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == PACKAGE:
+            attributes.add(node.attr)
+        stack += [(child, function, inside or isinstance(child, FUNCTIONS)) for child in ast.iter_child_nodes(node)]
+    return everything, at_import, lazy, calls, frozenset(attributes)
 
 
 @cache
@@ -85,14 +98,11 @@ def _module_imports(path: Path):
     package = _module_name(path) if path.is_relative_to(ROOT) else ""
     if package and path.name != "__init__.py":
         package = package.rpartition(".")[0]
-    functions = {node.name: node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    attributes = frozenset(n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
-                           and isinstance(n.value, ast.Name) and n.value.id == PACKAGE)
-    lazy = {name: _imports_in(_walk(node, True), package, attributes) for name, node in functions.items()}
-    calls = {name: {n.func.id for n in _walk(node, True) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
-                    and n.func.id in functions} for name, node in functions.items()}
-    return (_imports_in(_walk(tree, True), package, attributes), _imports_in(_walk(tree, False), package, attributes),
-            lazy, calls)
+    functions = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    everything, at_import, lazy, calls, attributes = _scan(tree)
+    return (_imports_in(everything, package, attributes), _imports_in(at_import, package, attributes),
+            {name: _imports_in(lazy.get(name, []), package, attributes) for name in functions},
+            {name: calls.get(name, set()) & functions for name in functions})
 
 
 def imported_modules(path: Path, names: frozenset | None = None) -> list[Imported]:

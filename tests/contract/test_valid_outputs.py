@@ -62,17 +62,22 @@ def assert_distributions(probs: np.ndarray, name: str) -> None:
     assert rows.all(), f"{name}: {np.count_nonzero(~rows)} rows are not distributions, e.g. {probs[~rows][0]}"
 
 
+#: Every method and chain, dealt into this many parts, one test each (so that the fits spread over the workers).
+PARTS = 4
+
+
+@pytest.mark.parametrize("part", range(PARTS))
 @settings(max_examples=3, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**16), num_classes=st.sampled_from([2, 3, 10, 1000]),
        saturated=st.sampled_from([0.0, 0.3, 1.0]), ties=st.sampled_from([0.0, 0.2]))
 @example(seed=0, num_classes=1000, saturated=0.3, ties=0.2)  # always run: the 2-1,000 classes
 @example(seed=1, num_classes=2, saturated=1.0, ties=0.0)
-def test_every_method_and_chain_outputs_distributions(seed, num_classes, saturated, ties):
+def test_every_method_and_chain_outputs_distributions(part, seed, num_classes, saturated, ties):
     rng = np.random.default_rng(seed)
     n_cal = 240 if num_classes < 1000 else 1200
     z, y = hard_logits(rng, n_cal, num_classes, saturated, ties)
     z_test, _ = hard_logits(rng, 120, num_classes, saturated, ties)
-    for name in LOGIT_METHODS + CHAINS:
+    for name in (LOGIT_METHODS + CHAINS)[part::PARTS]:
         if num_classes == 1000 and name.split("+")[-1] in SLOW_AT_1000:
             continue  # covered at 2-10 classes; too slow for a unit test at 1,000
         with warnings.catch_warnings():

@@ -109,6 +109,35 @@ def test_smooth_curve_bandwidth_is_the_smece_fixed_point(power):
     assert sigma == pytest.approx(relplot.smECE(scores, hits), rel=0.03, abs=1e-3)
 
 
+def test_smooth_curve_bandwidth_solves_its_fixed_point_equation():
+    """Błasiok & Nakkiran 2023 §4: the bisection stops at σ with smECE_σ = σ (to its tolerance), computed here with
+    the dense kernel over every cell of the grid."""
+    from calbench.report.smooth_reliability import GriddedPairs, _gaussian
+
+    rng = np.random.default_rng(1)
+    scores = rng.beta(2, 1, size=5000)
+    pairs = GriddedPairs(scores, (rng.random(5000) < scores**1.5).astype(np.float64), False, (0.0, 1.0))
+    sigma, mesh = pairs.bandwidth(), pairs.mesh()
+    residual_mass = (pairs.counts * pairs.residuals).sum(axis=0)
+    smece = np.trapezoid(np.abs(_gaussian(mesh, pairs.centres, sigma, True) @ residual_mass), mesh) / pairs.n
+    assert smece == pytest.approx(sigma, rel=1e-5)
+
+
+def test_consistency_bar_quantiles_are_the_binomial_quantiles():
+    """Bröcker & Smith 2007: the bars are quantiles of Binomial(n_k, p̄_k); scipy.stats.binom.ppf's values at the
+    levels drawn and near 0 and 1, for n from 1 to 5,000 and p at, near and between 0 and 1."""
+    from scipy.stats import binom
+
+    from calbench.report.smooth_reliability import binomial_quantile
+
+    rng = np.random.default_rng(2)
+    n = np.concatenate([np.ones(600), rng.integers(1, 5001, 20000)])
+    near = rng.random(100) * 1e-7
+    p = np.concatenate([rng.random(20000), np.zeros(200), np.ones(200), near, 1 - near])
+    for q in (0.025, 0.975, 0.5, 1e-9, 1 - 1e-9):
+        np.testing.assert_array_equal(binomial_quantile(q, n, p), binom.ppf(q, n, p))
+
+
 def test_smooth_curve_band_covers_a_calibrated_truth_and_figure_is_readable(tmp_path):
     from PIL import Image
 

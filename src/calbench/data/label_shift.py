@@ -103,29 +103,19 @@ def redraw_weights(name: str, labels: np.ndarray, class_sizes: np.ndarray, seed:
     its rows' counts scaled to sum to N (the metrics' row-weighted forms divide by the rows' count), its true priors
     the set's. The set stage is seeded by the seed and the name only: every method's outputs are resampled alike,
     and the differences between methods are paired."""
+    from calbench.kernels.label_shift import redraw_counts  # lazy: numba only where sets are redrawn
+
     rng = np.random.default_rng([seed, zlib.crc32(name.encode()), 4242])
     k = int(max(labels.max() + 1, class_sizes.size))
-    n, resamples = labels.size, counts.shape[0]
     available = np.bincount(labels, minlength=k)
-    order = np.argsort(labels, kind="stable")
-    starts = np.concatenate([[0], np.cumsum(available)[:-1]])
-    present = np.flatnonzero(available)
-    drawn = np.asarray(counts, dtype=np.int64)[:, order]  # rows sorted by class
-    totals = np.zeros((resamples, k), dtype=np.int64)
-    totals[:, present] = np.add.reduceat(drawn, starts[present], axis=1)
-    drawn = np.where(totals[:, labels[order]] > 0, drawn, 1)  # a class the resample left out: its rows uniformly
-    totals = np.where(totals > 0, totals, available)
-    before = np.cumsum(totals, axis=1) - totals  # [R, k] a resample's rows of the classes before each class
+    missing = np.flatnonzero((np.asarray(class_sizes) > 0) & (available[:class_sizes.size] == 0))
+    if missing.size:
+        raise ValueError(f"label-shifted set {name!r}: class_sizes asks for rows of classes {missing.tolist()}, which "
+                         "the test labels do not hold; a set draws its rows from the test rows of each class")
     classes = np.repeat(np.arange(class_sizes.size), class_sizes)
-    ranks = before[:, classes] + np.floor(rng.random((resamples, classes.size)) * totals[:, classes]).astype(np.int64)
-    expanded = np.repeat(np.tile(order, resamples), drawn.ravel())  # each resample's rows, by class, one per copy
-    first = np.concatenate([[0], np.cumsum(totals.sum(axis=1))[:-1]])  # where each resample's rows start
-    return row_weights(expanded[first[:, None] + ranks], n)
-
-
-def row_weights(rows: np.ndarray, n: int) -> np.ndarray:
-    """Weights [R, n] of the resampled rows ``rows`` [R, m] (indices below ``n``): each row's count, scaled so that
-    every resample's weights sum to ``n``."""
-    resamples, m = rows.shape
-    flat = np.repeat(np.arange(resamples), m) * n + rows.ravel()
-    return np.bincount(flat, minlength=resamples * n).reshape(resamples, n) * (n / m)
+    uniforms = rng.random((counts.shape[0], classes.size))
+    out = np.zeros((counts.shape[0], labels.size))
+    redraw_counts(np.ascontiguousarray(counts, dtype=np.int64), np.argsort(labels, kind="stable"),
+                  np.concatenate([[0], np.cumsum(available)[:-1]]), available, classes, uniforms,
+                  labels.size / classes.size, out)
+    return out

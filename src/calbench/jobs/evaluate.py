@@ -155,7 +155,7 @@ def label_shifted_values(spec: dict, out: dict, dump, seed: int, split, calibrat
     base = LabelShiftInputs.from_calibration(cal_probs, cal["labels"], None)
     values, resampled = {}, {}
     unit = seed_rows(out, seed)
-    counts = np.concatenate(unit_counts(unit, RESAMPLES))
+    counts = np.ascontiguousarray(np.concatenate(unit_counts(unit, RESAMPLES)))  # rows of columns picked: not C
     with threadpool_limits(limits=1, user_api="blas"):  # EM's and RLLS's small products: idle BLAS threads spin
         for name in set_names(spec):
             values[name], draws = _one_set(name, spec, probs, labels, replace(base, true_priors=None), seed,

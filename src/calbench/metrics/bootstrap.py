@@ -94,14 +94,9 @@ def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np
     ``pointwise`` metrics, the family's ``resampled`` form where it has one, else (``recompute``; otherwise the id
     is left out) the metric recomputed on each resample's rows
     (``idx`` ``[R, N]``, in the order drawn, where known; else each row repeated its count times)."""
-    from calbench.metrics.row_counts import as_float
-
     n = ctx.labels.size
-    totals = counts.sum(axis=1)  # n, or a resample's share of a pool's rows (calbench.stats.resampling)
     ctx.shared(RESAMPLED_IDS, list).extend(m for m, _, _ in families if m not in ctx.shared(RESAMPLED_IDS, list))
-    pointwise = [(m, f) for m, f, _ in families if f.pointwise is not None]
-    weights = as_float(counts) if pointwise else None  # one float copy for every metric and method of these counts
-    values = {m: weights @ f.pointwise(ctx) / totals for m, f in pointwise}
+    values = {m: weighted_means(ctx, counts, f) for m, f, _ in families if f.pointwise is not None}
     for metric_id, family, groups in families:
         if family.pointwise is None and family.resampled is not None:
             from_counts = family.resampled(ctx, counts, **groups)
@@ -117,6 +112,20 @@ def values_from_counts(ctx: MetricContext, families, counts: np.ndarray, idx: np
         values.update((m, column) for (m, _, _), column in zip(others, np.array(per_resample).T))
     return {metric_id: np.asarray(values[metric_id], dtype=np.float64) for metric_id, _, _ in families
             if metric_id in values}
+
+
+def weighted_means(ctx: MetricContext, counts: np.ndarray, family) -> np.ndarray:
+    """Each resample's weighted mean of ``family``'s per-row terms, counts ``[R, N]`` (whose sums are n, or a
+    resample's share of a pool's rows: :mod:`calbench.stats.resampling`), as one matrix product with a float copy of
+    the counts shared by every metric and method of these counts; made once per family and counts on ``ctx`` (a
+    metric and its change by adaptation read it)."""
+    from calbench.metrics.row_counts import as_float, row_sums
+
+    def compute():
+        return as_float(counts) @ family.pointwise(ctx) / row_sums(counts)
+
+    held_counts, means = ctx.shared(("weighted means", family.pattern.pattern), lambda: (counts, compute()))
+    return means if held_counts is counts else compute()
 
 
 def interval(estimate: float, values: np.ndarray, level: float, method: str = "basic") -> tuple[float, float]:

@@ -11,8 +11,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from calbench.metrics import label_shift
+from calbench.metrics import label_shift, proper
+from calbench.metrics.bootstrap import RESAMPLED_IDS, weighted_means
 from calbench.metrics.registry import MetricContext, lookup, metric
+from calbench.metrics.row_counts import row_sums
 
 _ALL = "em|bbse_soft|bbse|rlls_hard|rlls|oracle"
 _ESTIMATED = "em|bbse_soft|bbse|rlls_hard|rlls"
@@ -68,10 +70,20 @@ metric(rf"floor_share\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, dec
        usage="floor_share.{em|bbse|bbse_soft|rlls|rlls_hard}",
        description=f"share of rows whose class weight the adaptation floored at {label_shift.WEIGHT_FLOOR:g} (an "
                    "estimated weight at or below it): the rows whose adapted log-loss the floor bounds",
-       resampled=lambda ctx, counts, estimator: np.sum(
-           counts * label_shift.floored_rows(_adaptation_resampled(ctx, counts, estimator)[1], ctx.labels),
-           axis=1) / counts.sum(axis=1))(
+       resampled=lambda ctx, counts, estimator: _floor_share_resampled(ctx, counts, estimator))(
     lambda ctx, estimator: float(label_shift.floored_rows(_adaptation(ctx, estimator)[1], ctx.labels).mean()))
+
+
+def _floor_share_resampled(ctx, counts, estimator):
+    """The share of each resample's row weight on classes whose weight is at the floor: its weight per class
+    (summed over its rows of non-zero weight, :func:`calbench.kernels.label_shift.class_sums`) times the class's
+    floor indicator."""
+    from calbench.kernels.label_shift import class_sums  # lazy: numba only where redraws adapt
+
+    found = _adaptation_resampled(ctx, counts, estimator)[1]
+    per_class = np.empty(found.shape)
+    class_sums(*label_shift.redraw_rows(counts), ctx.labels, per_class)
+    return np.sum(per_class * label_shift.floored_rows(found, np.arange(found.shape[1])), axis=1) / row_sums(counts)
 
 
 @metric(rf"collapse\.(?P<estimator>{_ESTIMATED})", needs_label_shift=True, decimals=2,
@@ -114,11 +126,11 @@ def _after_adaptation_values(ctx, counts, base, estimator):
     if estimator == "oracle":  # the set's true priors on every resample: one re-weighting serves them all
         adapted = replace(ctx, probs=_adaptation(ctx, estimator)[2], label_shift=None)
         if family.pointwise is not None:
-            return counts @ family.pointwise(adapted) / counts.sum(axis=1)
+            return counts @ family.pointwise(adapted) / row_sums(counts)
         return family.resampled(adapted, counts, **groups)
     ratios = label_shift.applied(_adaptation_resampled(ctx, counts, estimator)[1], estimator)
     if family.pointwise is not None:
-        return _pointwise_after_adaptation(ctx, counts, ratios, family)
+        return _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator)
     values = []
     for weights, ratio in zip(counts, ratios):  # one re-weighted copy at a time: [R, N, k] would not fit
         adapted = replace(ctx, probs=label_shift.adapt(ctx.probs, ratio), label_shift=None)
@@ -129,35 +141,53 @@ def _after_adaptation_values(ctx, counts, base, estimator):
     return np.asarray(values)
 
 
-#: How many (resample, row) pairs :func:`_pointwise_after_adaptation` re-weights at once (their k-vectors stay in
-#: cache: one re-weighted copy of the set per resample ran 2-3 times slower).
+#: How many (resample, row) pairs :func:`_pointwise_after_adaptation` re-weights at once for a base metric other
+#: than accuracy and log-loss (their k-vectors stay in cache: one re-weighted copy of the set per resample ran 2-3
+#: times slower).
 PAIR_BLOCK = 1 << 14
+#: The per-row terms of the base metrics computed from each adapted row's argmax hit and label probability alone
+#: (:func:`calbench.kernels.label_shift.adapted_pairs`), without the adapted rows.
+_FROM_PAIRS = {"acc": lambda hits, label_probs: hits,
+               "nll": lambda hits, label_probs: proper.log_loss_terms(label_probs)}
 
 
-def _pointwise_after_adaptation(ctx, counts, ratios, family):
-    """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r: the rows of
-    non-zero count of every resample (a redrawn set holds 15-40 % of the rows), re-weighted by their resample's
-    ratio (:func:`calbench.kernels.label_shift.reweighted_rows`), in blocks of pairs stacked as one context (a
-    per-row metric's rows are independent)."""
-    from calbench.kernels.label_shift import reweighted_rows  # lazy: numba only where redraws are adapted
+def _pointwise_after_adaptation(ctx, counts, ratios, family, base, estimator):
+    """Σ_i counts_ri · pointwise(p ⊙ ratio_r renormalised)_i / Σ_i counts_ri for each resample r, over the rows of
+    non-zero count of every resample (a redrawn set holds 15-40 % of the rows). Accuracy and log-loss read each
+    (resample, row) pair's adapted argmax and label probability, made in one compiled pass per estimator for both
+    (:func:`calbench.kernels.label_shift.adapted_pairs`; only the resamples' means are kept, of the bases the ids
+    resampled on ``ctx`` adapt with the estimator); another per-row metric re-weights the pairs' rows
+    (:func:`calbench.kernels.label_shift.reweighted_rows`) in blocks stacked as one context (a per-row metric's rows
+    are independent)."""
+    from calbench.kernels.label_shift import adapted_pairs, redraw_sums, reweighted_rows  # lazy: numba where used
 
-    sets, rows = _nonzero(ctx, counts)
-    per_row = np.empty(sets.size)
-    adapted = np.empty((min(PAIR_BLOCK, sets.size), ctx.probs.shape[1]))
+    indptr, cols, vals = label_shift.redraw_rows(counts)
     probs, ratios = np.ascontiguousarray(ctx.probs, dtype=np.float64), np.ascontiguousarray(ratios, dtype=np.float64)
-    for start in range(0, sets.size, PAIR_BLOCK):
-        part, row = sets[start:start + PAIR_BLOCK], rows[start:start + PAIR_BLOCK]
+
+    def means(per_row):
+        sums = np.empty(counts.shape[0])
+        redraw_sums(indptr, vals, per_row, sums)
+        return sums / row_sums(counts)
+
+    if base in _FROM_PAIRS:
+        def pairs():  # the means of every base of _FROM_PAIRS resampled here with this estimator, from one pass
+            resampled = ctx.shared(RESAMPLED_IDS, list)
+            bases = {base} | {b for b in _FROM_PAIRS if f"{b}.{estimator}" in resampled
+                              or f"delta.{b}.{estimator}" in resampled}
+            hits, label_probs = np.empty(cols.size), np.empty(cols.size)
+            adapted_pairs(probs, ctx.labels, ratios, indptr, cols, hits, label_probs)
+            return counts, {b: means(_FROM_PAIRS[b](hits, label_probs)) for b in bases}
+
+        held_counts, found = ctx.shared(("adapted pairs", estimator), pairs)
+        return found[base] if held_counts is counts and base in found else pairs()[1][base]
+    sets, per_row = np.repeat(np.arange(counts.shape[0]), np.diff(indptr)), np.empty(cols.size)
+    adapted = np.empty((min(PAIR_BLOCK, cols.size), ctx.probs.shape[1]))
+    for start in range(0, cols.size, PAIR_BLOCK):
+        part, row = sets[start:start + PAIR_BLOCK], cols[start:start + PAIR_BLOCK]
         block = adapted[:part.size]
         reweighted_rows(probs, ratios, part, row, block)
         per_row[start:start + PAIR_BLOCK] = family.pointwise(MetricContext(block, ctx.labels[row], seed=ctx.seed))
-    totals = np.bincount(sets, counts[sets, rows] * per_row, minlength=counts.shape[0])
-    return totals / counts.sum(axis=1)
-
-
-def _nonzero(ctx, counts):
-    """(resample, row) of the non-zero entries of ``counts`` [R, N], by resample; made once per ``counts``."""
-    held_counts, pairs = ctx.shared(("non-zero counts",), lambda: (counts, np.nonzero(counts)))
-    return pairs if held_counts is counts else np.nonzero(counts)
+    return means(per_row)
 
 
 def _pointwise_base(metric_id, base):
@@ -171,7 +201,7 @@ def _pointwise_base(metric_id, base):
 def _delta_resampled(ctx, counts, base, estimator):
     family = _pointwise_base(f"delta.{base}.{estimator}", base)
     after = _after_adaptation_resampled(ctx, counts, base, estimator)
-    return after - counts @ family.pointwise(ctx) / counts.sum(axis=1)
+    return after - weighted_means(ctx, counts, family)
 
 
 @metric(rf"delta\.(?P<base>[a-z_]+)\.(?P<estimator>{_ALL})", needs_label_shift=True,

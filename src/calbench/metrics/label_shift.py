@@ -37,6 +37,7 @@ import numpy as np
 
 from calbench.convergence import NotConvergedWarning
 from calbench.metrics.rlls import rlls_weights
+from calbench.metrics.row_counts import row_sums
 
 #: EM stops when no floored class weight max(π/π_s, WEIGHT_FLOOR) changes by more than EM_TOL relative to its
 #: value in an iteration (the adapted probabilities are p ⊙ w renormalised, so they then change by less than about
@@ -108,62 +109,45 @@ def em_priors(probs: np.ndarray, source_priors: np.ndarray, tol: float | None = 
     """Saerens et al. (2002) EM: π ← mean over rows of p ⊙ (π / π_s) renormalised, from π = π_s, until no floored
     weight max(π/π_s, :data:`WEIGHT_FLOOR`) changes by more than ``tol`` (default :data:`EM_TOL`) relative to its
     value in an EM step; warns (:class:`NotConvergedWarning`) after ``max_iter`` EM steps. Returns (π_t, EM steps).
-    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one compiled pass over the rows of non-zero
-    weight (:mod:`calbench.kernels.label_shift`).
+    With s = p / π_s, a step is πⱼ ← πⱼ · mean_i(s_ij / (s_i · π)), one pass over the rows of non-zero weight.
 
     The steps are accelerated by SQUAREM (Varadhan & Roland 2008, Scand. J. Statist. 35, scheme S3): from π₀, two
     steps π₁, π₂, r = π₁ − π₀, v = π₂ − π₁ − r, α = min(−‖r‖/‖v‖, −1), π' = π₀ − 2αr + α²v, then one step from π'.
     It converges to the same fixed point in far fewer steps where a prior decays slowly towards 0 (EM's linear rate
     near 1); where π' leaves the simplex or lowers the log-likelihood, the cycle keeps the plain step π₂ (α = −1),
     so every cycle is at least as good as two EM steps. ``weights`` [R, n] (bootstrap row weights) runs R weighted
-    EMs at once and returns [R, k], each from π_s and stopped by the same criterion."""
-    from calbench.kernels.label_shift import em_step, sparse_rows  # lazy: numba only where EM runs
+    EMs and returns [R, k], each from π_s and stopped by the same criterion; the steps count of the longest. Every
+    EM runs in one compiled loop over its rows of non-zero weight, gathered once
+    (:func:`calbench.kernels.label_shift.em_redraws`)."""
+    from calbench.kernels.label_shift import em_redraws  # lazy: numba only where EM runs
 
     tol = EM_TOL if tol is None else tol
-    safe = np.where(source_priors > 0, source_priors, 1.0)
-    scaled = np.ascontiguousarray(probs / safe, dtype=np.float64)
     single = weights is None
     weights = np.ones((1, probs.shape[0])) if single else np.asarray(weights, dtype=np.float64)
-    priors = np.tile(np.asarray(source_priors, dtype=np.float64), (weights.shape[0], 1))  # a copy, updated in place
-    totals = weights.sum(axis=1)
-    indptr, cols, vals = sparse_rows(weights)
-    active = np.arange(weights.shape[0])
+    source = np.asarray(source_priors, dtype=np.float64)
+    safe = np.where(source > 0, source, 1.0)
+    indptr, cols, vals = redraw_rows(weights)
+    priors, steps, changes = np.empty((weights.shape[0], source.size)), np.empty(weights.shape[0], np.int64), \
+        np.empty(weights.shape[0])
+    em_redraws(np.ascontiguousarray(probs / safe, dtype=np.float64), safe, indptr, cols, vals, row_sums(weights),
+               source, WEIGHT_FLOOR, tol, max_iter, priors, steps, changes)
+    unconverged = changes > tol
+    if unconverged.any():
+        warnings.warn(f"label-shift EM: the weights still changed by {changes[unconverged].max():.3g} relative "
+                      f"(> {tol:g}) after {steps.max()} iterations; the estimate is the last iterate. A flat "
+                      "likelihood (a class the calibrated outputs hardly separate) converges slowly: check that "
+                      "class's calibration", NotConvergedWarning, stacklevel=2)
+    return (priors[0] if single else priors), int(steps.max())
 
-    def step(pi, likelihood=True):
-        """(one EM step from each row of ``pi``, the weighted mean log-likelihood of ``pi`` or None), for the
-        active sets, over their rows of non-zero weight (:func:`calbench.kernels.label_shift.em_step`)."""
-        new, loglik = np.empty_like(pi), np.empty(pi.shape[0])
-        em_step(scaled, indptr, cols, vals, totals, active, pi, new, loglik, likelihood)
-        return new, (loglik if likelihood else None)
 
-    def relative(a, b):
-        before, after = np.maximum(a / safe, WEIGHT_FLOOR), np.maximum(b / safe, WEIGHT_FLOOR)
-        return np.max(np.abs(after - before) / before, axis=1)
+def redraw_rows(weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(indptr, columns, weights) of the non-zero entries of row weights ``weights`` [R, n], by redraw
+    (:func:`calbench.kernels.label_shift.sparse_rows`), made once per weights array for EM and the adapted metrics
+    (:func:`calbench.metrics.row_counts.counts_form`)."""
+    from calbench.kernels.label_shift import sparse_rows
+    from calbench.metrics.row_counts import counts_form
 
-    steps = 0
-    while steps < max_iter:
-        start = priors[active]
-        first, loglik = step(start)
-        second, _ = step(first, likelihood=False)  # only the start's and the jump's likelihoods compare
-        r, v = first - start, second - 2 * first + start
-        alpha = np.minimum(-np.linalg.norm(r, axis=1) / np.maximum(np.linalg.norm(v, axis=1), 1e-300), -1.0)
-        jump = start - 2 * alpha[:, None] * r + alpha[:, None] ** 2 * v
-        plain = (jump <= 0).any(axis=1)
-        jump[plain] = second[plain]
-        new, jumped = step(jump)
-        plain |= jumped < loglik  # a jump that lowers the likelihood: keep the plain steps' π₂
-        new[plain], jump[plain] = second[plain], first[plain]
-        changes = relative(jump, new)
-        steps += 3
-        priors[active] = new
-        active = active[changes > tol]
-        if active.size == 0:
-            return (priors[0] if single else priors), steps
-    warnings.warn(f"label-shift EM: the weights still changed by {changes.max():.3g} relative (> {tol:g}) after "
-                  f"{steps} iterations; the estimate is the last iterate. A flat likelihood (a class the calibrated "
-                  "outputs hardly separate) converges slowly: check that class's calibration", NotConvergedWarning,
-                  stacklevel=2)
-    return (priors[0] if single else priors), steps
+    return counts_form(weights, "non-zero rows", lambda: sparse_rows(weights))
 
 
 def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.ndarray:
@@ -173,7 +157,7 @@ def _predicted(probs: np.ndarray, weights: np.ndarray | None, soft: bool) -> np.
     rows = probs if soft else np.eye(k)[np.argmax(probs, axis=1)]
     if weights is None:
         return rows.mean(axis=0)[None, :]
-    return weights @ rows / weights.sum(axis=1, keepdims=True)
+    return weights @ rows / row_sums(weights)[:, None]
 
 
 def bbse_weights(probs: np.ndarray, confusion: np.ndarray, weights: np.ndarray | None = None,

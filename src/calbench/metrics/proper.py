@@ -26,7 +26,11 @@ def accuracy(probs, labels) -> float:
 
 def log_loss_rows(probs, labels) -> np.ndarray:
     """Per-instance −ln p̂_y (clipped at ``NLL_EPS``) [N]."""
-    p_true = np.asarray(probs)[np.arange(labels.size), labels]
+    return log_loss_terms(np.asarray(probs)[np.arange(labels.size), labels])
+
+
+def log_loss_terms(p_true) -> np.ndarray:
+    """−ln p̂_y of each label probability ``p_true``, clipped at ``NLL_EPS``."""
     return -np.log(np.clip(p_true, NLL_EPS, None))
 
 

@@ -118,9 +118,28 @@ def _newton_direction(confusion: np.ndarray, gram: np.ndarray, strength: float, 
     hessian = hessian * (free[:, :, None] & free[:, None, :]) + eye * held[:, None, :]
     direction = np.full_like(theta, np.nan)
     fine = np.isfinite(hessian).all(axis=(1, 2)) & np.isfinite(gradient).all(axis=1)
-    fine &= np.linalg.cond(np.where(fine[:, None, None], hessian, eye)) < 1e14
+    fine &= _conditioned(np.where(fine[:, None, None], hessian, eye), 1e14)
     direction[fine] = -np.linalg.solve(hessian[fine], np.where(free, gradient, 0.0)[fine][..., None])[..., 0]
     return direction, gradient
+
+
+def _conditioned(matrices: np.ndarray, limit: float) -> np.ndarray:
+    """``np.linalg.cond(matrices) < limit`` for each of the finite ``matrices`` [R, k, k], the SVD computed only where
+    a Cholesky factorisation does not already show it with a margin of 50. With F = ‖A‖_F ≥ σ_max and c = 100 F/limit:
+    where the symmetric part S = (A + Aᵀ)/2 less c·I factorises (λ_min(S) > c, to rounding) and ‖A − S‖_F ≤ c/2,
+    σ_min(A) ≥ λ_min(S) − ‖A − S‖ > c/2 (Weyl), so the condition number is below limit/50. The Newton Hessians are
+    symmetric positive semi-definite: all but the nearly singular ones are shown so."""
+    from calbench.kernels.label_shift import positive_definite  # lazy: numba only where RLLS runs
+
+    frobenius = np.sqrt((matrices ** 2).sum(axis=(1, 2)))
+    symmetric = (matrices + matrices.transpose(0, 2, 1)) / 2
+    shift = 100 * frobenius / limit
+    shown = np.empty(matrices.shape[0], dtype=bool)
+    positive_definite(np.ascontiguousarray(symmetric - shift[:, None, None] * np.eye(matrices.shape[1])), shown)
+    shown &= np.sqrt(((matrices - symmetric) ** 2).sum(axis=(1, 2))) <= shift / 2
+    if not shown.all():
+        shown[~shown] = np.linalg.cond(matrices[~shown]) < limit
+    return shown
 
 
 def _lbfgsb(confusion: np.ndarray, b: np.ndarray, strength: float, start: np.ndarray) -> np.ndarray:

@@ -42,6 +42,11 @@ def lanes(counts: np.ndarray) -> list:
     return counts_form(counts, "lanes", lambda: list(chunks(counts)))
 
 
+def row_sums(counts: np.ndarray) -> np.ndarray:
+    """``counts.sum(axis=1)``, each resample's total, made once per counts array."""
+    return counts_form(counts, "row sums", lambda: counts.sum(axis=1))
+
+
 def as_float(counts: np.ndarray) -> np.ndarray:
     """``counts`` as a float64 array (exact for counts below 2⁵³), made once per counts array."""
     return counts_form(counts, "float64", lambda: np.asarray(counts, dtype=np.float64))
