@@ -14,7 +14,7 @@ from scipy.special import softmax
 
 from calbench.data import store
 from calbench.jobs.reliability import ReliabilitySpec, reliability_job, reliability_panels
-from calbench.report import reliability, shift
+from calbench.report import plotting, reliability, shift
 from calbench.report.plotting import save_figure
 
 
@@ -31,7 +31,7 @@ def saved(monkeypatch):
         figures[-1] = (checks, path)
 
     monkeypatch.setattr(reliability, "save_figure", keep)
-    monkeypatch.setattr(shift, "save_figure", keep)
+    monkeypatch.setattr(plotting, "save_figure", keep)  # shift.py imports it when it draws
     return figures
 
 
@@ -130,13 +130,13 @@ def test_shift_figures_draw_boxes_only_over_five_values(tmp_path, saved, monkeyp
     box, drawn as a point with its range instead."""
     drawn = {"boxplot": 0, "errorbar": 0}
     for kind in drawn:
-        original = getattr(shift.plt.Axes, kind)
+        original = getattr(plotting.plt.Axes, kind)
 
         def counted(self, *args, _original=original, _kind=kind, **kwargs):
             drawn[_kind] += 1
             return _original(self, *args, **kwargs)
 
-        monkeypatch.setattr(shift.plt.Axes, kind, counted)
+        monkeypatch.setattr(plotting.plt.Axes, kind, counted)
     numbers = shift.severity_figure(_shift_long(families, seeds), "src", ["nll"], tmp_path / "s.png")
     (checks, path), = saved
     _check(checks, path)
