@@ -35,12 +35,18 @@ def _em_alone(probs, source, weights, tol=ls.EM_TOL, max_iter=ls.EM_MAX_ITER):
     def floored(pi):
         return np.maximum(pi / source, ls.WEIGHT_FLOOR)
 
-    pi, steps = source.copy(), 0
+    return _squarem(source.copy(), step, floored, np.linalg.norm, tol, max_iter)
+
+
+def _squarem(pi, step, floored, norm, tol, max_iter):
+    """SQUAREM (Varadhan & Roland 2008, S3) over the EM ``step`` (priors → (next priors, log-likelihood)) from ``pi``,
+    as :func:`calbench.metrics.label_shift.em_priors` steps it: (priors, EM steps taken)."""
+    steps = 0
     while steps < max_iter:
         first, loglik = step(pi)
         second, _ = step(first)
         r, v = first - pi, second - 2 * first + pi
-        alpha = min(-np.linalg.norm(r) / max(np.linalg.norm(v), 1e-300), -1.0)
+        alpha = min(-norm(r) / max(norm(v), 1e-300), -1.0)
         jump = pi - 2 * alpha * r + alpha ** 2 * v
         plain = (jump <= 0).any()
         jump = second if plain else jump
@@ -50,7 +56,7 @@ def _em_alone(probs, source, weights, tol=ls.EM_TOL, max_iter=ls.EM_MAX_ITER):
         steps += 3
         change = np.max(np.abs(floored(new) - floored(jump)) / floored(jump))
         pi = new
-        if change <= tol:
+        if not change > tol:
             break
     return pi, steps
 
@@ -183,24 +189,7 @@ def _em_in_kernel_order(probs, source, weights, tol=ls.EM_TOL, max_iter=ls.EM_MA
     def norm(x):
         return np.linalg.norm(x[None, :], axis=1)[0]
 
-    pi, steps = source.copy(), 0
-    while steps < max_iter:
-        first, loglik = step(pi)
-        second, _ = step(first)
-        r, v = first - pi, second - 2 * first + pi
-        alpha = min(-norm(r) / max(norm(v), 1e-300), -1.0)
-        jump = pi - 2 * alpha * r + alpha ** 2 * v
-        plain = (jump <= 0).any()
-        jump = second if plain else jump
-        new, jumped = step(jump)
-        if plain or jumped < loglik:
-            new, jump = second, first
-        steps += 3
-        change = np.max(np.abs(floored(new) - floored(jump)) / floored(jump))
-        pi = new
-        if not change > tol:
-            break
-    return pi, steps
+    return _squarem(source.copy(), step, floored, norm, tol, max_iter)
 
 
 @pytest.mark.parametrize("k", [5, 150])
