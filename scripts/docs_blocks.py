@@ -175,7 +175,7 @@ def recommend_all(entries: dict[str, dict], records: list[dict]) -> str:
     alone = ", ".join(f"`{m}` {number(s, 2)}" for m, s in e["per_metric_cpu_seconds"].items())
     return (f"**{number(e['cpu_seconds'], 1)} CPU-s**, {number(e['seconds'], 1)} s wall ({e['sources']} sources of "
             f"{e['rows']:,} rows, {e['methods']} methods, {e['seeds']} seeds, {e['metrics']} metrics; goal "
-            f"{e['budget_cpu_seconds']} CPU-s). Each metric resampled alone, CPU-s over the sources: {alone}.")
+            f"{e['budget_wall_seconds']} s wall). Each metric resampled alone, CPU-s over the sources: {alone}.")
 
 
 def scale_run(entries: dict[str, dict], records: list[dict]) -> str:
