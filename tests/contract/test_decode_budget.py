@@ -58,10 +58,19 @@ def _cpu_seconds(path) -> float:
     return time.process_time() - start
 
 
+def load_cost(path) -> tuple[object, list, int, float]:
+    """:func:`_watched`'s (result, audit events, peak traced bytes) of loading ``path``, and the CPU seconds of the
+    load: the traced load's where they are within :data:`SECONDS` (tracemalloc only slows it), else an untraced
+    load's (:func:`_cpu_seconds`)."""
+    start = time.process_time()
+    result, events, peak = _watched(path)
+    seconds = time.process_time() - start
+    return result, events, peak, seconds if seconds <= SECONDS else _cpu_seconds(path)
+
+
 def _bounded(path):
     """(the loaded calibrator or the exception) of loading ``path``, checked against the documented bounds."""
-    result, events, peak = _watched(path)
-    seconds = _cpu_seconds(path)
+    result, events, peak, seconds = load_cost(path)
     size = path.stat().st_size
     assert not events, f"{path.name}: audit events {events}"
     assert peak <= PEAK_BASE + PEAK_PER_BYTE * size, f"{path.name}: {peak / 2**20:.0f} MiB traced ({size:,} bytes)"

@@ -22,8 +22,7 @@ from calbench.persist import CalibratorFileError
 from calbench.persist.budget import PEAK_BASE, PEAK_PER_BYTE
 from calbench.persist.format import checksum
 from calbench.scores import NotDistributionsError, non_distributions
-from test_calibrator_files import _watched
-from test_decode_budget import SECONDS, _cpu_seconds
+from test_decode_budget import SECONDS, load_cost
 from test_persist import TEST, fitted
 
 FORGERIES = int(os.environ.get("CALBENCH_FUZZ", "300"))
@@ -155,8 +154,7 @@ def test_random_forgeries_are_refused_or_give_distributions_within_the_bounds(sa
         path = tmp_path / f"f{n}.safetensors"
         save_file(arrays, str(path), metadata={"calbench": json.dumps(header)})
         where = f"forgery {n} ({family} of {name}, seed {seed})"
-        result, events, peak = _watched(path)
-        seconds = _cpu_seconds(path)
+        result, events, peak, seconds = load_cost(path)
         assert not events, f"{where}: audit events {events}"
         assert peak <= PEAK_BASE + PEAK_PER_BYTE * path.stat().st_size, f"{where}: {peak / 2**20:.0f} MiB traced"
         assert seconds <= SECONDS, f"{where}: {seconds:.1f} CPU-s"
