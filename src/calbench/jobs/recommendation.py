@@ -263,13 +263,14 @@ def _shifted_draws(source: str, everything, metrics, results: Path, request: Req
 
     rows = with_severity(everything[everything["source"] == source])
     rows = rows[rows["metric"].isin(metrics)]
-    keys = rows[["method", "seed"]].drop_duplicates().itertuples(index=False)
-    outputs = [tuple(under(results, template, source=source, method=m, seed=int(s))
-                     for template in (paths.METRICS, paths.CALIBRATED, paths.CALIBRATOR)) for m, s in keys]
+    keys = [(m, int(s)) for m, s in rows[["method", "seed"]].drop_duplicates().itertuples(index=False)]
+    outputs = {(source, m, s): tuple(under(results, template, source=source, method=m, seed=s)
+                                     for template in (paths.METRICS, paths.CALIBRATED, paths.CALIBRATOR))
+               for m, s in keys}
     shifts = under(results, paths.SHIFTS, source=source)
-    if not shifts.is_file() or not all(path.is_file() for files in outputs for path in files):
+    if not shifts.is_file() or not all(path.is_file() for files in outputs.values() for path in files):
         return None
-    load = shifted_outputs(outputs, {source: str(shifts)})
+    load = shifted_outputs({key: files[1:] for key, files in outputs.items()}, {source: str(shifts)})
     return column_draws(source, rows, metrics, load, request.resamples, [UNDER_SHIFT],
                         request.recompute)[UNDER_SHIFT]
 

@@ -63,9 +63,11 @@ def shift_report_job(*, spec: ShiftReportSpec) -> None:
     ranking and each source's figure (png and the CSV of what it draws), from the shifted sources' metrics JSON files
     (read here, not from the aggregate job's long table, so that the two jobs run side by side)."""
     metrics, methods = spec.metric_ids, spec.methods
-    long = long_table(json.loads(Path(path).read_text()) for path in spec.metrics)
-    outputs = list(zip(spec.metrics, spec.calibrated, spec.calibrators, strict=True))
-    cells = shift_cells(long, list(metrics), shifted_outputs(outputs, spec.shifts))
+    records = [json.loads(Path(path).read_text()) for path in spec.metrics]
+    long = long_table(records)
+    files = {(r["source"], r["method"], int(r["seed"])): (calibrated, calibrator)
+             for r, calibrated, calibrator in zip(records, spec.calibrated, spec.calibrators, strict=True)}
+    cells = shift_cells(long, list(metrics), shifted_outputs(files, spec.shifts))
     write_text_atomic(spec.intervals, cells.to_csv(index=False, float_format="%.10g"))
     images = {source: corrupted_images(path) for source, path in spec.shifts.items()}
     for metric_id, path in spec.tables.items():
@@ -87,17 +89,14 @@ def corrupted_images(shifts) -> tuple[int, int] | None:
     return int(channels), int(max(height, width))
 
 
-def shifted_outputs(outputs, shift_files: dict[str, str]):
+def shifted_outputs(files: dict, shift_files: dict[str, str]):
     """``load(source, test_set, method, seed)``: the calibrated test outputs (``clean``) or the saved calibrator's
-    outputs on a shifted set (:func:`calbench.jobs.evaluate.shifted_set`), None where the method did not run."""
+    outputs on a shifted set (:func:`calbench.jobs.evaluate.shifted_set`), None where the method did not run;
+    ``files``: ``(source, method, seed)`` → (its calibrated file, its saved calibrator)."""
     from calbench.data.store import read_calibrated
     from calbench.jobs.evaluate import shifted_set
     from calbench.persist import load as load_calibrator
 
-    files = {}
-    for metrics_json, calibrated, calibrator in outputs:
-        record = json.loads(Path(metrics_json).read_text())
-        files[record["source"], record["method"], int(record["seed"])] = (calibrated, calibrator)
     tests, calibrators = {}, {}
 
     def load(source, test_set, method, seed):
