@@ -66,8 +66,9 @@ def _imports_in(nodes, package: str, attributes: frozenset = frozenset()) -> lis
     return [(m, names) for m, names in found if m == PACKAGE or m.startswith(PACKAGE + ".")]
 
 
-#: The nodes whose bodies run only when called.
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+#: Named function definitions, and every node whose body runs only when called.
+DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FUNCTIONS = (*DEFINITIONS, ast.Lambda)
 
 
 def _scan(tree):
@@ -75,7 +76,7 @@ def _scan(tree):
     each top-level function's import nodes, the names each top-level function calls, the attributes read as
     ``calbench.<name>``)."""
     everything, at_import, lazy, calls, attributes = [], [], {}, {}, set()
-    stack = [(node, node.name if isinstance(node, FUNCTIONS[:2]) else None, isinstance(node, FUNCTIONS))
+    stack = [(node, node.name if isinstance(node, DEFINITIONS) else None, isinstance(node, FUNCTIONS))
              for node in reversed(tree.body)]
     while stack:
         node, function, inside = stack.pop()
@@ -98,7 +99,7 @@ def _module_imports(path: Path):
     package = _module_name(path) if path.is_relative_to(ROOT) else ""
     if package and path.name != "__init__.py":
         package = package.rpartition(".")[0]
-    functions = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    functions = {node.name for node in tree.body if isinstance(node, DEFINITIONS)}
     everything, at_import, lazy, calls, attributes = _scan(tree)
     return (_imports_in(everything, package, attributes), _imports_in(at_import, package, attributes),
             {name: _imports_in(lazy.get(name, []), package, attributes) for name in functions},
