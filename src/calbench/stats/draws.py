@@ -110,8 +110,8 @@ def source_draws(source: str, seeds: Sequence[int], methods: Sequence[str], metr
     formless: set[str] = set()
     ran = [reference for reference in references if reference is not None]
     for pair in (ran[k:k + SEEDS_AT_ONCE] for k in range(0, len(ran), SEEDS_AT_ONCE)):
-        items = [(reference, counts, i) for reference in pair for counts in [resampler.counts(reference.index)]
-                 for i in range(len(methods))]
+        counts = {reference.index: resampler.counts(reference.index) for reference in pair}
+        items = [(reference, counts[reference.index], i) for reference in pair for i in range(len(methods))]
         found = thread_map(lambda item: _method_draws(source, methods[item[2]], item[0], metrics, load, item[1],
                                                       recompute, known), items)
         for (reference, _, i), one in zip(items, found):
