@@ -47,31 +47,21 @@ def table_texts(workdir: Path) -> dict[str, str]:
 def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]:
     """``(rule, wildcards)`` of every job ``snakemake -n`` (plus ``extra`` arguments) would run, e.g.
     ``("calibrate", "tiny/ts/0")``."""
-    from conftest import run_snakemake
-
-    result = run_snakemake(Path(workdir), None, "-n", *extra, **run_options)
-    jobs, rule = set(), None
-    for line in result.stdout.splitlines():
-        words = line.split()
-        if len(words) == 2 and words[0] in ("rule", "localrule") and words[1].endswith(":"):
-            if rule is not None:
-                jobs.add((rule, ""))
-            rule = words[1][:-1]
-        elif rule is not None and words[:1] == ["wildcards:"]:
-            values = [w.split("=", 1)[1].rstrip(",") for w in words[1:]]
-            jobs.add((rule, "/".join(values)))
-            rule = None
-    if rule is not None:
-        jobs.add((rule, ""))
-    return {job for job in jobs if job[0] != "all"}
+    return set(_dry_run_jobs(workdir, ("-n", *extra), run_options))
 
 
 def job_files(workdir: Path, **run_options) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
     """Every job of the workflow in ``workdir`` as ``snakemake -n --forceall`` lists it: ``(rule, wildcards)`` (as
     :func:`planned_jobs` names jobs) → (its input files, its output files), each as printed."""
+    return _dry_run_jobs(workdir, ("-n", "--forceall"), run_options)
+
+
+def _dry_run_jobs(workdir: Path, args, run_options) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
+    """The jobs of a dry run's listing (``rule NAME:`` blocks; a group job's jobs follow each other, indented), but
+    ``all``: ``(rule, wildcards)`` → (input files, output files)."""
     from conftest import run_snakemake
 
-    result = run_snakemake(Path(workdir), None, "-n", "--forceall", **run_options)
+    result = run_snakemake(Path(workdir), None, *args, **run_options)
     jobs, job = {}, None
 
     def close():
@@ -81,7 +71,7 @@ def job_files(workdir: Path, **run_options) -> dict[tuple[str, str], tuple[set[s
     for line in [*result.stdout.splitlines(), ""]:
         words = line.split()
         if len(words) == 2 and words[0] in ("rule", "localrule") and words[1].endswith(":"):
-            close()  # a group job's jobs follow each other, indented
+            close()
             job = {"rule": words[1][:-1], "input:": set(), "output:": set(), "wildcards:": ""}
         elif job is not None and words[:1] in (["input:"], ["output:"]):
             job[words[0]] = set(line.split(":", 1)[1].strip().split(", "))
