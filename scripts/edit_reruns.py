@@ -1,10 +1,11 @@
 """Which rules an edit of each file of src/calbench reschedules in the default run, from its DAG.
 
 ``snakemake -n`` of ``config/config.yaml`` in an empty folder lists every job with its input and output files;
-a job's inputs hold its code inputs (the import closure of its script and method, ``calbench.imports``). Editing
-a file reschedules the jobs that have it as an input and every job downstream of them: :func:`rerun_table`
-follows the outputs. The table, files grouped by the rules they reschedule, is the section "Which rules each
-file reschedules" of docs/operations.md (``tests/workflow/test_edit_reruns.py`` checks that the two agree):
+a job's inputs hold its code manifest, which lists the import closure of its script and method
+(``calbench.imports``, ``calbench.jobs.code_inputs``). Editing a file reschedules the jobs whose manifest lists it
+and every job downstream of them: :func:`rerun_table` follows the outputs. The table, files grouped by the rules
+they reschedule, is the section "Which rules each file reschedules" of docs/operations.md
+(``tests/workflow/test_edit_reruns.py`` checks that the two agree):
 
     python scripts/edit_reruns.py            # rewrite that section of docs/operations.md
     python scripts/edit_reruns.py --check    # exit 1 when it is out of date
@@ -20,6 +21,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from calbench.jobs.code_inputs import with_code_files
 from calbench.perf.docs_blocks import replace_blocks, write_or_check
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,24 +32,26 @@ BLOCK = "edit-reruns"  # the generated block of docs/operations.md (calbench.per
 
 def planned_jobs(config: Path = REPO / "config" / "config.yaml") -> list[dict]:
     """Every job of a dry run of ``config`` from scratch: ``{"rule", "input", "output"}`` (sets of paths as
-    Snakemake prints them; code inputs are absolute)."""
+    Snakemake prints them, and the absolute paths of the source files that the job's code manifest lists)."""
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     with tempfile.TemporaryDirectory(prefix="edit_reruns_") as work:
         shutil.copy(config, Path(work) / "config.yaml")
         result = subprocess.run([snakemake, "-s", str(REPO / "Snakefile"), "--directory", work, "--configfile",
                                  str(Path(work) / "config.yaml"), "--cores", "1", "-n"], cwd=work,
                                 capture_output=True, text=True, timeout=600)
-    if result.returncode:
-        raise RuntimeError(f"snakemake -n failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    jobs, job = [], None
-    for line in result.stdout.splitlines():
-        head = re.match(r"^\s*(?:local)?rule (\w+):$", line)
-        if head:
-            job = {"rule": head[1], "input": set(), "output": set()}
-            jobs.append(job)
-        elif job is not None and re.match(r"^\s+(input|output): ", line):
-            key, _, files = line.strip().partition(": ")
-            job[key] = set(files.split(", "))
+        if result.returncode:
+            raise RuntimeError(f"snakemake -n failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+        jobs, job = [], None
+        for line in result.stdout.splitlines():
+            head = re.match(r"^\s*(?:local)?rule (\w+):$", line)
+            if head:
+                job = {"rule": head[1], "input": set(), "output": set()}
+                jobs.append(job)
+            elif job is not None and re.match(r"^\s+(input|output): ", line):
+                key, _, files = line.strip().partition(": ")
+                job[key] = set(files.split(", "))
+        for job in jobs:  # the code manifests, read before the folder goes
+            job["input"] = with_code_files(job["input"], work, REPO)
     return [j for j in jobs if j["rule"] != "all"]
 
 

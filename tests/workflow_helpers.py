@@ -52,21 +52,26 @@ def planned_jobs(workdir: Path, extra=(), **run_options) -> set[tuple[str, str]]
 
 def job_files(workdir: Path, **run_options) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
     """Every job of the workflow in ``workdir`` as ``snakemake -n --forceall`` lists it: ``(rule, wildcards)`` (as
-    :func:`planned_jobs` names jobs) → (its input files, its output files), each as printed."""
+    :func:`planned_jobs` names jobs) → (its input files, its output files), each as printed (and the source files its
+    code manifest lists)."""
     return _dry_run_jobs(workdir, ("-n", "--forceall"), run_options)
 
 
 def _dry_run_jobs(workdir: Path, args, run_options) -> dict[tuple[str, str], tuple[set[str], set[str]]]:
     """The jobs of a dry run's listing (``rule NAME:`` blocks; a group job's jobs follow each other, indented), but
-    ``all``: ``(rule, wildcards)`` → (input files, output files)."""
-    from conftest import run_snakemake
+    ``all``: ``(rule, wildcards)`` → (input files, output files), the input files with the source files that each
+    code manifest lists (:func:`calbench.jobs.code_inputs.with_code_files`)."""
+    from calbench.jobs.code_inputs import with_code_files
+    from conftest import REPO, run_snakemake
 
     result = run_snakemake(Path(workdir), None, *args, **run_options)
+    root = Path(run_options.get("snakefile") or REPO / "Snakefile").parent
     jobs, job = {}, None
 
     def close():
         if job is not None and job["rule"] != "all":
-            jobs[(job["rule"], job["wildcards:"])] = (job["input:"], job["output:"])
+            inputs = with_code_files(job["input:"], workdir, root)
+            jobs[(job["rule"], job["wildcards:"])] = (inputs, job["output:"])
 
     for line in [*result.stdout.splitlines(), ""]:
         words = line.split()

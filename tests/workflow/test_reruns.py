@@ -85,6 +85,16 @@ def test_nothing_reruns_after_a_complete_run_even_with_a_touched_module(done):
         os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
 
 
+def test_an_edit_that_keeps_the_files_old_modification_time_reruns_its_jobs(done):
+    """``cp -p`` or ``rsync -a`` of an edited module: the code manifest (calbench.jobs.code_inputs) records content,
+    so the jobs rerun although the file is no newer than their outputs."""
+    module = done[0] / "src" / "calbench" / "methods" / "temperature.py"
+    stat = module.stat()
+    undo = _edit_file(module, module.read_text() + "\n# an edit copied with its old time\n")
+    os.utime(module, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert _planned_after(done, undo) == _jobs_of("ts", "ts+ets")
+
+
 def test_adding_a_metric_reruns_evaluation_and_aggregation_only(done):
     undo = _edit_config(done[1], lambda c: c["metrics"].append("brier"))
     assert _planned_after(done, undo) == _jobs_of(*METHODS, rules=("evaluate",))

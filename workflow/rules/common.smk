@@ -15,6 +15,7 @@ from calbench.data.sources import dump_memory_mb
 from calbench.data.store import job_memory_mb
 from calbench.imports import code_files
 from calbench.jobs import paths
+from calbench.jobs.code_inputs import code_manifest
 from calbench.jobs.spec import spec_function
 from calbench.stats.ranks import MIN_SOURCES
 from calbench.methods import code_files as method_code_files
@@ -134,28 +135,35 @@ def label_shift_outputs():
     return tables + [LABEL_SHIFT_REPORT.adapt] if tables else []
 
 
-# ---- code inputs: the calbench files each rule's script can execute (calbench.imports) ----
+# ---- code inputs: the calbench files each rule's script can execute (calbench.imports), as one manifest per import
+# closure (calbench.jobs.code_inputs) ----
 @cache
-def script_code(script):
-    """The closure of the calbench imports of workflow/scripts/{script}.py: the code input of its rule, so that
-    editing one of these files reruns the rule's jobs, and editing any other file does not."""
+def _script_files(script):
     return code_files(scripts=[Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"])
 
 
 @cache
+def script_code(script):
+    """The manifest of the closure of the calbench imports of workflow/scripts/{script}.py: the code input of its
+    rule, so that editing one of these files reruns the rule's jobs, and editing any other file does not."""
+    return code_manifest(script, _script_files(script), root=workflow.basedir)
+
+
+@cache
 def _script_and_method_code(script, method):
-    return tuple(sorted(set(script_code(script)) | set(method_code_files(method))))
+    files = sorted(set(_script_files(script)) | set(method_code_files(method)))
+    return code_manifest(f"{script}.{method}", files, root=workflow.basedir)
 
 
 def method_code(script):
-    """The code input of a rule whose script fits ``{method}``, that is the script's closure and that of each stage's
-    class module (the registry imports those by name); computed once per script and method (Snakemake evaluates
-    the input function of each job, more than once)."""
+    """The code input of a rule whose script fits ``{method}``, the manifest of the script's closure and that of
+    each stage's class module (the registry imports those by name), written once per script and method (Snakemake
+    evaluates the input function of each job, more than once)."""
 
-    def files(wildcards):
-        return list(_script_and_method_code(script, wildcards.method))
+    def manifest(wildcards):
+        return _script_and_method_code(script, wildcards.method)
 
-    return files
+    return manifest
 
 
 # ---- environments and resources ----
