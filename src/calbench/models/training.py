@@ -59,12 +59,16 @@ def seed_everything(seed: int) -> None:
 
 
 def _optimizer(model: nn.Module, recipe: Recipe) -> torch.optim.Optimizer:
+    """The recipe's optimiser, with torch's multi-tensor (``foreach``) update, which torch uses by default on CUDA
+    only: on the CPU it gives the per-tensor loop's weights to the bit (checked on both default-run models) and
+    takes an eighth of the small ViT's training time off."""
     decay = [p for p in model.parameters() if p.ndim > 1]
     no_decay = [p for p in model.parameters() if p.ndim <= 1]  # biases and norms: no weight decay
     groups = [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
     if recipe.optimizer == "sgd":
-        return torch.optim.SGD(groups, lr=recipe.lr, momentum=recipe.momentum, nesterov=recipe.momentum > 0)
-    return torch.optim.AdamW(groups, lr=recipe.lr)
+        return torch.optim.SGD(groups, lr=recipe.lr, momentum=recipe.momentum, nesterov=recipe.momentum > 0,
+                               foreach=True)
+    return torch.optim.AdamW(groups, lr=recipe.lr, foreach=True)
 
 
 def _lr_factor(recipe: Recipe, steps_per_epoch: int):
