@@ -202,8 +202,10 @@ def default_run(entries: dict[str, dict], records: list[dict]) -> str:
     def total(record: dict) -> str:
         run = record["run"]
         jobs = sum(e["jobs"] for e in record["entries"].values())
+        own = (f", of which Snakemake's own process {number(run['snakemake_cpu_seconds'], 1)}"
+               if "snakemake_cpu_seconds" in run else "")
         return (f"{jobs} jobs with benchmark files, **{run['wall']} wall**, "
-                f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run), load average "
+                f"{number(run['cpu_seconds'], 0)} CPU-s (user + system, every process of the run{own}), load average "
                 f"{record['load_average']}")
 
     def cpu(e: dict | None) -> str:

@@ -9,7 +9,8 @@ its jobs' ``s`` in Snakemake's benchmark files. CPU seconds: for the jobs that t
 (:mod:`calbench.jobs.runner`), the user + system seconds of their forked children from ``logs/job_runner.tsv``
 (exact: the runner waits for each child); for the other jobs, Snakemake's ``cpu_time``, which samples the job's
 processes and misses what they spend between samples (a job shorter than a sample reads 0). ``--wall`` and
-``--cpu`` are the whole run's (``/usr/bin/time``: every process, Snakemake's own and the jobs' start-up included).
+``--cpu`` are the whole run's (``/usr/bin/time``: every process, Snakemake's own and the jobs' start-up included);
+``--snakemake-cpu``, Snakemake's own process's part of it (:mod:`calbench.perf.snakemake_cpu` prints it).
 """
 
 from __future__ import annotations
@@ -63,13 +64,17 @@ def main(argv=None) -> None:
     parser.add_argument("--command", required=True, help="the run's command line, as the record shows it")
     parser.add_argument("--wall", required=True, help="the whole run's wall time, as /usr/bin/time printed it")
     parser.add_argument("--cpu", type=float, required=True, help="the whole run's user + system CPU seconds")
+    parser.add_argument("--snakemake-cpu", type=float, default=None,
+                        help="the CPU seconds of Snakemake's own process (python -m calbench.perf.snakemake_cpu)")
     parser.add_argument("--setting", default=None, help="words on how it was run (shown beside the command)")
     parser.add_argument("--load", default=None, help="the load average seen during the run (default: now)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     record = {**provenance(args.command), **({"setting": args.setting} if args.setting else {}),
               **({"load_average": args.load} if args.load else {}),
-              "run": {"wall": args.wall, "cpu_seconds": args.cpu}, "benchmarks": breakdown(args.run_dir)}
+              "run": {"wall": args.wall, "cpu_seconds": args.cpu,
+                      **({"snakemake_cpu_seconds": args.snakemake_cpu} if args.snakemake_cpu is not None else {})},
+              "benchmarks": breakdown(args.run_dir)}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"wrote {args.out}")
 
