@@ -74,6 +74,7 @@ def test_listed_files_are_the_absolute_paths_and_join_a_jobs_inputs(repo, tmp_pa
     assert with_code_files(inputs, workdir, repo) == inputs | set(_files(repo)) | {str(elsewhere)}
 
 
+@pytest.mark.workflow  # starts a process
 @pytest.mark.skipif(shutil.which("sha256sum") is None, reason="no sha256sum on this machine")
 def test_sha256sum_checks_a_manifest_from_the_repository(repo):
     path = code_manifest("aggregate", _files(repo), repo, folder=repo / MANIFESTS)

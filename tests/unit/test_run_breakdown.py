@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from calbench.perf.run_breakdown import main as run_breakdown
 
 
@@ -33,6 +35,7 @@ def test_the_breakdown_takes_the_runners_cpu_seconds_and_the_benchmarks_elsewher
                                   "cpu_source": "runner"}
 
 
+@pytest.mark.workflow  # starts a process
 def test_snakemake_cpu_prints_the_own_process_line_when_snakemake_exits():
     run = subprocess.run([sys.executable, "-m", "calbench.perf.snakemake_cpu", "--version"], capture_output=True,
                          text=True, timeout=120)
