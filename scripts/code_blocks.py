@@ -92,7 +92,8 @@ def layer_table() -> str:
 
 
 def rules() -> list[dict]:
-    """Every rule of workflow/rules/*.smk: its name, file, directives, local or not, conda env, threads, GPU."""
+    """Every rule of workflow/rules/*.smk: its name, file, directives, the script it runs (``script:``, or its shell
+    command's ``job_command``: None for neither), local or not, conda env, threads, GPU."""
     found = []
     for path in sorted(RULES.glob("*.smk")):
         text = path.read_text()
@@ -101,8 +102,10 @@ def rules() -> list[dict]:
             body = m[2]
             conda = re.search(r"    conda:\n        (.+)\n", body)
             threads = re.search(r"    threads: ([^#\n]+)", body)
+            script = re.search(r'script:\s*"\.\./scripts/(\w+)\.py"|shell:\s*job_command\("(\w+)"', body)
             found.append({"name": m[1], "file": path.name, "local": m[1] in local,
                           "directives": set(re.findall(r"^    (\w+):", body, re.M)),
+                          "script": script and (script[1] or script[2]),
                           "conda": conda[1].strip('"').removeprefix("../../") if conda else None,
                           "threads": threads[1].strip() if threads else "1",
                           "gpu": "gpu=" in body})

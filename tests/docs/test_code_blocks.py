@@ -37,7 +37,7 @@ def test_every_rule_has_a_log_a_benchmark_and_a_conda_env():
 
 
 def test_every_rule_with_a_script_has_a_spec():
-    scripted = {r["name"] for r in code_blocks.rules() if "script" in r["directives"]}
+    scripted = {r["name"] for r in code_blocks.rules() if r["script"]}
     assert scripted == set(SPECS), (scripted ^ set(SPECS))
 
 

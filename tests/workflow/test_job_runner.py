@@ -1,6 +1,7 @@
-"""The local job runner (calbench.jobs.runner): a rule script handed to it runs in a child forked from the runner,
-with the job's streams, working directory and environment, and its exit status becomes the job's; without a
-runner, or for a job it declines, the script runs in its own process."""
+"""The local job runner (calbench.jobs.runner): a job that a rule's shell command (workflow/scripts/job_runner/
+client.py) hands to it runs its script in a child forked from the runner, with the job's streams, working directory
+and environment, and its exit status becomes the job's; without a runner, or for a job it declines, the client
+runs the script in a Python of its own (calbench.jobs.script_job)."""
 
 from __future__ import annotations
 
@@ -17,24 +18,20 @@ from conftest import REPO
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the runner runs on Linux only")
 
-CLIENT = REPO / "workflow" / "scripts"
-SCRIPT = f"""
-import os, sys, types
-sys.path.insert(0, {str(CLIENT)!r})
-from job_runner.client import ran_by_runner
-
-if "snakemake" not in globals():
-    snakemake = types.SimpleNamespace(wildcards=["src", "ts", "0"], action=sys.argv[1])
-if not ran_by_runner(snakemake, __file__):
-    print("pid", os.getpid(), "parent", os.getppid(), "cwd", os.getcwd(), "env", os.environ.get("JOB_VALUE"))
-    if snakemake.action == "exit":
-        sys.exit(3)
-    if snakemake.action == "raise":
-        raise ValueError("the job's own error")
-    if snakemake.action == "sleep":
-        open("started", "w").close()
-        import time
-        time.sleep(60)
+CLIENT = REPO / "workflow" / "scripts" / "job_runner" / "client.py"
+SCRIPT = """
+import os, sys
+print("pid", os.getpid(), "parent", os.getppid(), "cwd", os.getcwd(), "env", os.environ.get("JOB_VALUE"),
+      "config", snakemake.config["marker"], "rule", snakemake.rule, "threads", snakemake.threads)
+action = snakemake.wildcards["action"]
+if action == "exit":
+    sys.exit(3)
+if action == "raise":
+    raise ValueError("the job's own error")
+if action == "sleep":
+    open("started", "w").close()
+    import time
+    time.sleep(60)
 """
 
 
@@ -48,13 +45,19 @@ def started(tmp_path, monkeypatch):
     assert runner.ADDRESS_ENV not in os.environ
 
 
-def _job(tmp_path, action, **kwargs):
-    script = tmp_path / "rule_script.py"
+def _command(tmp_path, action) -> list[str]:
+    """The shell command of a rule that runs the script above (workflow/rules/common.smk, ``job_command``)."""
+    script, config = tmp_path / "rule_script.py", tmp_path / "config.json"
     script.write_text(SCRIPT)
-    work = tmp_path / "work"
-    work.mkdir(exist_ok=True)
+    config.write_text('{"marker": "the resolved config"}')
+    (tmp_path / "work").mkdir(exist_ok=True)
+    return [sys.executable, "-S", str(CLIENT), "calibrate", str(script), str(config), "2", str(tmp_path / "job.log"),
+            "source=src", f"action={action}"]
+
+
+def _job(tmp_path, action, **kwargs):
     env = {**os.environ, "JOB_VALUE": "from the job"}
-    return subprocess.run([sys.executable, str(script), action], cwd=work, env=env, capture_output=True, text=True,
+    return subprocess.run(_command(tmp_path, action), cwd=tmp_path / "work", env=env, capture_output=True, text=True,
                           timeout=120, **kwargs)
 
 
@@ -63,9 +66,10 @@ def test_a_job_runs_in_a_child_of_the_runner_with_its_streams_directory_and_envi
     assert done.returncode == 0, done.stderr
     words = done.stdout.split()
     assert words[3] == str(started)  # the child's parent is the runner, not the job's process
-    assert words[5] == str(tmp_path / "work") and done.stdout.rstrip().endswith("from the job")
+    assert words[5] == str(tmp_path / "work")
+    assert " ".join(words[6:]) == "env from the job config the resolved config rule calibrate threads 2"
     lines = (tmp_path / "record.tsv").read_text().splitlines()
-    assert lines[0] == runner.RECORD_HEADER.strip() and lines[1].split("\t")[:3] == ["rule_script", "src/ts/0", "0"]
+    assert lines[0] == runner.RECORD_HEADER.strip() and lines[1].split("\t")[:3] == ["rule_script", "src/print", "0"]
 
 
 def test_the_jobs_exit_status_and_traceback_are_the_jobs(tmp_path, started):
@@ -75,10 +79,7 @@ def test_the_jobs_exit_status_and_traceback_are_the_jobs(tmp_path, started):
 
 
 def test_a_cancelled_job_ends_its_child(tmp_path, started):
-    script = tmp_path / "rule_script.py"
-    script.write_text(SCRIPT)
-    (tmp_path / "work").mkdir()
-    job = subprocess.Popen([sys.executable, str(script), "sleep"], cwd=tmp_path / "work")
+    job = subprocess.Popen(_command(tmp_path, "sleep"), cwd=tmp_path / "work")
     deadline = time.monotonic() + 60
     while not (tmp_path / "work" / "started").exists() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -114,9 +115,15 @@ def test_the_runner_ends_with_its_run_and_removes_its_socket(tmp_path):
 
 
 def test_without_a_runner_the_script_runs_in_its_own_process(tmp_path, monkeypatch):
+    """The client becomes a Python with its site packages (calbench.jobs.script_job): the same process, the same
+    job, exit status and traceback."""
     monkeypatch.delenv(runner.ADDRESS_ENV, raising=False)
     done = _job(tmp_path, "print")
-    assert done.returncode == 0 and done.stdout.split()[3] == str(os.getpid())
+    assert done.returncode == 0 and done.stdout.split()[3] == str(os.getpid()), done.stderr
+    assert " ".join(done.stdout.split()[6:]) == "env from the job config the resolved config rule calibrate threads 2"
+    assert _job(tmp_path, "exit").returncode == 3
+    failed = _job(tmp_path, "raise")
+    assert failed.returncode == 1 and "ValueError: the job's own error" in failed.stderr
 
 
 def test_the_runner_is_off_where_asked_and_for_cluster_runs(monkeypatch):

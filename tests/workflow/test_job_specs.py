@@ -42,16 +42,17 @@ with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
                         for name, files in job.output._allitems() if name},
              "params": dict(job.params.items())}
             for job in workflow._workflow.dag.jobs]
-    rules = {rule.name: bool(rule.script) for rule in workflow._workflow.rules}
+    rules = {rule.name: bool(rule.script or "job_runner/client.py" in (rule.shellcmd or ""))
+             for rule in workflow._workflow.rules}
 print(json.dumps({"jobs": jobs, "rules": rules}))
 """
 
 
 @pytest.fixture(scope="module")
 def dags(tmp_path_factory):
-    """Config name → (resolved config, the DAG's jobs, rule → has a script) of that shipped config, each built once
-    when a test first asks for it: a cache, not a parametrised module fixture, which the random order would set up
-    again at every change of parameter."""
+    """Config name → (resolved config, the DAG's jobs, rule → runs a script, by ``script:`` or the job runner's
+    client) of that shipped config, each built once when a test first asks for it: a cache, not a parametrised
+    module fixture, which the random order would set up again at every change of parameter."""
     built = {}
 
     def dag(name):
@@ -71,7 +72,7 @@ def dags(tmp_path_factory):
 
 @pytest.fixture(params=CONFIGS)
 def dag(request, dags):
-    """(resolved config, the DAG's jobs, rule → has a script) of a shipped config."""
+    """(resolved config, the DAG's jobs, rule → runs a script) of a shipped config."""
     return dags(request.param)
 
 

@@ -165,16 +165,18 @@ def test_an_edit_reruns_exactly_the_jobs_whose_code_imports_the_file(done):
 
 
 def test_every_rule_that_runs_a_script_declares_that_scripts_import_closure():
-    """No rule runs calbench code without a code input derived from it: each ``script:`` rule's ``input`` has
-    ``script_code("<its script>")`` (or ``method_code``, which adds the method's closure to it)."""
+    """No rule runs calbench code without a code input derived from it: each rule that runs a script (``script:``,
+    or a shell command ``job_command("<script>", ...)``) has ``script_code("<its script>")`` in its ``input`` (or
+    ``method_code``, which adds the method's closure to it)."""
     import re
 
     rules = {}
     for path in sorted((REPO / "workflow" / "rules").glob("*.smk")):
         for block in re.split(r"\n\s*rule ", path.read_text())[1:]:
-            script = re.search(r'script:\s*"\.\./scripts/(\w+)\.py"', block)
+            script = re.search(r'script:\s*"\.\./scripts/(\w+)\.py"|shell:\s*job_command\("(\w+)"', block)
             if script:
-                rules[block.split(":")[0]] = (script[1], re.search(r'code=(?:script|method)_code\("(\w+)"\)', block))
+                rules[block.split(":")[0]] = (script[1] or script[2],
+                                              re.search(r'code=(?:script|method)_code\("(\w+)"\)', block))
     assert {script for script, _ in rules.values()} == {p.stem for p in (REPO / "workflow" / "scripts").glob("*.py")}
     assert {rule: code and code[1] for rule, (script, code) in rules.items()} == {
         rule: script for rule, (script, _) in rules.items()}

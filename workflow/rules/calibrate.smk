@@ -23,5 +23,5 @@ rule calibrate:
         runtime=60,
     params:
         settings=spec_params("calibrate"),
-    script:
-        "../scripts/calibrate.py"
+    shell:
+        job_command("calibrate", "source", "method", "seed")

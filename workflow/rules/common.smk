@@ -2,11 +2,14 @@
 # runs on and the wildcard constraints: the other rule files hold rules only, so that each one reads without the
 # others and their include order does not matter. A rule's files and settings come from its job's spec
 # (calbench.jobs.spec.SPECS: the rule's name → the spec function its script and `calbench job` call too).
+import os
 import re
+import sys
 from functools import cache
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 
 from calbench.config import ConfigError, load, method_needs, read_config_file
 from calbench.data.check import config_problems
@@ -16,6 +19,7 @@ from calbench.data.store import job_memory_mb
 from calbench.imports import code_files
 from calbench.jobs import paths
 from calbench.jobs.code_inputs import code_manifest
+from calbench.jobs.script_job import config_snapshot
 from calbench.jobs.spec import spec_function
 from calbench.stats.ranks import MIN_SOURCES
 from calbench.methods import code_files as method_code_files
@@ -137,9 +141,14 @@ def label_shift_outputs():
 
 # ---- code inputs: the calbench files each rule's script can execute (calbench.imports), as one manifest per import
 # closure (calbench.jobs.code_inputs) ----
+def _script_path(script):
+    return Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"
+
+
 @cache
 def _script_files(script):
-    return code_files(scripts=[Path(workflow.basedir) / "workflow" / "scripts" / f"{script}.py"])
+    """The script itself (a shell rule does not name it to Snakemake) and the closure of its calbench imports."""
+    return [str(_script_path(script)), *code_files(scripts=[_script_path(script)])]
 
 
 @cache
@@ -164,6 +173,32 @@ def method_code(script):
         return _script_and_method_code(script, wildcards.method)
 
     return manifest
+
+
+# ---- the shell command of the rules whose jobs the local job runner runs (calbench.jobs.runner) ----
+# It names what differs between runs and machines through the environment, since Snakemake reruns the jobs of a
+# shell rule whose command text changes and a change of config or of the checkout's place must rerun nothing by
+# itself. They are the resolved config (one file per content in .snakemake/calbench-config/), the checkout, and the
+# Python of the scripts (the conda environment's under --use-conda, else this one, as for script rules).
+os.environ.update(
+    CALBENCH_CONFIG=config_snapshot(config),
+    CALBENCH_WORKFLOW=str(workflow.basedir),
+    CALBENCH_JOB_PYTHON=(
+        "python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method else sys.executable
+    ),
+)
+
+
+def job_command(script, *wildcards):
+    """The shell command of rule ``script`` (a rule of that name), which runs workflow/scripts/{script}.py for a job
+    with ``wildcards``: the job runner's client (workflow/scripts/job_runner/client.py, a Python without site
+    packages) hands the job to the run's runner or, without one, runs the script in a Python of its own
+    (calbench.jobs.script_job)."""
+    named = " ".join(f"{name}={{wildcards.{name}:q}}" for name in wildcards)
+    return (
+        f'"$CALBENCH_JOB_PYTHON" -S "$CALBENCH_WORKFLOW/workflow/scripts/job_runner/client.py" {script} '
+        f'"$CALBENCH_WORKFLOW/workflow/scripts/{script}.py" "$CALBENCH_CONFIG" {{threads}} {{log:q}} {named}'
+    )
 
 
 # ---- environments and resources ----

@@ -22,5 +22,5 @@ rule evaluate:
         runtime=30,
     params:
         settings=spec_params("evaluate"),
-    script:
-        "../scripts/evaluate.py"
+    shell:
+        job_command("evaluate", "source", "method", "seed")

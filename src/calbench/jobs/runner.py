@@ -5,14 +5,15 @@ A workflow job is otherwise a fresh Python process, and at the default run's siz
 the imports of numpy, h5py, scipy and calbench (~0.3 CPU-s) and numba's set-up before the first compiled kernel
 runs (~0.4 CPU-s), against a few hundredths of a second of fitting or scoring (docs/runtime.md). Snakemake still
 schedules every job on its own, with the same inputs, outputs, code inputs and benchmark, so what an edit reruns is
-unchanged; only the job's body runs in the forked child, which executes the rule's own script
-(``workflow/scripts/{calibrate,evaluate}.py``) with the job's ``snakemake`` object, its working directory,
-environment and standard streams, and whose exit status becomes the job's.
+unchanged; the rule's shell command (``workflow/scripts/job_runner/client.py``, a Python without its site packages)
+hands the job over, and the forked child executes the rule's own script (``workflow/scripts/{calibrate,evaluate}.py``,
+:mod:`calbench.jobs.script_job`) with the job's working directory, environment and standard streams; its exit
+status becomes the job's.
 
 The Snakefile starts the runner (:func:`start`) on a local run's start (Linux only: ``fork`` after numpy and numba
 are loaded is not safe on macOS) unless ``CALBENCH_JOB_RUNNER=off``, and stops it when the run ends (:func:`stop`);
 the runner also ends when the Snakemake process does. A job started without a runner (a cluster job, another
-Python environment through ``--use-conda``, the runner gone) runs in its own process as before. Each job's
+Python environment through ``--use-conda``, the runner gone) runs its script in a process of its own. Each job's
 resource use (wall, user and system CPU seconds, peak resident memory of the child) is one line of
 ``logs/job_runner.tsv``.
 """
@@ -40,7 +41,8 @@ SWITCH_ENV = "CALBENCH_JOB_RUNNER"
 RECORD = Path("logs") / "job_runner.tsv"
 RECORD_HEADER = "script\tjob\texit\twall_s\tuser_s\tsys_s\tmax_rss_mb\n"
 #: What the calibrate and evaluate jobs import (their modules and the libraries their functions import lazily).
-PRELOAD = ("calbench.jobs.calibrate", "calbench.jobs.evaluate", "calbench.jobs.logs", "calbench.parallel",
+PRELOAD = ("calbench.jobs.calibrate", "calbench.jobs.evaluate", "calbench.jobs.logs", "calbench.jobs.script_job",
+           "calbench.parallel",
            "calbench.persist", "calbench.metrics.definitions", "scipy.optimize", "scipy.special", "scipy.linalg",
            "threadpoolctl")
 #: The header of a request and of a reply (lengths and numbers, network byte order).
@@ -174,8 +176,8 @@ def _receive(connection: socket.socket, size: int) -> bytes:
 
 
 def _fork_job(connection: socket.socket, listener: socket.socket, children: dict):
-    """Read one request (the job's standard streams, then its pickled script path, ``snakemake`` object, working
-    directory and environment) and fork its child: ``(pid, pidfd, job name)``, or None where the request was not
+    """Read one request (the job's standard streams, then its pickled job as the rule's shell command describes it,
+    working directory and environment) and fork its child: ``(pid, pidfd, job name)``, or None where the request was not
     one the runner can run (answered with exit status -1: the job then runs in its own process)."""
     try:
         connection.settimeout(30.0)
@@ -185,7 +187,7 @@ def _fork_job(connection: socket.socket, listener: socket.socket, children: dict
     except (OSError, ValueError, struct.error, pickle.UnpicklingError, EOFError):
         connection.close()
         return None
-    if len(fds) != 3 or request.get("python") != sys.executable:
+    if len(fds) != 3 or request.get("python") != sys.executable or not isinstance(request.get("job"), dict):
         for fd in fds:
             os.close(fd)
         connection.sendall(REPLY.pack(-1, 0.0, 0.0, 0.0, 0.0))
@@ -201,15 +203,16 @@ def _fork_job(connection: socket.socket, listener: socket.socket, children: dict
         _run_child(request, fds)
     for fd in fds:
         os.close(fd)
-    name = f"{Path(request['script']).stem}\t{request.get('job', '')}"
+    name = f"{Path(request['job']['script']).stem}\t{request.get('name', '')}"
     return pid, os.pidfd_open(pid), name
 
 
 def _run_child(request: dict, fds: list[int]) -> None:
-    """Run the job's script as Snakemake would (``__main__``, the ``snakemake`` object in its globals), with the
-    job's streams, directory and environment; exit with its status."""
-    import runpy
+    """Run the job's script (:func:`calbench.jobs.script_job.run`) with the job's streams, directory and
+    environment; exit with its status."""
     import traceback
+
+    from calbench.jobs import script_job
 
     code = 1
     try:
@@ -222,10 +225,7 @@ def _run_child(request: dict, fds: list[int]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update({k: v for k, v in request["environ"].items() if k != ADDRESS_ENV})
-        script = request["script"]
-        sys.path.insert(0, os.path.dirname(script))
-        sys.argv = [script]
-        runpy.run_path(script, init_globals={"snakemake": request["snakemake"]}, run_name="__main__")
+        script_job.run(request["job"])
         code = 0
     except SystemExit as stop_:
         code = stop_.code if isinstance(stop_.code, int) else (0 if stop_.code is None else 1)
