@@ -20,12 +20,14 @@ from calbench.atomic import write_text_atomic
 CACHE = Path(".snakemake") / "calbench-digests.json"
 
 
-def _fingerprint(path: str) -> list[int]:
+def fingerprint(path: str) -> list[int]:
+    """What changes when a file's content may have: size, modification and status-change times, inode."""
     info = os.stat(path)
     return [info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino]
 
 
-def _sha256(path: str) -> str:
+def file_sha256(path: str) -> str:
+    """The SHA-256 of the file at ``path``, hex."""
     with open(path, "rb") as file:
         return hashlib.file_digest(file, "sha256").hexdigest()
 
@@ -43,10 +45,10 @@ def file_digests(paths: list[str], cache: Path = CACHE) -> dict[str, str]:
         try:
             if not os.path.isfile(key):
                 continue
-            mark = _fingerprint(key)
+            mark = fingerprint(key)
             entry = cached.get(key)
             if not (isinstance(entry, list) and entry[:4] == mark):
-                entry, changed = [*mark, _sha256(key)], True
+                entry, changed = [*mark, file_sha256(key)], True
                 cached[key] = entry
         except OSError:
             continue

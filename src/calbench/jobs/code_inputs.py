@@ -17,23 +17,30 @@ Snakemake process's CPU time (docs/runtime.md).
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
 from calbench.atomic import atomic_path
+from calbench.data.digests import file_sha256, fingerprint
 
 #: The folder of the manifests, in the run's working directory beside Snakemake's own records.
 MANIFESTS = Path(".snakemake") / "calbench-code"
 SUFFIX = ".sha256"
 
 
+#: path → (its fingerprint, its SHA-256) in this process: a file is in many closures, hashed once per version.
+_HASHED: dict[str, tuple[list[int], str]] = {}
+
+
 def _sha256(path: str) -> str:
-    with open(path, "rb") as file:
-        return hashlib.file_digest(file, "sha256").hexdigest()
+    mark = fingerprint(path)
+    held = _HASHED.get(path)
+    if held is None or held[0] != mark:
+        held = _HASHED[path] = (mark, file_sha256(path))
+    return held[1]
 
 
-def code_manifest(name: str, files: list[str], root, folder: Path = MANIFESTS) -> str:
+def code_manifest(name: str, files, root, folder: Path = MANIFESTS) -> str:
     """The path of manifest ``name`` listing ``files`` (paths below ``root``, the repository), written first where
     it is missing or lists other files or content; the rule's ``input.code``."""
     root = Path(root).resolve()

@@ -9,11 +9,11 @@ than each image.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 
 from calbench.atomic import write_text_atomic
+from calbench.data.digests import file_sha256
 from calbench.data.entry import Source
 from calbench.jobs import paths
 from calbench.jobs.spec import JobSpec, outfile, param
@@ -56,7 +56,5 @@ def image_manifest_job(*, spec: ManifestSpec) -> None:
     for path in spec.images:
         if problem := image_file_problem(path):  # before reading: a FIFO or a device would never end
             raise ValueError(f"{path} {problem}; remove it from {data_dir} or replace it with the image")
-        with open(path, "rb") as file:
-            digest = hashlib.file_digest(file, "sha256").hexdigest()
-        lines.append(f"{os.path.relpath(path, data_dir)}\t{os.path.getsize(path)}\t{digest}")
+        lines.append(f"{os.path.relpath(path, data_dir)}\t{os.path.getsize(path)}\t{file_sha256(path)}")
     write_text_atomic(spec.manifest, "\n".join(lines) + "\n")
