@@ -160,7 +160,7 @@ def script_code(script):
 
 @cache
 def _script_and_method_code(script, method):
-    files = sorted(set(_script_files(script)) | set(method_code_files(method)))
+    files = set(_script_files(script)) | set(method_code_files(method))
     return code_manifest(f"{script}.{method}", files, root=workflow.basedir)
 
 

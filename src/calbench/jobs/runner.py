@@ -42,9 +42,8 @@ RECORD = Path("logs") / "job_runner.tsv"
 RECORD_HEADER = "script\tjob\texit\twall_s\tuser_s\tsys_s\tmax_rss_mb\n"
 #: What the calibrate and evaluate jobs import (their modules and the libraries their functions import lazily).
 PRELOAD = ("calbench.jobs.calibrate", "calbench.jobs.evaluate", "calbench.jobs.logs", "calbench.jobs.script_job",
-           "calbench.parallel",
-           "calbench.persist", "calbench.metrics.definitions", "scipy.optimize", "scipy.special", "scipy.linalg",
-           "threadpoolctl")
+           "calbench.parallel", "calbench.persist", "calbench.metrics.definitions", "scipy.optimize", "scipy.special",
+           "scipy.linalg", "threadpoolctl")
 #: The header of a request and of a reply (lengths and numbers, network byte order).
 HEADER = struct.Struct("!Q")
 REPLY = struct.Struct("!idddd")
